@@ -1,0 +1,141 @@
+/*
+ * sl.h -- shared primitives of sluice: status codes, allocation, byte
+ * buffers, logging, clocks, encodings and randomness.
+ *
+ * Every module may include this header; it includes nothing of another
+ * module and no third-party header.
+ *
+ * Conventions (binding for the whole tree, see docs/design.md):
+ *  - Functions that can fail return int: SL_OK (0) or a negative SL_E* code.
+ *    Codes at or below SL_EFATAL mean "stop using this object".
+ *  - sl_x*alloc() never return NULL: they abort on exhaustion and are for
+ *    control-plane objects whose size sluice chooses. Client-sized data goes
+ *    through sl_try*alloc(), which may return NULL, after a bound check.
+ *  - struct sl_slice borrows bytes; struct sl_buf owns them.
+ *
+ * Threading: everything here is safe to call from any thread.
+ */
+#ifndef SLUICE_SL_H
+#define SLUICE_SL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- status codes ------------------------------------------------------ */
+
+enum sl_status {
+    SL_OK = 0,
+    SL_ENOMEM = -1,    /* allocation failed (only from sl_try* paths) */
+    SL_EINVAL = -2,    /* malformed or out-of-range input */
+    SL_EAGAIN = -3,    /* no progress now; retry later */
+    SL_EBUSY = -4,     /* full or throttled */
+    SL_ECLOSED = -5,   /* shutting down / already closed */
+    SL_EIO = -6,       /* storage or socket I/O failed */
+    SL_ENOTFOUND = -7, /* no such object */
+    SL_EEXIST = -8,    /* already exists (with different properties) */
+    SL_ETOOBIG = -9,   /* over a size limit */
+    SL_EFATAL = -100,  /* object is unusable from now on */
+};
+
+/* Static, human-readable text for an SL_* code (never NULL). */
+const char *sl_strerror(int status);
+
+/* ---- assertions -------------------------------------------------------- */
+
+/* Always on: cheap invariants whose failure means memory is already wrong. */
+#define SL_ASSERT(e) ((e) ? (void)0 : sl_assert_fail(#e, __FILE__, __LINE__))
+_Noreturn void sl_assert_fail(const char *expr, const char *file, int line);
+
+#define SL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define SL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SL_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* ---- allocation -------------------------------------------------------- */
+
+void *sl_xmalloc(size_t n);
+void *sl_xcalloc(size_t count, size_t size);
+void *sl_xrealloc(void *p, size_t n);
+char *sl_xstrdup(const char *s);
+char *sl_xstrndup(const char *s, size_t n);
+void *sl_trymalloc(size_t n);
+
+/* ---- borrowed and owned bytes ------------------------------------------ */
+
+struct sl_slice {
+    const char *p;
+    size_t n;
+};
+
+#define SL_SLICE_LIT(s) ((struct sl_slice){(s), sizeof(s) - 1})
+struct sl_slice sl_slice_cstr(const char *s);
+bool sl_slice_eq(struct sl_slice a, struct sl_slice b);
+bool sl_slice_eq_cstr(struct sl_slice a, const char *s);
+
+/* A growable, owned byte buffer. Always NUL-terminated when p != NULL so
+ * it can be handed to APIs that want C strings; n excludes the NUL. */
+struct sl_buf {
+    char *p;
+    size_t n;
+    size_t cap;
+};
+
+void sl_buf_init(struct sl_buf *b);
+void sl_buf_free(struct sl_buf *b);
+void sl_buf_reset(struct sl_buf *b); /* n = 0, keeps capacity */
+void sl_buf_reserve(struct sl_buf *b, size_t extra);
+void sl_buf_append(struct sl_buf *b, const void *data, size_t n);
+void sl_buf_append_cstr(struct sl_buf *b, const char *s);
+void sl_buf_append_byte(struct sl_buf *b, char c);
+void sl_buf_printf(struct sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sl_buf_vprintf(struct sl_buf *b, const char *fmt, va_list ap);
+/* Transfers the bytes to the caller (free() them); b is left empty. */
+char *sl_buf_take(struct sl_buf *b, size_t *len_out);
+
+/* ---- logging ----------------------------------------------------------- */
+
+enum sl_log_level { SL_LOG_DEBUG, SL_LOG_INFO, SL_LOG_WARN, SL_LOG_ERROR };
+
+/* Logs one line to stderr: "2026-11-21T07:09:00.123Z LEVEL [module] text". */
+void sl_log(enum sl_log_level level, const char *module, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void sl_log_set_level(enum sl_log_level level);
+bool sl_log_enabled(enum sl_log_level level);
+
+/* ---- clocks ------------------------------------------------------------ */
+
+/* Wall-clock time (CLOCK_REALTIME) in milliseconds / microseconds since the
+ * epoch: what message timestamps and SigV4 compare against. */
+uint64_t sl_wall_ms(void);
+uint64_t sl_wall_us(void);
+/* Monotonic time in nanoseconds: for durations and timers. */
+uint64_t sl_mono_ns(void);
+
+/* Formats t (seconds since the epoch) per RFC 7231 IMF-fixdate into out
+ * (at least 30 bytes). Returns the length written. */
+size_t sl_http_date(int64_t t, char *out, size_t cap);
+
+/* ---- encodings --------------------------------------------------------- */
+
+/* Lower-case hex of n bytes into out (2n + 1 bytes incl. NUL). */
+void sl_hex_encode(const uint8_t *in, size_t n, char *out);
+/* Standard base64 with padding. Encoded size is sl_base64_encoded_len(n)
+ * plus a NUL. Decode returns SL_OK or SL_EINVAL for bad input; *out_len
+ * gets the decoded length; out needs at least 3 * (n / 4) bytes. */
+size_t sl_base64_encoded_len(size_t n);
+void sl_base64_encode(const uint8_t *in, size_t n, char *out);
+int sl_base64_decode(const char *in, size_t n, uint8_t *out, size_t *out_len);
+/* URL-safe base64 without padding (receipt handles, tokens). */
+void sl_base64url_encode(const uint8_t *in, size_t n, char *out);
+int sl_base64url_decode(const char *in, size_t n, uint8_t *out, size_t *out_len);
+
+/* ---- randomness and identifiers ---------------------------------------- */
+
+/* Cryptographically strong random bytes (OpenSSL RAND_bytes); aborts if
+ * the generator is unavailable, which only happens on a broken system. */
+void sl_random_bytes(void *out, size_t n);
+/* A random RFC 4122 version-4 UUID, lower-case with dashes, into out[37]. */
+void sl_uuid4(char out[37]);
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * sl_encode.c -- hex, base64 (standard and URL-safe) and randomness.
+ *
+ * Base64 is OpenSSL's EVP_EncodeBlock/EVP_DecodeBlock; the URL-safe form
+ * maps the alphabet around them rather than carrying a second codec.
+ */
+#include "sl.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sl_hex_encode(const uint8_t *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+size_t sl_base64_encoded_len(size_t n)
+{
+    return 4 * ((n + 2) / 3);
+}
+
+void sl_base64_encode(const uint8_t *in, size_t n, char *out)
+{
+    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+static bool is_b64_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '+' || c == '/';
+}
+
+int sl_base64_decode(const char *in, size_t n, uint8_t *out, size_t *out_len)
+{
+    /* EVP_DecodeBlock skips white space and does not report padding, so
+     * validate the alphabet and length here and subtract the padding. */
+    if (n % 4 != 0) {
+        return SL_EINVAL;
+    }
+    size_t pad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (in[i] == '=') {
+            if (i < n - 2) {
+                return SL_EINVAL;
+            }
+            pad++;
+        } else if (pad > 0 || !is_b64_char(in[i])) {
+            return SL_EINVAL;
+        }
+    }
+    if (n == 0) {
+        *out_len = 0;
+        return SL_OK;
+    }
+    int len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
+    if (len < 0) {
+        return SL_EINVAL;
+    }
+    *out_len = (size_t)len - pad;
+    return SL_OK;
+}
+
+void sl_base64url_encode(const uint8_t *in, size_t n, char *out)
+{
+    sl_base64_encode(in, n, out);
+    size_t len = strlen(out);
+    while (len > 0 && out[len - 1] == '=') {
+        out[--len] = '\0';
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (out[i] == '+') {
+            out[i] = '-';
+        } else if (out[i] == '/') {
+            out[i] = '_';
+        }
+    }
+}
+
+int sl_base64url_decode(const char *in, size_t n, uint8_t *out, size_t *out_len)
+{
+    if (n % 4 == 1) {
+        return SL_EINVAL;
+    }
+    size_t padded = (n + 3) / 4 * 4;
+    char stackbuf[512];
+    char *tmp = padded <= sizeof stackbuf ? stackbuf : sl_trymalloc(padded);
+    if (tmp == NULL) {
+        return SL_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        if (c == '+' || c == '/' || c == '=') {
+            if (tmp != stackbuf) {
+                free(tmp);
+            }
+            return SL_EINVAL;
+        }
+        tmp[i] = c == '-' ? '+' : c == '_' ? '/' : c;
+    }
+    for (size_t i = n; i < padded; i++) {
+        tmp[i] = '=';
+    }
+    int rc = sl_base64_decode(tmp, padded, out, out_len);
+    if (tmp != stackbuf) {
+        free(tmp);
+    }
+    return rc;
+}
+
+void sl_random_bytes(void *out, size_t n)
+{
+    if (RAND_bytes(out, (int)n) != 1) {
+        fprintf(stderr, "sluice: RAND_bytes failed\n");
+        abort();
+    }
+}
+
+void sl_uuid4(char out[37])
+{
+    uint8_t b[16];
+    sl_random_bytes(b, sizeof b);
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+    char hex[33];
+    sl_hex_encode(b, sizeof b, hex);
+    snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
+}

@@ -1,0 +1,169 @@
+/*
+ * cfg.h -- sluice's configuration: YAML loading, strict validation, and the
+ * immutable, reference-counted snapshot every other module reads.
+ *
+ * A snapshot never changes after cfg_load_*() returns it. Reload (SIGHUP)
+ * builds a whole new snapshot off the hot path and the holder swaps it in
+ * (see struct cfg_holder); requests in flight keep the snapshot they took a
+ * reference on, so they finish with the configuration they started with.
+ *
+ * Threading: a snapshot may be read from any thread without locks. Reference
+ * counting is atomic. cfg_holder_get() / cfg_holder_swap() are thread-safe.
+ *
+ * Ownership: cfg_load_*() return a snapshot with one reference, owned by the
+ * caller; cfg_snapshot_unref() frees it when the last reference goes.
+ * Every string in a snapshot is owned by the snapshot.
+ */
+#ifndef SLUICE_CFG_H
+#define SLUICE_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cfg_durability {
+    CFG_DURABILITY_FSYNC, /* synchronous=FULL: an acknowledged write survives power loss */
+    CFG_DURABILITY_OS,    /* synchronous=NORMAL: survives a crash of the process */
+};
+
+enum cfg_on_excess {
+    CFG_EXCESS_REJECT, /* RequestThrottled; the client retries */
+    CFG_EXCESS_SPILL,  /* sends go to the queue's overflow lane, delayed */
+};
+
+/* A host:port pair as written in the file ("127.0.0.1:9324", "[::1]:9324"). */
+struct cfg_endpoint {
+    char *host; /* without brackets for IPv6 */
+    uint16_t port;
+};
+
+struct cfg_limits {
+    double requests_per_second; /* token refill rate; a batch costs one per entry */
+    uint32_t burst;             /* bucket size, in tokens */
+    uint32_t max_inflight;      /* received-but-not-deleted messages, all queues */
+    uint64_t max_backlog;       /* stored messages (all lanes) before sends throttle */
+    uint32_t max_long_polls;    /* concurrent waiting ReceiveMessage calls */
+};
+
+struct cfg_spill {
+    uint32_t delay_seconds;      /* spilled messages stay invisible this long */
+    uint32_t aged_after_seconds; /* older ready messages move to the overflow lane */
+};
+
+/* A tenant after defaults have been applied: every field is set. */
+struct cfg_tenant {
+    char *name;              /* [A-Za-z0-9_-]{1,64} */
+    char *access_key_id;     /* unique across tenants and the admin */
+    char *secret_access_key; /* resolved: "env:NAME" is already read */
+    struct cfg_limits limits;
+    enum cfg_on_excess on_excess;
+    struct cfg_spill spill;
+};
+
+struct cfg_admin {
+    bool enabled;             /* false when the admin section is absent */
+    struct cfg_endpoint listen;
+    char *access_key_id;
+    char *secret_access_key;
+    char *bearer_token;       /* optional; NULL when not set */
+};
+
+struct cfg_tls {
+    bool enabled; /* absent section = cleartext h2c */
+    char *cert_file;
+    char *key_file;
+};
+
+struct cfg_snapshot {
+    char *source;             /* file path, or "<embedded default>" */
+    struct cfg_endpoint listen;
+    struct cfg_tls tls;
+    char *region;
+    char *data_dir;
+    uint32_t partitions;      /* P, 1..1024 */
+    uint32_t shard_size;      /* k, 1..P */
+    enum cfg_durability durability;
+    uint32_t io_threads;      /* event-loop threads; 0 in the file = CPU count */
+    bool log_requests;        /* one structured log line per request */
+    struct cfg_admin admin;
+    struct cfg_limits default_limits;
+    enum cfg_on_excess default_on_excess;
+    struct cfg_spill default_spill;
+    size_t tenant_count;
+    struct cfg_tenant *tenants; /* sorted by name */
+    /* private */
+    int _refs;                /* atomic; use cfg_snapshot_ref/unref */
+};
+
+/* One validation problem, already formatted "FILE:LINE:COLUMN: message". */
+struct cfg_diag {
+    char *text;
+    uint32_t line;   /* 1-based; 0 when not tied to a position */
+    uint32_t column; /* 1-based */
+};
+
+/* Every problem found by one load, in file order. */
+struct cfg_diags {
+    size_t count;
+    struct cfg_diag *items;
+};
+
+void cfg_diags_free(struct cfg_diags *d);
+
+/* Loads and validates a YAML file. Returns 0 and sets *out (one reference)
+ * when the file is valid; otherwise returns -1, leaves *out untouched and
+ * fills *diags with every problem found (the caller frees it with
+ * cfg_diags_free; it is also filled with nothing on success). */
+int cfg_load_file(const char *path, struct cfg_snapshot **out, struct cfg_diags *diags);
+
+/* The same for YAML text held in memory; name is used in messages. */
+int cfg_load_string(const char *name, const char *text, size_t len, struct cfg_snapshot **out,
+                    struct cfg_diags *diags);
+
+/* The embedded default of the contract (listen 127.0.0.1:9324, data in
+ * ./sluice-data, tenant "default" with key and secret "default"). */
+const char *cfg_default_yaml(void);
+
+struct cfg_snapshot *cfg_snapshot_ref(struct cfg_snapshot *s);
+void cfg_snapshot_unref(struct cfg_snapshot *s);
+
+/* Who an access key id belongs to. */
+enum cfg_principal_kind { CFG_PRINCIPAL_TENANT, CFG_PRINCIPAL_ADMIN };
+
+struct cfg_principal {
+    enum cfg_principal_kind kind;
+    const char *secret_access_key;
+    const struct cfg_tenant *tenant; /* NULL for the admin */
+};
+
+/* Looks up an access key id (not NUL-terminated). Returns false when no
+ * tenant and no admin has that key. The result borrows from s. */
+bool cfg_find_principal(const struct cfg_snapshot *s, const char *access_key_id, size_t len,
+                        struct cfg_principal *out);
+
+/* The tenant with that name, or NULL. Borrowed from s. */
+const struct cfg_tenant *cfg_find_tenant(const struct cfg_snapshot *s, const char *name,
+                                         size_t len);
+
+/* True when a tenant name matches [A-Za-z0-9_-]{1,64}. */
+bool cfg_tenant_name_valid(const char *name, size_t len);
+
+/* Keys that SIGHUP cannot change (listen, data_dir, partitions). Writes a
+ * human sentence per difference into buf (NUL-terminated, may be empty) and
+ * returns how many there were. */
+int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_snapshot *new_s,
+                             char *buf, size_t cap);
+
+/* ---- the live configuration -------------------------------------------- */
+
+/* Holds the current snapshot. get() returns a new reference, so a request
+ * can keep using what it took while a reload swaps in the next one. */
+struct cfg_holder;
+
+struct cfg_holder *cfg_holder_new(struct cfg_snapshot *initial); /* takes the reference */
+void cfg_holder_free(struct cfg_holder *h);
+struct cfg_snapshot *cfg_holder_get(struct cfg_holder *h);
+/* Takes the reference to next; drops the holder's reference to the old. */
+void cfg_holder_swap(struct cfg_holder *h, struct cfg_snapshot *next);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * gw_http.h -- (gateway-internal) the seam between the HTTP/2 protocol
+ * layer (gw_server.c, gw_conn.c, gw_h2.c, gw_tls.c) and the API layer that
+ * answers requests (gw_api.c and the SQS action files).
+ *
+ * The protocol layer assembles a whole request (headers and body, within
+ * its limits), then calls the listener's handler on the loop thread that
+ * owns the connection. The handler answers now or later -- after a
+ * partition commit, or when a long poll is woken -- by calling
+ * gw_exchange_respond() exactly once, on that same loop thread.
+ *
+ * Lifetime: struct gw_exchange is owned by the protocol layer. If the
+ * client resets the stream or the connection closes first, the exchange is
+ * marked cancelled and its on_cancel hook runs; it stays valid until the
+ * handler responds, and that respond only frees it. So a completion that
+ * arrives after a reset is harmless: nothing is written and nothing leaks.
+ */
+#ifndef SLUICE_GW_HTTP_H
+#define SLUICE_GW_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gw.h"
+#include "sl.h"
+
+struct uv_loop_s;
+struct gw_exchange;
+
+/* A complete request. Everything borrows from the exchange and stays valid
+ * until gw_exchange_respond(). */
+struct gw_request {
+    struct sl_slice method;    /* :method */
+    struct sl_slice path;      /* :path, including any query */
+    struct sl_slice authority; /* :authority, or the host header */
+    struct sl_slice scheme;    /* :scheme */
+    const struct gw_header *headers; /* regular headers, lower-case names, arrival order */
+    size_t header_count;
+    struct sl_slice body;
+    const char *request_id;    /* UUID, also sent as x-amzn-RequestId */
+    uint64_t start_mono_ns;    /* when the request was complete */
+    bool tls;
+};
+
+typedef void gw_request_fn(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req);
+typedef void gw_cancel_fn(struct gw_exchange *ex, void *data);
+
+/* What a listener does with its requests. Each I/O thread calls
+ * loop_start once on its own thread and passes the result as loop_ctx to
+ * every request of that thread; loop_drain when shutdown begins (answer long
+ * polls now); loop_stop after its last exchange is done. */
+struct gw_handler {
+    void *app;
+    void *(*loop_start)(void *app, struct uv_loop_s *loop);
+    void (*loop_drain)(void *loop_ctx);
+    void (*loop_stop)(void *loop_ctx);
+    gw_request_fn *on_request;
+};
+
+/* Sends the response and releases the exchange. Header names must be
+ * lower-case; content-length, date and x-amzn-requestid are added by the
+ * protocol layer. body is copied. A cancelled exchange is only freed. */
+void gw_exchange_respond(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                         size_t header_count, const void *body, size_t body_len);
+
+/* True once the stream is gone; the handler should stop work and respond
+ * (which then only frees). */
+bool gw_exchange_cancelled(const struct gw_exchange *ex);
+
+/* Installs a hook run at most once, on the loop thread, when the stream goes
+ * away before the response (client RST_STREAM, connection closed). Replaces
+ * any earlier hook; NULL removes it. */
+void gw_exchange_on_cancel(struct gw_exchange *ex, gw_cancel_fn *fn, void *data);
+
+/* The request of this exchange (same pointer the handler received). */
+const struct gw_request *gw_exchange_request(const struct gw_exchange *ex);
+
+#endif
