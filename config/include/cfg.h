@@ -61,11 +61,11 @@ struct cfg_tenant {
 };
 
 struct cfg_admin {
-    bool enabled;             /* false when the admin section is absent */
+    bool enabled; /* false when the admin section is absent */
     struct cfg_endpoint listen;
     char *access_key_id;
     char *secret_access_key;
-    char *bearer_token;       /* optional; NULL when not set */
+    char *bearer_token; /* optional; NULL when not set */
 };
 
 struct cfg_tls {
@@ -74,17 +74,19 @@ struct cfg_tls {
     char *key_file;
 };
 
+struct cfg__principal_entry; /* private, see _principals */
+
 struct cfg_snapshot {
-    char *source;             /* file path, or "<embedded default>" */
+    char *source; /* file path, or "<embedded default>" */
     struct cfg_endpoint listen;
     struct cfg_tls tls;
     char *region;
     char *data_dir;
-    uint32_t partitions;      /* P, 1..1024 */
-    uint32_t shard_size;      /* k, 1..P */
+    uint32_t partitions; /* P, 1..1024 */
+    uint32_t shard_size; /* k, 1..P */
     enum cfg_durability durability;
-    uint32_t io_threads;      /* event-loop threads; 0 in the file = CPU count */
-    bool log_requests;        /* one structured log line per request */
+    uint32_t io_threads; /* event-loop threads; 0 in the file = CPU count */
+    bool log_requests;   /* one structured log line per request */
     struct cfg_admin admin;
     struct cfg_limits default_limits;
     enum cfg_on_excess default_on_excess;
@@ -92,7 +94,12 @@ struct cfg_snapshot {
     size_t tenant_count;
     struct cfg_tenant *tenants; /* sorted by name */
     /* private */
-    int _refs;                /* atomic; use cfg_snapshot_ref/unref */
+    int _refs; /* atomic; use cfg_snapshot_ref/unref */
+    /* Access-key index for cfg_find_principal, sorted by key and built by
+     * the loader. NULL in a snapshot assembled by hand (tests), where the
+     * lookups fall back to a linear scan. */
+    struct cfg__principal_entry *_principals;
+    size_t _principal_count;
 };
 
 /* One validation problem, already formatted "FILE:LINE:COLUMN: message". */
@@ -110,19 +117,24 @@ struct cfg_diags {
 
 void cfg_diags_free(struct cfg_diags *d);
 
-/* Loads and validates a YAML file. Returns 0 and sets *out (one reference)
+/* Loads and validates a YAML file (see docs/config.md). Relative TLS file
+ * paths resolve against the file's directory. Returns 0 and sets *out (one reference)
  * when the file is valid; otherwise returns -1, leaves *out untouched and
  * fills *diags with every problem found (the caller frees it with
  * cfg_diags_free; it is also filled with nothing on success). */
 int cfg_load_file(const char *path, struct cfg_snapshot **out, struct cfg_diags *diags);
 
-/* The same for YAML text held in memory; name is used in messages. */
+/* The same for YAML text held in memory; name is used in messages and
+ * relative TLS file paths resolve against the current directory. */
 int cfg_load_string(const char *name, const char *text, size_t len, struct cfg_snapshot **out,
                     struct cfg_diags *diags);
 
 /* The embedded default of the contract (listen 127.0.0.1:9324, data in
  * ./sluice-data, tenant "default" with key and secret "default"). */
 const char *cfg_default_yaml(void);
+
+/* cfg_load_string() of cfg_default_yaml(), named "<embedded default>". */
+int cfg_load_default(struct cfg_snapshot **out, struct cfg_diags *diags);
 
 struct cfg_snapshot *cfg_snapshot_ref(struct cfg_snapshot *s);
 void cfg_snapshot_unref(struct cfg_snapshot *s);
@@ -148,9 +160,11 @@ const struct cfg_tenant *cfg_find_tenant(const struct cfg_snapshot *s, const cha
 /* True when a tenant name matches [A-Za-z0-9_-]{1,64}. */
 bool cfg_tenant_name_valid(const char *name, size_t len);
 
-/* Keys that SIGHUP cannot change (listen, data_dir, partitions). Writes a
- * human sentence per difference into buf (NUL-terminated, may be empty) and
- * returns how many there were. */
+/* Keys that SIGHUP cannot change: listen, data_dir, partitions,
+ * shard_size, io_threads, tls (on/off and file paths), admin on/off and
+ * admin.listen. Writes one short sentence per difference into buf, joined
+ * by "; " (NUL-terminated, empty when none, truncated to cap) and returns
+ * how many differences there were. */
 int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_snapshot *new_s,
                              char *buf, size_t cap);
 
