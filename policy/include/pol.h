@@ -1,0 +1,295 @@
+/*
+ * pol.h -- sluice's policy: the pure decisions behind multi-tenancy.
+ *
+ * What it decides (docs/policy.md has the rules, keys and arithmetic):
+ *   1. placement: which k of the P partitions hold a tenant (keyed
+ *      rendezvous hashing = shuffle sharding), which of them a send goes to
+ *      (the one with the fewest ready messages, as AWS Lambda does) and which
+ *      partitions a receive must read;
+ *   2. per-tenant rate limits (GCRA, lock-free) and the registry that keeps
+ *      one budget per tenant across SIGHUP reloads;
+ *   3. admission of a request: ADMIT, SPILL or THROTTLE, with back-pressure
+ *      that shrinks the admitted send rate as the tenant's backlog grows, and
+ *      how many messages a receive may take under max_inflight;
+ *   4. fair dequeue inside a queue: noisy message groups go last (SQS fair
+ *      queues);
+ *   5. aged spill and retention predicates;
+ *   6. the per-tenant cap on concurrent long polls.
+ *
+ * Policy does no I/O, starts no thread and never reads a clock: time is
+ * always a parameter (now_ns from sl_mono_ns() for rates, wall-clock
+ * milliseconds for message ages). The gateway asks policy and then calls
+ * the partitions itself; nothing here knows about either.
+ *
+ * Threading: pure functions are safe from any thread. struct pol_gcra and
+ * struct pol_slots are lock-free and may be shared by any number of threads.
+ * struct pol_limiter is thread-safe (lookups and apply may race).
+ *
+ * Ownership: nothing here keeps a pointer to a caller's argument after the
+ * call returns, except where a function says otherwise. Output arrays are
+ * caller-owned and must have the size each function states.
+ */
+#ifndef SLUICE_POL_H
+#define SLUICE_POL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg.h"
+#include "sl.h"
+
+/* ==== 1. placement (shuffle sharding) =================================== */
+
+/* Upper bound of P that placement accepts (cfg allows 1..1024). */
+#define POL_MAX_PARTITIONS 1024u
+
+/* Computes a tenant's shard: the k partitions of 0..partitions-1 whose
+ * keyed score HMAC-SHA256(key, len32(tenant) | tenant | partition32) is
+ * highest, written to out[0..k) best first (that order is "shard order"
+ * below). The same inputs always give the same shard; growing P changes
+ * at most one member; growing k keeps the old members as a prefix.
+ *
+ * key is the per-deployment secret (any length >= 1; 32 random bytes is
+ * right); it must stay the same across restarts, or new sends go to other
+ * partitions (pol_read_set still finds old messages). tenant need not be
+ * NUL-terminated. out must hold k entries.
+ *
+ * Returns SL_OK; SL_EINVAL when key_len == 0, tenant_len == 0,
+ * partitions == 0 or > POL_MAX_PARTITIONS, k == 0 or k > partitions;
+ * SL_ENOMEM when OpenSSL cannot allocate. out is untouched on error.
+ *
+ * Cost: one HMAC per partition (tens of microseconds at P = 16): callers
+ * cache the result per tenant and (P, k). */
+int pol_shard_place(const uint8_t *key, size_t key_len, const char *tenant, size_t tenant_len,
+                    uint32_t partitions, uint32_t k, uint32_t *out);
+
+/* Picks the partition a send goes to among the shard's k partitions
+ * (shard[0..k), in shard order). ready[i] is the queue's ready messages in
+ * shard[i]; writer_depth[i] is the depth of shard[i]'s writer job queue.
+ * The fewest ready wins; ties go to the least busy writer, then to the
+ * earlier in shard order. Returns the partition number (a member of shard).
+ * k must be >= 1. */
+uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64_t *ready,
+                                 const uint32_t *writer_depth);
+
+/* The partitions a receive must read: the tenant's shard (in shard order),
+ * then every other partition p with messages[p] > 0 in ascending order
+ * (messages left there by an earlier P, k or key). messages is indexed by
+ * partition number and has `partitions` entries; out must hold `partitions`
+ * entries. Shard members >= partitions are skipped. Returns the number of
+ * entries written. */
+uint32_t pol_read_set(const uint32_t *shard, uint32_t k, const uint64_t *messages,
+                      uint32_t partitions, uint32_t *out);
+
+/* ==== 2. rate limiting ================================================== */
+
+/* The rate fraction written as parts per million: POL_PPM is "full rate". */
+#define POL_PPM 1000000u
+
+/* A GCRA meter (a token bucket kept as one "theoretical arrival time"):
+ * `burst` tokens of capacity, refilled at `requests_per_second`. Caller
+ * storage; initialise with pol_gcra_init(). Every field is atomic, so any
+ * number of threads may take from one meter and they share it exactly. */
+struct pol_gcra {
+    /* private */
+    _Atomic uint64_t tat_ns;      /* the time at which the bucket is full again */
+    _Atomic uint64_t interval_ns; /* ns per token; 0 = unlimited */
+    _Atomic uint64_t burst;       /* capacity in tokens */
+};
+
+/* Starts a meter full. requests_per_second <= 0 (or not finite) means
+ * unlimited; burst 0 admits nothing. */
+void pol_gcra_init(struct pol_gcra *g, double requests_per_second, uint32_t burst);
+
+/* Changes the rate and burst, keeping how many tokens are missing at now_ns
+ * (so a reload gives no free burst; a smaller burst clamps the level). */
+void pol_gcra_set_rate(struct pol_gcra *g, double requests_per_second, uint32_t burst,
+                       uint64_t now_ns);
+
+/* Takes `cost` tokens at now_ns. rate_ppm (1..POL_PPM) slows refill for
+ * this request: the request needs `cost` tokens present but uses up
+ * cost * POL_PPM / rate_ppm tokens' worth of time, so the sustained rate is
+ * requests_per_second * rate_ppm / POL_PPM (this is how back-pressure
+ * shrinks a rate). The extra time one slowed take adds is capped so the
+ * bucket is always full again within burst/rate + max(burst/rate, 1 s):
+ * back-pressure never outlives the backlog by more than that, and the
+ * slowest sustained rate is therefore about cost per that much time.
+ * rate_ppm 0 refuses.
+ *
+ * Returns true when admitted (the tokens are spent). Otherwise spends
+ * nothing, returns false and, when retry_after_ns is not NULL, stores how
+ * long until the same request would pass at full rate, or UINT64_MAX when
+ * it never can (cost > burst, or rate_ppm == 0). cost 0 always passes. */
+bool pol_gcra_take(struct pol_gcra *g, uint32_t cost, uint32_t rate_ppm, uint64_t now_ns,
+                   uint64_t *retry_after_ns);
+
+/* Tokens available at now_ns (for metrics and tests; racy by nature). */
+uint64_t pol_gcra_available(struct pol_gcra *g, uint64_t now_ns);
+
+/* A counting semaphore that never blocks: up to `max` holders. Caller
+ * storage; lock-free. */
+struct pol_slots {
+    /* private */
+    _Atomic uint32_t used;
+    _Atomic uint32_t max; /* 0 = unlimited */
+};
+
+void pol_slots_init(struct pol_slots *s, uint32_t max);
+/* A new max applies to later acquires; holders above it keep their slot. */
+void pol_slots_set_max(struct pol_slots *s, uint32_t max);
+/* Returns true and takes a slot, or false (nothing taken) when all are in
+ * use. Every true must be paired with one pol_slots_release(). */
+bool pol_slots_acquire(struct pol_slots *s);
+void pol_slots_release(struct pol_slots *s);
+uint32_t pol_slots_used(const struct pol_slots *s);
+
+/* What sluice keeps per tenant across reloads. */
+struct pol_tenant_state {
+    char name[65];               /* NUL-terminated; read-only */
+    struct pol_gcra rate;        /* limits.requests_per_second / burst */
+    struct pol_slots long_polls; /* limits.max_long_polls (0 = unlimited) */
+};
+
+/* One struct pol_tenant_state per tenant name ever configured. */
+struct pol_limiter;
+
+/* Creates a limiter holding one full budget per tenant of snap (borrowed;
+ * not kept). Never returns NULL (aborts on exhaustion). */
+struct pol_limiter *pol_limiter_new(const struct cfg_snapshot *snap, uint64_t now_ns);
+
+/* Frees the limiter and every state it handed out. NULL is a no-op. No
+ * other thread may use the limiter or its states any more. */
+void pol_limiter_free(struct pol_limiter *l);
+
+/* Applies a reloaded snapshot (borrowed): existing tenants keep their
+ * bucket level and long-poll holders and take the new limits; new tenants
+ * start full; tenants that disappeared keep their state (memory) until the
+ * limiter is freed, so a tenant that comes back resumes where it was.
+ * Safe to call while other threads look up and take. */
+void pol_limiter_apply(struct pol_limiter *l, const struct cfg_snapshot *snap, uint64_t now_ns);
+
+/* The state of a tenant (name need not be NUL-terminated), or NULL when no
+ * snapshot applied to this limiter ever had that tenant. The pointer stays
+ * valid until pol_limiter_free(); the limiter owns it. */
+struct pol_tenant_state *pol_limiter_find(struct pol_limiter *l, const char *name, size_t len);
+
+/* How many tenant states the limiter holds (current and retired). */
+size_t pol_limiter_count(struct pol_limiter *l);
+
+/* ==== 3. admission and back-pressure ==================================== */
+
+/* Back-pressure starts when a tenant's backlog passes this fraction of
+ * limits.max_backlog (per mille): the soft limit. */
+#define POL_SOFT_BACKLOG_PERMILLE 500u
+
+enum pol_action_class {
+    POL_ACTION_SEND,    /* SendMessage(Batch): cost = entries */
+    POL_ACTION_RECEIVE, /* ReceiveMessage: cost 1 */
+    POL_ACTION_OTHER,   /* everything else: cost = entries (1 when not a batch) */
+};
+
+enum pol_verdict {
+    POL_ADMIT,    /* go ahead */
+    POL_SPILL,    /* a send in spill mode over its rate: store in the overflow lane */
+    POL_THROTTLE, /* answer RequestThrottled and store nothing */
+};
+
+enum pol_reason {
+    POL_REASON_NONE,     /* admitted within the rate */
+    POL_REASON_RATE,     /* over requests_per_second / burst (maybe shrunk) */
+    POL_REASON_BACKLOG,  /* the send would take the backlog past max_backlog */
+    POL_REASON_INFLIGHT, /* a receive while in-flight is at max_inflight */
+};
+
+struct pol_admit_input {
+    const struct cfg_tenant *tenant; /* limits and on_excess (borrowed) */
+    enum pol_action_class action;
+    uint32_t cost;     /* tokens: one per batch entry */
+    uint64_t backlog;  /* the tenant's stored messages, all queues and lanes */
+    uint64_t inflight; /* the tenant's received-but-not-deleted messages */
+    uint64_t now_ns;   /* monotonic */
+};
+
+struct pol_admit_result {
+    enum pol_verdict verdict;
+    enum pol_reason reason;
+    uint32_t rate_ppm;       /* the rate fraction applied (POL_PPM = full rate) */
+    uint64_t retry_after_ns; /* THROTTLE for RATE: wait hint; else 0 */
+};
+
+/* Decides one request, whole (a batch is admitted or refused as a unit),
+ * taking in->cost tokens from `rate` when it is admitted within the rate.
+ * Rules, in order:
+ *   - RECEIVE with max_inflight > 0 and inflight >= max_inflight: THROTTLE
+ *     (INFLIGHT);
+ *   - SEND with max_backlog > 0 and backlog + cost > max_backlog: THROTTLE
+ *     (BACKLOG), in both on_excess modes;
+ *   - take cost tokens at the rate fraction pol_backpressure_ppm() gives
+ *     (sends) or at full rate (others): ADMIT when they are there;
+ *   - over the rate: a SEND of a spill-mode tenant SPILLs (spending no
+ *     tokens); anything else THROTTLEs (RATE) with a retry hint.
+ * Refused requests spend no tokens. Returns out->verdict. */
+enum pol_verdict pol_admit(struct pol_gcra *rate, const struct pol_admit_input *in,
+                           struct pol_admit_result *out);
+
+/* The back-pressure curve: the fraction (ppm) of requests_per_second a
+ * tenant's sends get at this backlog. Full rate up to the soft limit
+ * S = max_backlog * POL_SOFT_BACKLOG_PERMILLE / 1000, then falling linearly
+ * to 0 at H = max_backlog:  ppm = POL_PPM * (H - backlog) / (H - S).
+ * POL_PPM when max_backlog is 0 (no bound); 0 at or past H. Never returns
+ * 0 below H (a minimum of 1 ppm) so the curve and the hard limit agree. */
+uint32_t pol_backpressure_ppm(const struct cfg_limits *limits, uint64_t backlog);
+
+/* How many messages a receive asking for `requested` may take when the
+ * tenant has `inflight` messages in flight: min(requested, max_inflight -
+ * inflight), 0 at or past the limit, `requested` when max_inflight is 0. */
+uint32_t pol_receive_allowance(const struct cfg_limits *limits, uint64_t inflight,
+                               uint32_t requested);
+
+/* ==== 4. fair dequeue inside a queue (SQS fair queues) ================== */
+
+/* SQS: a message group is noisy when it holds more than 10 % of the
+ * queue's in-flight messages and at least 30 of them. */
+#define POL_NOISY_MIN_INFLIGHT 30u
+#define POL_NOISY_SHARE_PERCENT 10u
+
+bool pol_group_is_noisy(uint64_t group_inflight, uint64_t queue_inflight);
+
+/* Orders candidate message groups for a receive. group_inflight[i] is the
+ * in-flight count of candidate i; queue_inflight is the queue's total (it
+ * may include groups that are not candidates). Writes a permutation of
+ * 0..n-1 into order (n entries): quiet groups first in their input order
+ * (the caller passes them oldest first), then noisy ones, fewest in flight
+ * first (ties in input order). Returns the number of quiet groups. */
+size_t pol_fair_order(const uint64_t *group_inflight, size_t n, uint64_t queue_inflight,
+                      uint32_t *order);
+
+/* ==== 5. aged spill and retention ======================================= */
+
+/* True when a ready message of the main lane, first sent at sent_ms (wall
+ * clock, ms), has waited long enough to move to the overflow lane:
+ * now_ms - sent_ms >= aged_after_seconds. False when aged_after_seconds is
+ * 0 (aging off) or when now_ms < sent_ms (the clock stepped back). */
+bool pol_should_age_out(const struct cfg_spill *spill, uint64_t sent_ms, uint64_t now_ms);
+
+/* When a message spilled at now_ms becomes visible (wall clock, ms). */
+uint64_t pol_spill_visible_at_ms(const struct cfg_spill *spill, uint64_t now_ms);
+
+/* True when a message sent at sent_ms is past the queue's
+ * MessageRetentionPeriod: now_ms - sent_ms >= retention_seconds. False
+ * when now_ms < sent_ms. */
+bool pol_past_retention(uint32_t retention_seconds, uint64_t sent_ms, uint64_t now_ms);
+
+/* ==== 6. long polls ====================================================== */
+
+/* A tenant's concurrent waiting ReceiveMessage calls are capped by
+ * state->long_polls (limits.max_long_polls): pol_slots_acquire() before a
+ * receive starts waiting (on false the receive does not wait: it runs as a
+ * short poll), and
+ * pol_slots_release() when it ends. These name that use. */
+bool pol_long_poll_acquire(struct pol_tenant_state *t);
+void pol_long_poll_release(struct pol_tenant_state *t);
+
+#endif
