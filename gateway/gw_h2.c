@@ -1,0 +1,705 @@
+/*
+ * gw_h2.c -- the HTTP/2 protocol layer: one nghttp2 server session per
+ * connection, fed from memory (nghttp2_session_mem_recv) and drained into
+ * an output buffer (nghttp2_session_mem_send). No sockets here, so unit
+ * tests and the fuzzer drive it from byte arrays.
+ *
+ * It assembles whole requests within the limits of gw_server.h, answers
+ * GET /healthz itself, and hands every other request to the listener's
+ * handler as a struct gw_exchange (gw_http.h).
+ *
+ * Threading: everything runs on the loop thread that owns the connection.
+ *
+ * Ownership and the exchange life (one per stream):
+ *
+ *   RECEIVING --END_STREAM--> DISPATCHED --respond--> RESPONDED --close--> freed
+ *       |                         |
+ *       | limit hit: 4xx/RST      | stream closed first (RST_STREAM,
+ *       v                         v connection freed)
+ *   REJECTED --close--> freed   cancelled: on_cancel runs, detached;
+ *                               respond() only frees
+ *
+ *  1. An exchange is in its connection's list exactly while attached
+ *     (ex->c != NULL), i.e. while nghttp2 still has its stream.
+ *  2. A DISPATCHED exchange is counted in *loop_inflight until respond().
+ *  3. nghttp2_session_del() runs no close callbacks, so gw__h2c_free()
+ *     detaches every listed exchange itself.
+ *
+ * Spec: RFC 9113 (HTTP/2); https://nghttp2.org/documentation/
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "gw_server.h"
+
+#define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define H2_PREFACE_LEN (sizeof(H2_PREFACE) - 1)
+#define STREAM_WINDOW (1 << 20) /* per stream, bytes */
+#define CONN_WINDOW (16 << 20)  /* per connection, bytes */
+#define JSON_CT "application/x-amz-json-1.0"
+
+enum ex_state { EX_RECEIVING, EX_REJECTED, EX_DISPATCHED, EX_RESPONDED };
+
+/* Where one header's bytes sit in hdr_store; offsets survive reallocs. */
+struct hdr_ref {
+    uint32_t name_off, name_len, value_off, value_len;
+};
+
+enum { PSEUDO_METHOD, PSEUDO_PATH, PSEUDO_AUTHORITY, PSEUDO_SCHEME, PSEUDO_COUNT };
+
+struct gw_exchange {
+    struct gw_h2c *c; /* NULL once detached (stream gone) */
+    struct gw_exchange *prev, *next;
+    size_t *loop_inflight;
+    int32_t stream_id;
+    enum ex_state state;
+    bool cancelled;
+    gw_cancel_fn *on_cancel;
+    void *cancel_data;
+    uint64_t begin_ns;
+
+    /* request, bounded by GW_MAX_HEADER_* and GW_MAX_REQUEST_BODY */
+    size_t header_list_bytes;
+    struct sl_buf hdr_store;
+    struct hdr_ref *refs;
+    size_t ref_count;
+    int pseudo[PSEUDO_COUNT]; /* index into refs, -1 when absent */
+    bool header_overflow;
+    struct gw_header *headers;
+    struct sl_buf body;
+    struct gw_request req;
+    char request_id[37];
+
+    /* response body, read by nghttp2 until the stream closes */
+    char *resp_body;
+    size_t resp_len, resp_off;
+};
+
+struct gw_h2c {
+    nghttp2_session *session;
+    struct gw_h2c_env env;
+    struct sl_buf out;
+    struct gw_exchange *exchanges; /* attached exchanges (invariant 1) */
+    size_t exchange_count;
+    size_t body_bytes; /* request bodies buffered by attached exchanges */
+    size_t preface_seen;
+    uint64_t created_ns, last_active_ns, now_ns;
+    bool in_feed;
+    bool failed;         /* nghttp2 unusable: send nothing more */
+    bool close_on_flush; /* done once out is empty */
+    bool goaway_sent;
+};
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *user);
+static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user);
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *user);
+static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_id,
+                              const uint8_t *data, size_t len, void *user);
+static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *user);
+static void submit_response(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                            size_t header_count, const void *body, size_t body_len);
+static void respond_error(struct gw_exchange *ex, int status, const char *type,
+                          const char *message);
+
+/* ---- the exchange (gw_http.h) ------------------------------------------- */
+
+static void exchange_free(struct gw_exchange *ex)
+{
+    sl_buf_free(&ex->hdr_store);
+    sl_buf_free(&ex->body);
+    free(ex->refs);
+    free(ex->headers);
+    free(ex->resp_body);
+    free(ex);
+}
+
+static void exchange_unlink(struct gw_exchange *ex)
+{
+    struct gw_h2c *c = ex->c;
+    if (ex->prev != NULL)
+        ex->prev->next = ex->next;
+    else
+        c->exchanges = ex->next;
+    if (ex->next != NULL)
+        ex->next->prev = ex->prev;
+    ex->prev = ex->next = NULL;
+    c->exchange_count--;
+    c->body_bytes -= ex->body.n;
+    if (c->exchange_count == 0)
+        c->last_active_ns = c->now_ns;
+    ex->c = NULL;
+}
+
+/* The stream is gone (closed by nghttp2, or the connection freed). Frees
+ * the exchange unless the handler still holds it, in which case it is
+ * cancelled and lives until respond(). Do not touch ex after this. */
+static void exchange_detach(struct gw_exchange *ex)
+{
+    exchange_unlink(ex);
+    if (ex->state != EX_DISPATCHED) {
+        exchange_free(ex);
+        return;
+    }
+    ex->cancelled = true;
+    gw_cancel_fn *fn = ex->on_cancel;
+    ex->on_cancel = NULL;
+    if (fn != NULL)
+        fn(ex, ex->cancel_data); /* may call respond(), which frees ex */
+}
+
+void gw_exchange_respond(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                         size_t header_count, const void *body, size_t body_len)
+{
+    SL_ASSERT(ex->state == EX_DISPATCHED);
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)--;
+    if (ex->c == NULL) {
+        exchange_free(ex); /* cancelled: the client is gone */
+        return;
+    }
+    struct gw_h2c *c = ex->c;
+    ex->on_cancel = NULL;
+    submit_response(ex, status, headers, header_count, body, body_len);
+    if (!c->in_feed && c->env.wake != NULL)
+        c->env.wake(c->env.owner);
+}
+
+bool gw_exchange_cancelled(const struct gw_exchange *ex)
+{
+    return ex->cancelled;
+}
+
+void gw_exchange_on_cancel(struct gw_exchange *ex, gw_cancel_fn *fn, void *data)
+{
+    ex->on_cancel = fn;
+    ex->cancel_data = data;
+}
+
+const struct gw_request *gw_exchange_request(const struct gw_exchange *ex)
+{
+    return &ex->req;
+}
+
+/* ---- session ------------------------------------------------------------ */
+
+struct gw_h2c *gw__h2c_new(const struct gw_h2c_env *env, uint64_t now_ns)
+{
+    struct gw_h2c *c = sl_xcalloc(1, sizeof(*c));
+    c->env = *env;
+    c->created_ns = c->last_active_ns = c->now_ns = now_ns;
+    sl_buf_init(&c->out);
+
+    nghttp2_session_callbacks *cbs;
+    SL_ASSERT(nghttp2_session_callbacks_new(&cbs) == 0);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+
+    nghttp2_option *opt;
+    SL_ASSERT(nghttp2_option_new(&opt) == 0);
+    /* Enforced locally too, not only advertised (RFC 9113 §6.5.2). */
+    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+    nghttp2_option_set_max_outbound_ack(opt, 1000);
+    nghttp2_option_set_max_settings(opt, 32);
+
+    SL_ASSERT(nghttp2_session_server_new2(&c->session, cbs, c, opt) == 0);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cbs);
+
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, GW_MAX_CONCURRENT_STREAMS},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)GW_MAX_HEADER_LIST_BYTES},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
+    };
+    SL_ASSERT(nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, SL_ARRAY_LEN(iv)) == 0);
+    SL_ASSERT(
+        nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW) == 0);
+    return c;
+}
+
+void gw__h2c_free(struct gw_h2c *c)
+{
+    if (c == NULL)
+        return;
+    while (c->exchanges != NULL)
+        exchange_detach(c->exchanges);
+    nghttp2_session_del(c->session);
+    sl_buf_free(&c->out);
+    free(c);
+}
+
+/* True when the bytes look like the start of an HTTP/1.x request line:
+ * an upper-case method token followed by a space. */
+static bool looks_like_http1(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && p[i] >= 'A' && p[i] <= 'Z')
+        i++;
+    return i > 0 && (i == n || p[i] == ' ');
+}
+
+/* RFC 9113 §3.4: a client that does not start with the preface is not
+ * speaking HTTP/2 with prior knowledge. HTTP/1.x gets a short answer so a
+ * human with curl sees why; anything else is just closed. */
+static int check_preface(struct gw_h2c *c, const uint8_t *data, size_t n)
+{
+    size_t take = SL_MIN(n, H2_PREFACE_LEN - c->preface_seen);
+    if (memcmp(data, H2_PREFACE + c->preface_seen, take) == 0) {
+        c->preface_seen += take;
+        return SL_OK;
+    }
+    /* The mismatch is in these bytes; what came before matched the preface,
+     * whose first three bytes "PRI" also look like a method. */
+    bool http1 = c->preface_seen == 0 ? looks_like_http1(data, n) : c->preface_seen <= 3;
+    if (http1) {
+        static const char reply[] = "HTTP/1.1 505 HTTP Version Not Supported\r\n"
+                                    "Connection: close\r\n"
+                                    "Content-Type: text/plain\r\n"
+                                    "Content-Length: 50\r\n\r\n"
+                                    "sluice speaks HTTP/2 only (h2c prior knowledge).\r\n";
+        sl_buf_append(&c->out, reply, sizeof(reply) - 1);
+    }
+    c->failed = true;
+    c->close_on_flush = true;
+    return SL_ECLOSED;
+}
+
+int gw__h2c_feed(struct gw_h2c *c, const uint8_t *data, size_t n, uint64_t now_ns)
+{
+    if (c->failed)
+        return SL_ECLOSED;
+    c->now_ns = c->last_active_ns = now_ns;
+    if (n == 0)
+        return SL_OK;
+    if (c->preface_seen < H2_PREFACE_LEN && check_preface(c, data, n) != SL_OK)
+        return SL_ECLOSED;
+    c->in_feed = true;
+    ssize_t rv = nghttp2_session_mem_recv(c->session, data, n);
+    c->in_feed = false;
+    if (rv < 0) {
+        sl_log(SL_LOG_DEBUG, "gw", "h2: closing connection: %s", nghttp2_strerror((int)rv));
+        /* BAD_CLIENT_MAGIC and FLOODED leave the session usable enough to
+         * send the GOAWAY nghttp2 queued; callback failures do not. */
+        if (rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC && rv != NGHTTP2_ERR_FLOODED)
+            c->failed = true;
+        c->close_on_flush = true;
+        return SL_ECLOSED;
+    }
+    return SL_OK;
+}
+
+int gw__h2c_flush(struct gw_h2c *c)
+{
+    while (!c->failed && c->out.n < GW_OUT_HIGH_WATER) {
+        const uint8_t *p;
+        ssize_t len = nghttp2_session_mem_send(c->session, &p);
+        if (len < 0) {
+            sl_log(SL_LOG_DEBUG, "gw", "h2: send failed: %s", nghttp2_strerror((int)len));
+            c->failed = true;
+            c->close_on_flush = true;
+            return SL_ECLOSED;
+        }
+        if (len == 0)
+            break;
+        sl_buf_append(&c->out, p, (size_t)len);
+    }
+    return c->close_on_flush ? SL_ECLOSED : SL_OK;
+}
+
+struct sl_slice gw__h2c_output(const struct gw_h2c *c)
+{
+    return (struct sl_slice){c->out.p, c->out.n};
+}
+
+void gw__h2c_output_consume(struct gw_h2c *c, size_t n)
+{
+    SL_ASSERT(n <= c->out.n);
+    memmove(c->out.p, c->out.p + n, c->out.n - n);
+    c->out.n -= n;
+    if (c->out.p != NULL)
+        c->out.p[c->out.n] = '\0';
+    /* A large buffer emptied: give the memory back (slow reader bursts). */
+    if (c->out.n == 0 && c->out.cap > 2 * GW_OUT_HIGH_WATER)
+        sl_buf_free(&c->out);
+}
+
+bool gw__h2c_want_write(const struct gw_h2c *c)
+{
+    return !c->failed && c->out.n < GW_OUT_HIGH_WATER && nghttp2_session_want_write(c->session);
+}
+
+bool gw__h2c_done(const struct gw_h2c *c)
+{
+    if (c->out.n > 0)
+        return false;
+    if (c->close_on_flush)
+        return true;
+    if (c->goaway_sent && c->exchange_count == 0 && !nghttp2_session_want_write(c->session))
+        return true;
+    return !nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session);
+}
+
+void gw__h2c_goaway(struct gw_h2c *c)
+{
+    if (c->failed || c->goaway_sent)
+        return;
+    c->goaway_sent = true;
+    nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(c->session), NGHTTP2_NO_ERROR,
+                          NULL, 0);
+}
+
+bool gw__h2c_tick(struct gw_h2c *c, uint64_t now_ns)
+{
+    c->now_ns = now_ns;
+    if (c->failed)
+        return true;
+    if (c->preface_seen < H2_PREFACE_LEN) {
+        /* Slowloris on the preface: nothing worth a GOAWAY. */
+        return now_ns - c->created_ns > GW_REQUEST_READ_TIMEOUT_NS;
+    }
+    for (struct gw_exchange *ex = c->exchanges; ex != NULL; ex = ex->next) {
+        if (ex->state == EX_RECEIVING && now_ns - ex->begin_ns > GW_REQUEST_READ_TIMEOUT_NS) {
+            ex->state = EX_REJECTED;
+            nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id, NGHTTP2_CANCEL);
+        }
+    }
+    if (c->exchange_count == 0 && now_ns - c->last_active_ns > GW_IDLE_TIMEOUT_NS &&
+        !c->goaway_sent) {
+        gw__h2c_goaway(c);
+        c->close_on_flush = true;
+    }
+    return false;
+}
+
+size_t gw__h2c_open_streams(const struct gw_h2c *c)
+{
+    return c->exchange_count;
+}
+
+/* ---- nghttp2 callbacks: request assembly -------------------------------- */
+
+static struct gw_exchange *stream_exchange(nghttp2_session *s, int32_t stream_id)
+{
+    return nghttp2_session_get_stream_user_data(s, stream_id);
+}
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *user)
+{
+    struct gw_h2c *c = user;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    struct gw_exchange *ex = sl_xcalloc(1, sizeof(*ex));
+    ex->c = c;
+    ex->loop_inflight = c->env.loop_inflight;
+    ex->stream_id = frame->hd.stream_id;
+    ex->state = EX_RECEIVING;
+    ex->begin_ns = c->now_ns;
+    for (int i = 0; i < PSEUDO_COUNT; i++)
+        ex->pseudo[i] = -1;
+    sl_buf_init(&ex->hdr_store);
+    sl_buf_init(&ex->body);
+    ex->next = c->exchanges;
+    if (c->exchanges != NULL)
+        c->exchanges->prev = ex;
+    c->exchanges = ex;
+    c->exchange_count++;
+    nghttp2_session_set_stream_user_data(s, ex->stream_id, ex);
+    return 0;
+}
+
+static int pseudo_index(const uint8_t *name, size_t len)
+{
+    static const char *const names[PSEUDO_COUNT] = {":method", ":path", ":authority", ":scheme"};
+    for (int i = 0; i < PSEUDO_COUNT; i++)
+        if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0)
+            return i;
+    return -2; /* another pseudo-header; nghttp2 already rejects unknown ones */
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user)
+{
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    struct gw_exchange *ex = stream_exchange(s, frame->hd.stream_id);
+    if (ex == NULL || ex->header_overflow)
+        return 0;
+    /* RFC 9113 §6.5.2: each field costs its name, its value and 32 octets. */
+    ex->header_list_bytes += namelen + valuelen + 32;
+    if (ex->header_list_bytes > GW_MAX_HEADER_LIST_BYTES || ex->ref_count >= GW_MAX_HEADER_COUNT) {
+        ex->header_overflow = true; /* answered 431 once the block ends */
+        return 0;
+    }
+    if (ex->ref_count % 16 == 0)
+        ex->refs = sl_xrealloc(ex->refs, (ex->ref_count + 16) * sizeof(*ex->refs));
+    struct hdr_ref *r = &ex->refs[ex->ref_count];
+    r->name_off = (uint32_t)ex->hdr_store.n;
+    r->name_len = (uint32_t)namelen;
+    sl_buf_append(&ex->hdr_store, name, namelen);
+    r->value_off = (uint32_t)ex->hdr_store.n;
+    r->value_len = (uint32_t)valuelen;
+    sl_buf_append(&ex->hdr_store, value, valuelen);
+    if (namelen > 0 && name[0] == ':') {
+        int i = pseudo_index(name, namelen);
+        if (i >= 0)
+            ex->pseudo[i] = (int)ex->ref_count;
+    }
+    ex->ref_count++;
+    return 0;
+}
+
+static struct sl_slice ref_name(const struct gw_exchange *ex, size_t i)
+{
+    return (struct sl_slice){ex->hdr_store.p + ex->refs[i].name_off, ex->refs[i].name_len};
+}
+
+static struct sl_slice ref_value(const struct gw_exchange *ex, size_t i)
+{
+    return (struct sl_slice){ex->hdr_store.p + ex->refs[i].value_off, ex->refs[i].value_len};
+}
+
+static struct sl_slice pseudo_value(const struct gw_exchange *ex, int which)
+{
+    int i = ex->pseudo[which];
+    return i < 0 ? (struct sl_slice){"", 0} : ref_value(ex, (size_t)i);
+}
+
+/* Builds ex->req from the stored header bytes, now that they stop moving. */
+static void build_request(struct gw_exchange *ex)
+{
+    struct gw_h2c *c = ex->c;
+    size_t regular = 0;
+    ex->headers = sl_xcalloc(ex->ref_count + 1, sizeof(*ex->headers));
+    struct sl_slice host = {"", 0};
+    for (size_t i = 0; i < ex->ref_count; i++) {
+        struct sl_slice name = ref_name(ex, i);
+        if (name.n > 0 && name.p[0] == ':')
+            continue;
+        ex->headers[regular].name = name;
+        ex->headers[regular].value = ref_value(ex, i);
+        if (sl_slice_eq_cstr(name, "host"))
+            host = ex->headers[regular].value;
+        regular++;
+    }
+    sl_uuid4(ex->request_id);
+    ex->req.method = pseudo_value(ex, PSEUDO_METHOD);
+    ex->req.path = pseudo_value(ex, PSEUDO_PATH);
+    ex->req.authority =
+        ex->pseudo[PSEUDO_AUTHORITY] >= 0 ? pseudo_value(ex, PSEUDO_AUTHORITY) : host;
+    ex->req.scheme = pseudo_value(ex, PSEUDO_SCHEME);
+    ex->req.headers = ex->headers;
+    ex->req.header_count = regular;
+    ex->req.body = (struct sl_slice){ex->body.p != NULL ? ex->body.p : "", ex->body.n};
+    ex->req.request_id = ex->request_id;
+    ex->req.start_mono_ns = c->now_ns;
+    ex->req.tls = c->env.tls;
+}
+
+static bool is_healthz(const struct gw_exchange *ex)
+{
+    struct sl_slice m = pseudo_value(ex, PSEUDO_METHOD);
+    struct sl_slice p = pseudo_value(ex, PSEUDO_PATH);
+    if (!sl_slice_eq_cstr(m, "GET") && !sl_slice_eq_cstr(m, "HEAD"))
+        return false;
+    return sl_slice_eq_cstr(p, "/healthz") || (p.n > 8 && memcmp(p.p, "/healthz?", 9) == 0);
+}
+
+/* END_STREAM: the request is whole. */
+static void request_complete(struct gw_exchange *ex)
+{
+    struct gw_h2c *c = ex->c;
+    if (ex->state != EX_RECEIVING)
+        return;
+    if (ex->pseudo[PSEUDO_METHOD] < 0 || ex->pseudo[PSEUDO_PATH] < 0) {
+        respond_error(ex, 400, "MissingParameter", "request without :method or :path");
+        return;
+    }
+    build_request(ex);
+    if (is_healthz(ex)) {
+        const struct gw_header ct = {SL_SLICE_LIT("content-type"),
+                                     SL_SLICE_LIT("text/plain; charset=utf-8")};
+        submit_response(ex, 200, &ct, 1, "ok", 2);
+        return;
+    }
+    const struct gw_handler *h = c->env.handler;
+    if (h == NULL || h->on_request == NULL) {
+        respond_error(ex, 404, "NotFound", "nothing is served on this listener yet");
+        return;
+    }
+    ex->state = EX_DISPATCHED;
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)++;
+    h->on_request(c->env.loop_ctx, ex, &ex->req);
+}
+
+/* HEADERS ended without END_STREAM: refuse early what cannot succeed. */
+static void headers_complete(struct gw_exchange *ex)
+{
+    if (ex->header_overflow) {
+        respond_error(ex, 431, "RequestHeaderFieldsTooLarge",
+                      "request header list exceeds 65536 bytes or 128 fields");
+        return;
+    }
+    for (size_t i = 0; i < ex->ref_count; i++) {
+        if (!sl_slice_eq_cstr(ref_name(ex, i), "content-length"))
+            continue;
+        struct sl_slice v = ref_value(ex, i);
+        char tmp[24];
+        if (v.n >= sizeof(tmp))
+            goto too_large;
+        memcpy(tmp, v.p, v.n);
+        tmp[v.n] = '\0';
+        unsigned long long len = strtoull(tmp, NULL, 10);
+        if (len > GW_MAX_REQUEST_BODY)
+            goto too_large;
+        sl_buf_reserve(&ex->body, (size_t)len); /* one allocation, bounded */
+        return;
+    }
+    return;
+too_large:
+    respond_error(ex, 413, "RequestEntityTooLarge", "request body exceeds 2162688 bytes");
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *user)
+{
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+        return 0;
+    struct gw_exchange *ex = stream_exchange(s, frame->hd.stream_id);
+    if (ex == NULL || ex->c == NULL)
+        return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && ex->state == EX_RECEIVING && ex->header_overflow) {
+        headers_complete(ex);
+        return 0;
+    }
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        request_complete(ex);
+    else if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+        headers_complete(ex);
+    return 0;
+}
+
+static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_id,
+                              const uint8_t *data, size_t len, void *user)
+{
+    struct gw_h2c *c = user;
+    struct gw_exchange *ex = stream_exchange(s, stream_id);
+    if (ex == NULL || ex->c == NULL || ex->state != EX_RECEIVING)
+        return 0; /* rejected or answered early: discard (windows still open) */
+    if (ex->body.n + len > GW_MAX_REQUEST_BODY) {
+        respond_error(ex, 413, "RequestEntityTooLarge", "request body exceeds 2162688 bytes");
+        return 0;
+    }
+    if (c->body_bytes + len > GW_MAX_CONN_BODY_BYTES) {
+        /* Too much buffered on this connection: the client may retry. */
+        ex->state = EX_REJECTED;
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
+    sl_buf_append(&ex->body, data, len);
+    c->body_bytes += len;
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *user)
+{
+    struct gw_exchange *ex = stream_exchange(s, stream_id);
+    if (ex == NULL || ex->c == NULL)
+        return 0;
+    nghttp2_session_set_stream_user_data(s, stream_id, NULL);
+    exchange_detach(ex);
+    return 0;
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static ssize_t read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
+                         uint32_t *data_flags, nghttp2_data_source *source, void *user)
+{
+    struct gw_exchange *ex = source->ptr;
+    size_t n = SL_MIN(length, ex->resp_len - ex->resp_off);
+    memcpy(buf, ex->resp_body + ex->resp_off, n);
+    ex->resp_off += n;
+    if (ex->resp_off == ex->resp_len)
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static nghttp2_nv make_nv(struct sl_slice name, struct sl_slice value)
+{
+    return (nghttp2_nv){(uint8_t *)name.p, (uint8_t *)value.p, name.n, value.n,
+                        NGHTTP2_NV_FLAG_NONE};
+}
+
+/* Queues the response on the exchange's stream; the body is copied and
+ * stays with the exchange until the stream closes. */
+static void submit_response(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                            size_t header_count, const void *body, size_t body_len)
+{
+    struct gw_h2c *c = ex->c;
+    ex->state = EX_RESPONDED;
+    if (body_len > 0) {
+        ex->resp_body = sl_trymalloc(body_len);
+        if (ex->resp_body == NULL) {
+            sl_log(SL_LOG_ERROR, "gw", "out of memory for a %zu-byte response", body_len);
+            status = 500;
+            body_len = 0;
+        } else {
+            memcpy(ex->resp_body, body, body_len);
+        }
+    }
+    ex->resp_len = body_len;
+    if (ex->request_id[0] == '\0')
+        sl_uuid4(ex->request_id);
+
+    char status_s[8], length_s[24], date_s[40];
+    snprintf(status_s, sizeof(status_s), "%d", status);
+    snprintf(length_s, sizeof(length_s), "%zu", body_len);
+    sl_http_date((int64_t)time(NULL), date_s, sizeof(date_s));
+
+    nghttp2_nv *nva = sl_xcalloc(header_count + 4, sizeof(*nva));
+    size_t n = 0;
+    nva[n++] = make_nv(SL_SLICE_LIT(":status"), sl_slice_cstr(status_s));
+    for (size_t i = 0; i < header_count; i++)
+        nva[n++] = make_nv(headers[i].name, headers[i].value);
+    nva[n++] = make_nv(SL_SLICE_LIT("x-amzn-requestid"), sl_slice_cstr(ex->request_id));
+    nva[n++] = make_nv(SL_SLICE_LIT("date"), sl_slice_cstr(date_s));
+    nva[n++] = make_nv(SL_SLICE_LIT("content-length"), sl_slice_cstr(length_s));
+
+    nghttp2_data_provider prd = {.source.ptr = ex, .read_callback = read_body};
+    int rv = nghttp2_submit_response(c->session, ex->stream_id, nva, n, body_len > 0 ? &prd : NULL);
+    free(nva); /* nghttp2 copied the fields */
+    if (rv != 0) {
+        sl_log(SL_LOG_WARN, "gw", "h2: cannot submit response on stream %" PRId32 ": %s",
+               ex->stream_id, nghttp2_strerror(rv));
+        nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id,
+                                  NGHTTP2_INTERNAL_ERROR);
+    }
+}
+
+/* An error answered by the protocol layer itself, shaped like an SQS JSON
+ * error so SDKs surface the message. */
+static void respond_error(struct gw_exchange *ex, int status, const char *type, const char *message)
+{
+    char body[256];
+    int len = snprintf(body, sizeof(body),
+                       "{\"__type\":\"com.amazonaws.sqs#%s\",\"message\":\"%s\"}", type, message);
+    char query_error[96];
+    snprintf(query_error, sizeof(query_error), "%s;Sender", type);
+    const struct gw_header headers[] = {
+        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(JSON_CT)},
+        {SL_SLICE_LIT("x-amzn-query-error"), sl_slice_cstr(query_error)},
+    };
+    submit_response(ex, status, headers, SL_ARRAY_LEN(headers), body,
+                    (size_t)SL_MIN(len, (int)sizeof(body) - 1));
+}

@@ -1,0 +1,667 @@
+/*
+ * test_h2.c -- the HTTP/2 protocol layer (gw_h2.c) driven from memory: an
+ * nghttp2 CLIENT session in the test talks to a server struct gw_h2c, and
+ * pump() moves bytes both ways until neither side has anything to say.
+ * Time is injected (fx->now), so the timeouts are tested without sleeping.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <nghttp2/nghttp2.h>
+
+#include "gw_server.h"
+
+#define MAX_STREAMS 256
+#define SEC 1000000000ull
+
+/* What the client saw on one stream. */
+struct client_stream {
+    int status;
+    char headers[4096]; /* "name: value\n"... */
+    struct sl_buf body;
+    bool closed;
+    uint32_t error_code;
+};
+
+enum handler_mode { RESPOND_NOW, HOLD };
+
+struct fixture {
+    struct gw_h2c *srv;
+    struct gw_handler handler;
+    size_t inflight;
+    uint64_t now;
+    int wakes;
+
+    nghttp2_session *client;
+    struct client_stream streams[MAX_STREAMS];
+    bool got_goaway;
+
+    enum handler_mode mode;
+    size_t resp_body_len; /* RESPOND_NOW: body of this many 'x' bytes; 0 = small JSON */
+    int requests;
+    struct gw_exchange *held[MAX_STREAMS];
+    int held_count;
+    int cancels;
+    /* copy of the last request */
+    char method[16], path[64], authority[64], body[64], request_id[37];
+    char header_names[512];
+    size_t header_count;
+    bool tls;
+};
+
+/* ---- the test handler --------------------------------------------------- */
+
+static void on_cancel(struct gw_exchange *ex, void *data)
+{
+    struct fixture *fx = data;
+    fx->cancels++;
+    assert_true(gw_exchange_cancelled(ex));
+}
+
+static void copy_slice(char *dst, size_t cap, struct sl_slice s)
+{
+    size_t n = SL_MIN(s.n, cap - 1);
+    memcpy(dst, s.p, n);
+    dst[n] = '\0';
+}
+
+static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req)
+{
+    struct fixture *fx = loop_ctx;
+    fx->requests++;
+    assert_ptr_equal(gw_exchange_request(ex), req);
+    copy_slice(fx->method, sizeof(fx->method), req->method);
+    copy_slice(fx->path, sizeof(fx->path), req->path);
+    copy_slice(fx->authority, sizeof(fx->authority), req->authority);
+    copy_slice(fx->body, sizeof(fx->body), req->body);
+    snprintf(fx->request_id, sizeof(fx->request_id), "%s", req->request_id);
+    fx->header_names[0] = '\0';
+    for (size_t i = 0; i < req->header_count; i++) {
+        char name[64];
+        copy_slice(name, sizeof(name), req->headers[i].name);
+        strcat(fx->header_names, name);
+        strcat(fx->header_names, ",");
+    }
+    fx->header_count = req->header_count;
+    fx->tls = req->tls;
+    if (fx->mode == HOLD) {
+        gw_exchange_on_cancel(ex, on_cancel, fx);
+        fx->held[fx->held_count++] = ex;
+        return;
+    }
+    const struct gw_header ct = {SL_SLICE_LIT("content-type"),
+                                 SL_SLICE_LIT("application/x-amz-json-1.0")};
+    if (fx->resp_body_len == 0) {
+        gw_exchange_respond(ex, 200, &ct, 1, "{\"a\":1}", 7);
+        return;
+    }
+    char *big = malloc(fx->resp_body_len);
+    memset(big, 'x', fx->resp_body_len);
+    gw_exchange_respond(ex, 200, &ct, 1, big, fx->resp_body_len);
+    free(big);
+}
+
+static void on_wake(void *owner)
+{
+    struct fixture *fx = owner;
+    fx->wakes++;
+}
+
+/* ---- the in-memory client ----------------------------------------------- */
+
+static struct client_stream *cs(struct fixture *fx, int32_t id)
+{
+    assert_true(id > 0 && id < MAX_STREAMS);
+    return &fx->streams[id];
+}
+
+static int cl_on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                        size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                        void *user)
+{
+    struct client_stream *st = cs(user, frame->hd.stream_id);
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+        st->status = atoi((const char *)value);
+        return 0;
+    }
+    size_t used = strlen(st->headers);
+    snprintf(st->headers + used, sizeof(st->headers) - used, "%.*s: %.*s\n", (int)namelen,
+             (const char *)name, (int)valuelen, (const char *)value);
+    return 0;
+}
+
+static int cl_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id, const uint8_t *data,
+                      size_t len, void *user)
+{
+    sl_buf_append(&cs(user, stream_id)->body, data, len);
+    return 0;
+}
+
+static int cl_on_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *user)
+{
+    struct client_stream *st = cs(user, stream_id);
+    st->closed = true;
+    st->error_code = error_code;
+    return 0;
+}
+
+static int cl_on_frame(nghttp2_session *s, const nghttp2_frame *frame, void *user)
+{
+    struct fixture *fx = user;
+    if (frame->hd.type == NGHTTP2_GOAWAY)
+        fx->got_goaway = true;
+    return 0;
+}
+
+static void client_new(struct fixture *fx, uint32_t initial_window, bool auto_window)
+{
+    nghttp2_session_callbacks *cbs;
+    assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, cl_on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, cl_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, cl_on_close);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, cl_on_frame);
+    nghttp2_option *opt;
+    assert_int_equal(nghttp2_option_new(&opt), 0);
+    if (!auto_window)
+        nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* Let the client send what a hostile peer would. */
+    nghttp2_option_set_max_send_header_block_length(opt, 1 << 20);
+    assert_int_equal(nghttp2_session_client_new2(&fx->client, cbs, fx, opt), 0);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cbs);
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, initial_window}};
+    assert_int_equal(nghttp2_submit_settings(fx->client, NGHTTP2_FLAG_NONE, iv, 1), 0);
+}
+
+static int setup_with(void **state, uint32_t window, bool auto_window)
+{
+    struct fixture *fx = calloc(1, sizeof(*fx));
+    fx->now = 1000 * SEC;
+    fx->handler.on_request = on_request;
+    struct gw_h2c_env env = {
+        .handler = &fx->handler,
+        .loop_ctx = fx,
+        .loop_inflight = &fx->inflight,
+        .wake = on_wake,
+        .owner = fx,
+    };
+    fx->srv = gw__h2c_new(&env, fx->now);
+    client_new(fx, window, auto_window);
+    *state = fx;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_with(state, 65535, true);
+}
+
+static int setup_closed_window(void **state)
+{
+    return setup_with(state, 1024, false);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    gw__h2c_free(fx->srv);
+    if (fx->client != NULL)
+        nghttp2_session_del(fx->client);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        sl_buf_free(&fx->streams[i].body);
+    free(fx);
+    return 0;
+}
+
+/* Moves bytes both ways until both sides are quiet. Returns the server's
+ * last feed status. Bounded: a protocol layer that keeps talking fails. */
+static int pump(struct fixture *fx)
+{
+    int status = SL_OK;
+    for (int round = 0; round < 10000; round++) {
+        bool progress = false;
+        const uint8_t *p;
+        ssize_t n;
+        while ((n = nghttp2_session_mem_send(fx->client, &p)) > 0) {
+            progress = true;
+            int rv = gw__h2c_feed(fx->srv, p, (size_t)n, fx->now);
+            if (rv != SL_OK)
+                status = rv;
+        }
+        assert_true(n >= 0);
+        gw__h2c_flush(fx->srv);
+        struct sl_slice out = gw__h2c_output(fx->srv);
+        if (out.n > 0) {
+            progress = true;
+            ssize_t got = nghttp2_session_mem_recv(fx->client, (const uint8_t *)out.p, out.n);
+            assert_int_equal(got, (ssize_t)out.n);
+            gw__h2c_output_consume(fx->srv, out.n);
+        }
+        if (!progress)
+            return status;
+    }
+    fail_msg("pump did not settle");
+    return status;
+}
+
+static int32_t submit(struct fixture *fx, const char *method, const char *path,
+                      const nghttp2_nv *extra, size_t extra_n, nghttp2_data_provider *body)
+{
+    nghttp2_nv nva[300];
+#define NV(n, v)                                                                                   \
+    (nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v), NGHTTP2_NV_FLAG_NONE}
+    size_t k = 0;
+    nva[k++] = NV(":method", method);
+    if (path != NULL)
+        nva[k++] = NV(":path", path);
+    nva[k++] = NV(":scheme", "http");
+    nva[k++] = NV(":authority", "127.0.0.1:9324");
+    assert_true(extra_n <= 290);
+    for (size_t i = 0; i < extra_n; i++)
+        nva[k++] = extra[i];
+    int32_t id = nghttp2_submit_request(fx->client, NULL, nva, k, body, NULL);
+    assert_true(id > 0);
+    return id;
+}
+
+/* Request body from a string or a run of 'b' bytes. */
+struct body_src {
+    const char *text;
+    size_t len, off;
+};
+
+static ssize_t body_read(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
+                         uint32_t *data_flags, nghttp2_data_source *source, void *user)
+{
+    struct body_src *b = source->ptr;
+    size_t n = SL_MIN(length, b->len - b->off);
+    if (b->text != NULL)
+        memcpy(buf, b->text + b->off, n);
+    else
+        memset(buf, 'b', n);
+    b->off += n;
+    if (b->off == b->len)
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void request_reaches_handler_and_response_arrives(void **state)
+{
+    struct fixture *fx = *state;
+    struct body_src b = {.text = "{\"QueueName\":\"q\"}", .len = 17};
+    nghttp2_data_provider prd = {.source.ptr = &b, .read_callback = body_read};
+    nghttp2_nv extra[] = {NV("x-amz-target", "AmazonSQS.CreateQueue"),
+                          NV("content-type", "application/x-amz-json-1.0"),
+                          NV("x-amz-date", "20250101T000000Z")};
+    int32_t id = submit(fx, "POST", "/", extra, 3, &prd);
+    assert_int_equal(pump(fx), SL_OK);
+
+    assert_int_equal(fx->requests, 1);
+    assert_string_equal(fx->method, "POST");
+    assert_string_equal(fx->path, "/");
+    assert_string_equal(fx->authority, "127.0.0.1:9324");
+    assert_string_equal(fx->body, "{\"QueueName\":\"q\"}");
+    assert_string_equal(fx->header_names, "x-amz-target,content-type,x-amz-date,");
+    assert_int_equal(strlen(fx->request_id), 36);
+    assert_false(fx->tls);
+    assert_int_equal(fx->inflight, 0);
+
+    struct client_stream *st = cs(fx, id);
+    assert_true(st->closed);
+    assert_int_equal(st->error_code, 0);
+    assert_int_equal(st->status, 200);
+    assert_int_equal(st->body.n, 7);
+    assert_memory_equal(st->body.p, "{\"a\":1}", 7);
+    char want[80];
+    snprintf(want, sizeof(want), "x-amzn-requestid: %s\n", fx->request_id);
+    assert_non_null(strstr(st->headers, want));
+    assert_non_null(strstr(st->headers, "content-length: 7\n"));
+    assert_non_null(strstr(st->headers, "content-type: application/x-amz-json-1.0\n"));
+    assert_non_null(strstr(st->headers, "date: "));
+    assert_non_null(strstr(st->headers, " GMT\n"));
+    assert_int_equal(gw__h2c_open_streams(fx->srv), 0);
+}
+
+static void healthz_is_answered_by_the_protocol_layer(void **state)
+{
+    struct fixture *fx = *state;
+    int32_t id = submit(fx, "GET", "/healthz", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(fx->requests, 0);
+    struct client_stream *st = cs(fx, id);
+    assert_int_equal(st->status, 200);
+    assert_int_equal(st->body.n, 2);
+    assert_memory_equal(st->body.p, "ok", 2);
+    assert_non_null(strstr(st->headers, "x-amzn-requestid: "));
+}
+
+static void held_exchange_answers_later_and_wakes_owner(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    int32_t id = submit(fx, "POST", "/", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(fx->held_count, 1);
+    assert_int_equal(fx->inflight, 1);
+    assert_false(cs(fx, id)->closed);
+    assert_int_equal(fx->wakes, 0);
+
+    gw_exchange_respond(fx->held[0], 204, NULL, 0, NULL, 0);
+    assert_int_equal(fx->wakes, 1); /* outside feed: the owner must flush */
+    assert_int_equal(fx->inflight, 0);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 204);
+    assert_true(cs(fx, id)->closed);
+    assert_int_equal(fx->cancels, 0);
+}
+
+static void rst_stream_before_respond_cancels_once(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    int32_t id = submit(fx, "POST", "/", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(fx->held_count, 1);
+    struct gw_exchange *ex = fx->held[0];
+    assert_false(gw_exchange_cancelled(ex));
+
+    assert_int_equal(nghttp2_submit_rst_stream(fx->client, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL),
+                     0);
+    pump(fx);
+    assert_true(gw_exchange_cancelled(ex));
+    assert_int_equal(fx->cancels, 1);
+    assert_int_equal(gw__h2c_open_streams(fx->srv), 0);
+    assert_int_equal(fx->inflight, 1); /* still the handler's until respond */
+    assert_string_equal(gw_exchange_request(ex)->request_id, fx->request_id);
+
+    gw_exchange_respond(ex, 200, NULL, 0, "late", 4); /* only frees */
+    assert_int_equal(fx->inflight, 0);
+    assert_int_equal(fx->cancels, 1);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 0);
+}
+
+static void connection_free_cancels_held_exchanges(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    submit(fx, "POST", "/", NULL, 0, NULL);
+    submit(fx, "POST", "/", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(fx->held_count, 2);
+    gw__h2c_free(fx->srv);
+    fx->srv = NULL;
+    assert_int_equal(fx->cancels, 2);
+    assert_true(gw_exchange_cancelled(fx->held[0]));
+    gw_exchange_respond(fx->held[0], 200, NULL, 0, NULL, 0);
+    gw_exchange_respond(fx->held[1], 200, NULL, 0, "x", 1);
+    assert_int_equal(fx->inflight, 0);
+}
+
+static void oversize_declared_body_gets_413(void **state)
+{
+    struct fixture *fx = *state;
+    struct body_src b = {.len = GW_MAX_REQUEST_BODY + 1};
+    char len_s[24];
+    snprintf(len_s, sizeof(len_s), "%zu", b.len);
+    nghttp2_data_provider prd = {.source.ptr = &b, .read_callback = body_read};
+    nghttp2_nv extra[] = {NV("content-length", len_s)};
+    int32_t id = submit(fx, "POST", "/", extra, 1, &prd);
+    pump(fx);
+    struct client_stream *st = cs(fx, id);
+    assert_int_equal(st->status, 413);
+    assert_true(st->closed);
+    assert_int_equal(fx->requests, 0);
+    sl_buf_append_byte(&st->body, '\0');
+    assert_non_null(strstr(st->body.p, "\"__type\":\"com.amazonaws.sqs#RequestEntityTooLarge\""));
+}
+
+static void oversize_streamed_body_gets_413(void **state)
+{
+    struct fixture *fx = *state;
+    struct body_src b = {.len = GW_MAX_REQUEST_BODY + 100000};
+    nghttp2_data_provider prd = {.source.ptr = &b, .read_callback = body_read};
+    int32_t id = submit(fx, "POST", "/", NULL, 0, &prd);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 413);
+    assert_true(cs(fx, id)->closed);
+    assert_int_equal(fx->requests, 0);
+    /* the connection is still good */
+    int32_t id2 = submit(fx, "GET", "/healthz", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, id2)->status, 200);
+}
+
+static void body_at_the_limit_is_accepted(void **state)
+{
+    struct fixture *fx = *state;
+    struct body_src b = {.len = GW_MAX_REQUEST_BODY};
+    nghttp2_data_provider prd = {.source.ptr = &b, .read_callback = body_read};
+    int32_t id = submit(fx, "POST", "/", NULL, 0, &prd);
+    pump(fx);
+    assert_int_equal(fx->requests, 1);
+    assert_int_equal(cs(fx, id)->status, 200);
+}
+
+static void too_many_headers_get_431(void **state)
+{
+    struct fixture *fx = *state;
+    nghttp2_nv extra[GW_MAX_HEADER_COUNT + 10];
+    char names[GW_MAX_HEADER_COUNT + 10][16];
+    for (size_t i = 0; i < SL_ARRAY_LEN(extra); i++) {
+        snprintf(names[i], sizeof(names[i]), "x-h%zu", i);
+        extra[i] = NV(names[i], "v");
+    }
+    int32_t id = submit(fx, "POST", "/", extra, SL_ARRAY_LEN(extra), NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 431);
+    assert_int_equal(fx->requests, 0);
+}
+
+static void header_list_over_64k_gets_431(void **state)
+{
+    struct fixture *fx = *state;
+    static char big[8000];
+    memset(big, 'a', sizeof(big) - 1); /* 5-bit Huffman code: the block stays under 64 KiB */
+    nghttp2_nv extra[10];
+    char names[10][8];
+    for (size_t i = 0; i < 10; i++) {
+        snprintf(names[i], sizeof(names[i]), "x-b%zu", i);
+        extra[i] = NV(names[i], big);
+    }
+    int32_t id = submit(fx, "POST", "/", extra, 10, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 431);
+    assert_int_equal(fx->requests, 0);
+}
+
+static void request_without_path_is_rejected(void **state)
+{
+    struct fixture *fx = *state;
+    int32_t id = submit(fx, "GET", NULL, NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(fx->requests, 0);
+    assert_true(cs(fx, id)->closed);
+    assert_true(cs(fx, id)->status == 400 || cs(fx, id)->error_code != 0);
+}
+
+static void garbage_preface_closes(void **state)
+{
+    struct fixture *fx = *state;
+    static const uint8_t junk[] = {0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00};
+    assert_int_equal(gw__h2c_feed(fx->srv, junk, sizeof(junk), fx->now), SL_ECLOSED);
+    gw__h2c_flush(fx->srv);
+    assert_int_equal(gw__h2c_output(fx->srv).n, 0);
+    assert_true(gw__h2c_done(fx->srv));
+    assert_int_equal(gw__h2c_feed(fx->srv, junk, sizeof(junk), fx->now), SL_ECLOSED);
+}
+
+static void http1_request_gets_505_and_close(void **state)
+{
+    struct fixture *fx = *state;
+    static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(gw__h2c_feed(fx->srv, (const uint8_t *)req, 4, fx->now), SL_ECLOSED);
+    gw__h2c_flush(fx->srv);
+    struct sl_slice out = gw__h2c_output(fx->srv);
+    assert_true(out.n > 12);
+    assert_memory_equal(out.p, "HTTP/1.1 505", 12);
+    assert_false(gw__h2c_done(fx->srv));
+    gw__h2c_output_consume(fx->srv, out.n);
+    assert_true(gw__h2c_done(fx->srv));
+}
+
+static void split_preface_is_accepted(void **state)
+{
+    struct fixture *fx = *state;
+    const uint8_t *p;
+    ssize_t n;
+    struct sl_buf all;
+    sl_buf_init(&all);
+    while ((n = nghttp2_session_mem_send(fx->client, &p)) > 0)
+        sl_buf_append(&all, p, (size_t)n);
+    assert_true(all.n > 24);
+    for (size_t i = 0; i < all.n; i++)
+        assert_int_equal(gw__h2c_feed(fx->srv, (const uint8_t *)all.p + i, 1, fx->now), SL_OK);
+    sl_buf_free(&all);
+    int32_t id = submit(fx, "GET", "/healthz", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 200);
+}
+
+/* A client that never opens its receive window and never reads: the
+ * server's output buffer stays under its cap however much is pending. */
+static void slow_reader_does_not_grow_output(void **state)
+{
+    struct fixture *fx = *state;
+    fx->resp_body_len = 200000;
+    for (int i = 0; i < 40; i++)
+        submit(fx, "GET", "/big", NULL, 0, NULL);
+    /* Send everything the client has, but never feed the server's bytes
+     * back to the client: a peer that does not read at all. */
+    const uint8_t *p;
+    ssize_t n;
+    while ((n = nghttp2_session_mem_send(fx->client, &p)) > 0)
+        gw__h2c_feed(fx->srv, p, (size_t)n, fx->now);
+    for (int i = 0; i < 50; i++) {
+        gw__h2c_flush(fx->srv);
+        assert_true(gw__h2c_output(fx->srv).n <= GW_H2C_OUT_CAP);
+    }
+    assert_int_equal(fx->requests, 40);
+    /* The peer's window (1024 bytes on stream and 65535 on the connection)
+     * bounds what was produced at all. */
+    assert_true(gw__h2c_output(fx->srv).n < 65535 + 40 * 200);
+    assert_false(gw__h2c_want_write(fx->srv));
+
+    /* Reading now, still never opening the window: everything settles with
+     * the streams open and no more than the windows' worth delivered. */
+    pump(fx);
+    size_t delivered = 0;
+    for (int id = 1; id < MAX_STREAMS; id++)
+        delivered += fx->streams[id].body.n;
+    assert_true(delivered <= 65535);
+    assert_int_equal(gw__h2c_open_streams(fx->srv), 40);
+    assert_int_equal(gw__h2c_output(fx->srv).n, 0);
+}
+
+static void idle_connection_gets_goaway(void **state)
+{
+    struct fixture *fx = *state;
+    int32_t id = submit(fx, "GET", "/healthz", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 200);
+    assert_false(gw__h2c_tick(fx->srv, fx->now + 59 * SEC));
+    pump(fx);
+    assert_false(fx->got_goaway);
+    assert_false(gw__h2c_tick(fx->srv, fx->now + 61 * SEC));
+    pump(fx);
+    assert_true(fx->got_goaway);
+    assert_true(gw__h2c_done(fx->srv));
+}
+
+static void slow_request_is_reset(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    /* Headers without END_STREAM, then nothing. */
+    struct body_src b = {.len = 0};
+    (void)b;
+    int32_t id =
+        nghttp2_submit_headers(fx->client, NGHTTP2_FLAG_NONE, -1, NULL,
+                               (nghttp2_nv[]){NV(":method", "POST"), NV(":path", "/"),
+                                              NV(":scheme", "http"), NV(":authority", "x")},
+                               4, NULL);
+    assert_true(id > 0);
+    pump(fx);
+    assert_int_equal(gw__h2c_open_streams(fx->srv), 1);
+    assert_false(gw__h2c_tick(fx->srv, fx->now + 29 * SEC));
+    pump(fx);
+    assert_false(cs(fx, id)->closed);
+    assert_false(gw__h2c_tick(fx->srv, fx->now + 31 * SEC));
+    pump(fx);
+    assert_true(cs(fx, id)->closed);
+    assert_int_equal(cs(fx, id)->error_code, NGHTTP2_CANCEL);
+    assert_int_equal(fx->requests, 0);
+}
+
+static void missing_preface_times_out(void **state)
+{
+    struct fixture *fx = *state;
+    assert_int_equal(gw__h2c_feed(fx->srv, (const uint8_t *)"PRI * ", 6, fx->now), SL_OK);
+    assert_false(gw__h2c_tick(fx->srv, fx->now + 29 * SEC));
+    assert_true(gw__h2c_tick(fx->srv, fx->now + 31 * SEC));
+}
+
+static void goaway_lets_open_streams_finish(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    int32_t id = submit(fx, "POST", "/", NULL, 0, NULL);
+    pump(fx);
+    gw__h2c_goaway(fx->srv);
+    pump(fx);
+    assert_true(fx->got_goaway);
+    assert_false(gw__h2c_done(fx->srv));
+    gw_exchange_respond(fx->held[0], 200, NULL, 0, "done", 4);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 200);
+    assert_true(gw__h2c_done(fx->srv));
+}
+
+int main(void)
+{
+    sl_log_set_level(SL_LOG_ERROR);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(request_reaches_handler_and_response_arrives, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(healthz_is_answered_by_the_protocol_layer, setup, teardown),
+        cmocka_unit_test_setup_teardown(held_exchange_answers_later_and_wakes_owner, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(rst_stream_before_respond_cancels_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(connection_free_cancels_held_exchanges, setup, teardown),
+        cmocka_unit_test_setup_teardown(oversize_declared_body_gets_413, setup, teardown),
+        cmocka_unit_test_setup_teardown(oversize_streamed_body_gets_413, setup, teardown),
+        cmocka_unit_test_setup_teardown(body_at_the_limit_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(too_many_headers_get_431, setup, teardown),
+        cmocka_unit_test_setup_teardown(header_list_over_64k_gets_431, setup, teardown),
+        cmocka_unit_test_setup_teardown(request_without_path_is_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(garbage_preface_closes, setup, teardown),
+        cmocka_unit_test_setup_teardown(http1_request_gets_505_and_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(split_preface_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(slow_reader_does_not_grow_output, setup_closed_window,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(idle_connection_gets_goaway, setup, teardown),
+        cmocka_unit_test_setup_teardown(slow_request_is_reset, setup, teardown),
+        cmocka_unit_test_setup_teardown(missing_preface_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(goaway_lets_open_streams_finish, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
