@@ -897,7 +897,7 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
     }
     if (s->admin.enabled && s->admin.listen.port == s->listen.port &&
         strcmp(s->admin.listen.host, s->listen.host) == 0) {
-        REPORT(v, admin_listen, "admin listen must differ from listen%s",
+        REPORT(v, admin_listen, "admin.listen must differ from listen%s",
                listen_node != NULL ? "" : " (127.0.0.1:9324 by default)");
     }
     /* defaults: first, so each tenant starts from them wherever they are. */

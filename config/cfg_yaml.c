@@ -109,7 +109,8 @@ static bool attach(struct builder *b, struct cfg__node *n)
     }
     if (f->key == NULL) {
         if (n->kind != CFG__SCALAR) {
-            cfg__diag_add(b->db, n->line, n->column, "mapping keys must be plain strings");
+            cfg__diag_add(b->db, n->line, n->column,
+                          "mapping keys must be strings, not a mapping or a list");
             cfg__node_free(n);
             return false;
         }

@@ -1,0 +1,493 @@
+/*
+ * test_cfg_load.c -- loading and validating configuration files: every good
+ * file under tests/data/config/good loads with the values it spells (and
+ * defaults where it spells none); every bad file under
+ * tests/data/config/bad yields exactly the listed "FILE:LINE:COLUMN:
+ * message" lines, all of them, in file order.
+ *
+ * The data directory comes from SLUICE_TEST_DATA (set by ctest).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cfg.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *data_path(const char *rel)
+{
+    const char *root = getenv("SLUICE_TEST_DATA");
+    assert_non_null(root);
+    size_t n = strlen(root) + strlen(rel) + 16;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/config/%s", root, rel);
+    return p;
+}
+
+static struct cfg_snapshot *load_good(const char *rel)
+{
+    char *path = data_path(rel);
+    struct cfg_snapshot *s = NULL;
+    struct cfg_diags d;
+    int rc = cfg_load_file(path, &s, &d);
+    for (size_t i = 0; i < d.count; i++) {
+        print_error("unexpected: %s\n", d.items[i].text);
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(d.count, 0);
+    assert_non_null(s);
+    assert_string_equal(s->source, path);
+    cfg_diags_free(&d);
+    free(path);
+    return s;
+}
+
+static const struct cfg_tenant *tenant(const struct cfg_snapshot *s, const char *name)
+{
+    const struct cfg_tenant *t = cfg_find_tenant(s, name, strlen(name));
+    assert_non_null(t);
+    return t;
+}
+
+/* ---- bad files ---------------------------------------------------------- */
+
+/* Expected lines without the leading "PATH:"; "@DIR@" stands for the
+ * directory of the bad files. */
+struct bad_case {
+    const char *file;
+    const char *expected[8];
+};
+
+static const struct bad_case bad_cases[] = {
+    {"admin_incomplete.yaml",
+     {"1:1: missing access_key_id in admin", "1:1: missing secret_access_key in admin",
+      "2:11: admin.listen must differ from listen (127.0.0.1:9324 by default)"}},
+    {"alias.yaml", {"8:13: yaml aliases are not supported"}},
+    {"comment_only.yaml", {"1:1: the configuration is empty"}},
+    {"duplicate_access_key.yaml",
+     {"6:20: access key id \"SHARED\" is already used by admin (line 2)",
+      "12:20: access key id \"AKIDZ\" is already used by tenant \"zeta\" (line 9)"}},
+    {"duplicate_key.yaml",
+     {"3:1: duplicate key \"partitions\" (first defined on line 1)",
+      "8:3: duplicate key \"acme\" (first defined on line 5)"}},
+    {"durability.yaml", {"1:13: durability must be fsync or os, not \"sometimes\""}},
+    {"empty.yaml", {"1:1: the configuration is empty"}},
+    {"env_unset.yaml",
+     {"4:24: environment variable SLUICE_TEST_SURELY_UNSET for secret_access_key is unset or "
+      "empty",
+      "7:24: environment variable SLUICE_TEST_EMPTY for secret_access_key is unset or empty",
+      "10:24: invalid environment variable name in secret_access_key \"env:9bad\""}},
+    {"listen.yaml",
+     {"1:9: listen must be host:port, not \"localhost\"",
+      "3:11: an ipv6 address in listen must be in brackets, as [::1]:9324"}},
+    {"misplaced_key.yaml",
+     {"1:1: key \"burst\" is not allowed at the top level; it belongs in limits",
+      "6:5: key \"delay_seconds\" is not allowed in tenant \"acme\"; it belongs in spill"}},
+    {"not_mapping.yaml", {"1:1: the configuration must be a mapping, not a list"}},
+    {"on_excess.yaml", {"2:14: on_excess must be reject or spill, not \"drop\""}},
+    {"out_of_range.yaml",
+     {"1:13: partitions must be between 1 and 1024, not \"2000\"",
+      "2:13: io_threads must be between 0 and 256, not \"1000\"",
+      "5:26: requests_per_second must be above 0 and at most 1000000, not \"0\"",
+      "6:12: burst must be between 1 and 100000000, not \"0\"",
+      "7:19: max_inflight must be between 1 and 120000000, not \"999999999999\"",
+      "8:18: max_backlog must be between 1 and 1000000000000, not \"0\"",
+      "9:21: max_long_polls must be between 1 and 1000000, not \"0\"",
+      "11:20: delay_seconds must be between 0 and 900, not \"901\""}},
+    {"port.yaml",
+     {"1:9: port in listen must be between 1 and 65535, not \"70000\"",
+      "3:11: port in listen must be between 1 and 65535, not \"0\""}},
+    {"several.yaml",
+     {"1:9: listen must be host:port, not \"127.0.0.1\"",
+      "2:13: partitions must be between 1 and 1024, not \"0\"",
+      "3:13: durability must be fsync or os, not \"fast\"",
+      "8:16: on_excess must be reject or spill, not \"queue\"",
+      "9:3: invalid tenant name \"no/slash\": use 1 to 64 of A-Z a-z 0-9 _ -",
+      "10:20: access key id \"AKIDACME\" is already used by tenant \"acme\" (line 6)"}},
+    {"shard_size.yaml", {"2:13: shard_size must not exceed partitions (4), not 5"}},
+    {"spill_range.yaml", {"3:25: aged_after_seconds must be between 1 and 1209600, not \"0\""}},
+    {"syntax.yaml", {"5:4: yaml syntax error: did not find expected key"}},
+    {"tenant_incomplete.yaml",
+     {"2:3: missing access_key_id in tenant \"acme\"",
+      "2:3: missing secret_access_key in tenant \"acme\"",
+      "5:9: tenant \"beta\" must be a mapping, not \"just-a-string\""}},
+    {"tenant_name.yaml",
+     {"2:3: invalid tenant name \"bad name\": use 1 to 64 of A-Z a-z 0-9 _ -",
+      "5:3: invalid tenant name "
+      "\"this-name-is-far-too-long-for-a-tenant-because-it-has-more-than-...\": use 1 to 64 "
+      "of A-Z a-z 0-9 _ -"}},
+    {"tls_incomplete.yaml", {"1:1: missing key_file in tls"}},
+    {"tls_missing_file.yaml",
+     {"2:14: cannot read cert_file \"@DIR@/no-such.crt\" (no such file or directory)",
+      "3:13: cannot read key_file \"/nonexistent/server.key\" (no such file or directory)"}},
+    {"two_documents.yaml", {"2:1: only one yaml document is allowed"}},
+    {"unknown_key.yaml",
+     {"2:1: unknown key \"colour\" at the top level (allowed: listen, tls, region, data_dir, "
+      "partitions, shard_size, durability, io_threads, log_requests, admin, defaults, "
+      "tenants)"}},
+    {"wrong_type.yaml",
+     {"1:13: partitions must be an integer, not the quoted string \"x\"",
+      "2:13: io_threads must be an integer, not \"many\"",
+      "3:15: log_requests must be true or false, not \"maybe\"",
+      "9:28: requests_per_second must be a number, not \"fast\""}},
+};
+
+/* "PATH:" + suffix, with @DIR@ replaced by the bad files' directory. */
+static char *expected_text(const char *path, const char *dir, const char *suffix)
+{
+    size_t n = strlen(path) + strlen(dir) + strlen(suffix) + 4;
+    char *out = malloc(n);
+    assert_non_null(out);
+    const char *at = strstr(suffix, "@DIR@");
+    if (at == NULL) {
+        snprintf(out, n, "%s:%s", path, suffix);
+    } else {
+        snprintf(out, n, "%s:%.*s%s%s", path, (int)(at - suffix), suffix, dir, at + 5);
+    }
+    return out;
+}
+
+static void check_bad_case(const struct bad_case *c)
+{
+    char rel[128];
+    snprintf(rel, sizeof(rel), "bad/%s", c->file);
+    char *path = data_path(rel);
+    char *dir = data_path("bad");
+    struct cfg_snapshot *sentinel = (struct cfg_snapshot *)&sentinel;
+    struct cfg_snapshot *s = sentinel;
+    struct cfg_diags d;
+    int rc = cfg_load_file(path, &s, &d);
+    assert_int_equal(rc, -1);
+    assert_ptr_equal(s, sentinel); /* untouched on failure */
+    size_t want = 0;
+    while (want < sizeof(c->expected) / sizeof(c->expected[0]) && c->expected[want] != NULL) {
+        want++;
+    }
+    for (size_t i = 0; i < d.count || i < want; i++) {
+        const char *got = i < d.count ? d.items[i].text : "(nothing)";
+        char *exp = i < want ? expected_text(path, dir, c->expected[i]) : strdup("(nothing)");
+        if (strcmp(got, exp) != 0) {
+            print_error("%s: diag %zu\n  got:  %s\n  want: %s\n", c->file, i, got, exp);
+        }
+        assert_string_equal(got, exp);
+        free(exp);
+    }
+    assert_int_equal(d.count, want);
+    for (size_t i = 0; i < d.count; i++) {
+        assert_true(d.items[i].line >= 1 && d.items[i].column >= 1);
+    }
+    cfg_diags_free(&d);
+    assert_int_equal(d.count, 0);
+    free(dir);
+    free(path);
+}
+
+static void test_bad_files(void **state)
+{
+    (void)state;
+    setenv("SLUICE_TEST_EMPTY", "", 1);
+    unsetenv("SLUICE_TEST_SURELY_UNSET");
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        check_bad_case(&bad_cases[i]);
+    }
+}
+
+/* A bad file without expectations would test nothing: every file in the
+ * directory must have its row above. */
+static void test_every_bad_file_has_expectations(void **state)
+{
+    (void)state;
+    char *dir = data_path("bad");
+    DIR *dh = opendir(dir);
+    assert_non_null(dh);
+    size_t seen = 0;
+    struct dirent *e;
+    while ((e = readdir(dh)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 5, ".yaml") != 0) {
+            continue;
+        }
+        bool found = false;
+        for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+            found = found || strcmp(bad_cases[i].file, e->d_name) == 0;
+        }
+        if (!found) {
+            print_error("no expectations for bad/%s\n", e->d_name);
+        }
+        assert_true(found);
+        seen++;
+    }
+    closedir(dh);
+    assert_int_equal(seen, sizeof(bad_cases) / sizeof(bad_cases[0]));
+    free(dir);
+}
+
+/* ---- good files --------------------------------------------------------- */
+
+static void assert_builtin_tenant_defaults(const struct cfg_tenant *t)
+{
+    assert_true(t->limits.requests_per_second == 1000.0);
+    assert_int_equal(t->limits.burst, 2000);
+    assert_int_equal(t->limits.max_inflight, 120000);
+    assert_int_equal(t->limits.max_backlog, 1000000);
+    assert_int_equal(t->limits.max_long_polls, 1000);
+    assert_int_equal(t->on_excess, CFG_EXCESS_REJECT);
+    assert_int_equal(t->spill.delay_seconds, 30);
+    assert_int_equal(t->spill.aged_after_seconds, 300);
+}
+
+static void test_contract_example(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = load_good("good/contract.yaml");
+    assert_string_equal(s->listen.host, "127.0.0.1");
+    assert_int_equal(s->listen.port, 9324);
+    assert_false(s->tls.enabled);
+    assert_string_equal(s->region, "us-east-1");
+    assert_string_equal(s->data_dir, "./sluice-data");
+    assert_int_equal(s->partitions, 16);
+    assert_int_equal(s->shard_size, 2);
+    assert_int_equal(s->durability, CFG_DURABILITY_FSYNC);
+    assert_true(s->admin.enabled);
+    assert_string_equal(s->admin.listen.host, "127.0.0.1");
+    assert_int_equal(s->admin.listen.port, 9325);
+    assert_string_equal(s->admin.access_key_id, "admin");
+    assert_string_equal(s->admin.secret_access_key, "admin-secret");
+    assert_null(s->admin.bearer_token);
+    assert_int_equal(s->tenant_count, 1);
+    const struct cfg_tenant *t = tenant(s, "acme");
+    assert_string_equal(t->access_key_id, "AKIDACME");
+    assert_string_equal(t->secret_access_key, "acme-secret");
+    assert_true(t->limits.requests_per_second == 200.0);
+    assert_int_equal(t->limits.burst, 400);
+    assert_int_equal(t->limits.max_inflight, 120000);
+    assert_int_equal(t->on_excess, CFG_EXCESS_SPILL);
+    assert_int_equal(t->spill.delay_seconds, 30);
+    assert_int_equal(t->spill.aged_after_seconds, 300);
+    assert_int_equal(s->_refs, 1);
+    cfg_snapshot_unref(s);
+}
+
+static void test_builtin_defaults(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = load_good("good/minimal.yaml");
+    assert_string_equal(s->listen.host, "127.0.0.1");
+    assert_int_equal(s->listen.port, 9324);
+    assert_false(s->tls.enabled);
+    assert_false(s->admin.enabled);
+    assert_string_equal(s->region, "us-east-1");
+    assert_string_equal(s->data_dir, "./sluice-data");
+    assert_int_equal(s->partitions, 16);
+    assert_int_equal(s->shard_size, 2);
+    assert_int_equal(s->durability, CFG_DURABILITY_FSYNC);
+    assert_true(s->log_requests);
+    assert_true(s->io_threads >= 1); /* resolved from the CPU count */
+    assert_int_equal(s->tenant_count, 1);
+    assert_builtin_tenant_defaults(tenant(s, "solo"));
+    cfg_snapshot_unref(s);
+}
+
+static void test_defaults_apply_per_key(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = load_good("good/defaults.yaml");
+    assert_int_equal(s->tenant_count, 2);
+    assert_string_equal(s->tenants[0].name, "partial"); /* sorted by name */
+    assert_string_equal(s->tenants[1].name, "plain");
+    assert_true(s->default_limits.requests_per_second == 12.5);
+    assert_int_equal(s->default_on_excess, CFG_EXCESS_SPILL);
+    assert_int_equal(s->default_spill.delay_seconds, 60);
+
+    const struct cfg_tenant *plain = tenant(s, "plain");
+    assert_true(plain->limits.requests_per_second == 12.5);
+    assert_int_equal(plain->limits.burst, 25);
+    assert_int_equal(plain->limits.max_inflight, 500);
+    assert_int_equal(plain->limits.max_backlog, 7000);
+    assert_int_equal(plain->limits.max_long_polls, 9);
+    assert_int_equal(plain->on_excess, CFG_EXCESS_SPILL);
+    assert_int_equal(plain->spill.delay_seconds, 60);
+    assert_int_equal(plain->spill.aged_after_seconds, 600);
+
+    const struct cfg_tenant *partial = tenant(s, "partial");
+    assert_true(partial->limits.requests_per_second == 12.5); /* inherited */
+    assert_int_equal(partial->limits.burst, 50);              /* its own */
+    assert_int_equal(partial->limits.max_inflight, 500);
+    assert_int_equal(partial->spill.delay_seconds, 5);        /* its own */
+    assert_int_equal(partial->spill.aged_after_seconds, 600); /* inherited */
+    assert_int_equal(partial->on_excess, CFG_EXCESS_SPILL);
+    cfg_snapshot_unref(s);
+}
+
+static void test_env_secrets(void **state)
+{
+    (void)state;
+    setenv("SLUICE_TEST_ADMIN_SECRET", "admin-from-env", 1);
+    setenv("SLUICE_TEST_BEARER", "bearer-from-env", 1);
+    setenv("SLUICE_TEST_ACME_SECRET", "acme-from-env", 1);
+    struct cfg_snapshot *s = load_good("good/env_secrets.yaml");
+    assert_string_equal(s->admin.secret_access_key, "admin-from-env");
+    assert_string_equal(s->admin.bearer_token, "bearer-from-env");
+    assert_string_equal(tenant(s, "acme")->secret_access_key, "acme-from-env");
+    assert_string_equal(tenant(s, "literal")->secret_access_key, "env-not-a-reference");
+    /* Read at load time: a later change of the environment does not leak in. */
+    setenv("SLUICE_TEST_ACME_SECRET", "changed", 1);
+    assert_string_equal(tenant(s, "acme")->secret_access_key, "acme-from-env");
+    cfg_snapshot_unref(s);
+    unsetenv("SLUICE_TEST_ADMIN_SECRET");
+    unsetenv("SLUICE_TEST_BEARER");
+    unsetenv("SLUICE_TEST_ACME_SECRET");
+}
+
+static void test_extra_keys(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = load_good("good/extras.yaml");
+    assert_string_equal(s->listen.host, "::1");
+    assert_int_equal(s->listen.port, 9400);
+    assert_int_equal(s->io_threads, 3);
+    assert_false(s->log_requests);
+    assert_int_equal(s->durability, CFG_DURABILITY_OS);
+    assert_int_equal(s->partitions, 1);
+    assert_int_equal(s->shard_size, 1); /* the default 2, capped at partitions */
+    assert_string_equal(s->region, "eu-west-3");
+    assert_true(s->admin.enabled);
+    assert_int_equal(s->admin.listen.port, 9325);
+    assert_string_equal(s->admin.bearer_token, "s3cr3t-Token_value~+/=");
+    const struct cfg_tenant *t = tenant(s, "t1");
+    assert_int_equal(t->limits.max_backlog, 5000000000ull);
+    assert_int_equal(t->limits.max_long_polls, 20);
+    cfg_snapshot_unref(s);
+}
+
+static void test_tls_paths_resolve_against_the_file(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = load_good("good/tls.yaml");
+    char *cert = data_path("good/tls/server.crt");
+    char *key = data_path("good/tls/server.key");
+    assert_true(s->tls.enabled);
+    assert_string_equal(s->tls.cert_file, cert);
+    assert_string_equal(s->tls.key_file, key);
+    free(cert);
+    free(key);
+    cfg_snapshot_unref(s);
+}
+
+static void test_embedded_default(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = NULL;
+    struct cfg_diags d;
+    assert_int_equal(cfg_load_default(&s, &d), 0);
+    assert_int_equal(d.count, 0);
+    assert_string_equal(s->source, "<embedded default>");
+    assert_string_equal(s->listen.host, "127.0.0.1");
+    assert_int_equal(s->listen.port, 9324);
+    assert_string_equal(s->data_dir, "./sluice-data");
+    assert_int_equal(s->tenant_count, 1);
+    const struct cfg_tenant *t = tenant(s, "default");
+    assert_string_equal(t->access_key_id, "default");
+    assert_string_equal(t->secret_access_key, "default");
+    assert_builtin_tenant_defaults(t);
+    cfg_snapshot_unref(s);
+
+    /* The same text through the public string loader. */
+    const char *yaml = cfg_default_yaml();
+    assert_int_equal(cfg_load_string("x", yaml, strlen(yaml), &s, &d), 0);
+    cfg_snapshot_unref(s);
+    cfg_diags_free(&d);
+}
+
+/* ---- in-memory texts ------------------------------------------------------ */
+
+/* Loads text that must fail with exactly the one diag want. */
+static void expect_one(const char *text, size_t len, const char *want)
+{
+    struct cfg_snapshot *s = NULL;
+    struct cfg_diags d;
+    assert_int_equal(cfg_load_string("mem.yaml", text, len, &s, &d), -1);
+    assert_null(s);
+    for (size_t i = 0; d.count != 1 && i < d.count; i++) {
+        print_error("diag: %s\n", d.items[i].text);
+    }
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.items[0].text, want);
+    cfg_diags_free(&d);
+}
+
+static void test_yaml_level_problems(void **state)
+{
+    (void)state;
+    const char *key = "? [a, b]\n: 1\n";
+    expect_one(key, strlen(key),
+               "mem.yaml:1:3: mapping keys must be strings, not a mapping or a list");
+
+    const char ctrl[] = "partitions: 4\nregion: \x01\n";
+    expect_one(ctrl, sizeof(ctrl) - 1,
+               "mem.yaml:2:9: yaml syntax error: control characters are not allowed");
+
+    char deep[200];
+    size_t n = (size_t)snprintf(deep, sizeof(deep), "a: ");
+    for (int i = 0; i < 40; i++) {
+        deep[n++] = '[';
+    }
+    for (int i = 0; i < 40; i++) {
+        deep[n++] = ']';
+    }
+    deep[n] = '\0';
+    expect_one(deep, n, "mem.yaml:1:35: nesting is deeper than 32 levels");
+
+    size_t big_len = 1024 * 1024 + 1;
+    char *big = malloc(big_len);
+    assert_non_null(big);
+    memset(big, ' ', big_len);
+    expect_one(big, big_len, "mem.yaml: the configuration is larger than 1048576 bytes");
+    free(big);
+
+    const char *q = "partitions: \"16\"\n";
+    expect_one(q, strlen(q),
+               "mem.yaml:1:13: partitions must be an integer, not the quoted string \"16\"");
+    const char *nul = "region:\n";
+    expect_one(nul, strlen(nul), "mem.yaml:1:8: region must be a string, not empty");
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = NULL;
+    struct cfg_diags d;
+    assert_int_equal(cfg_load_file("/nonexistent/sluice.yaml", &s, &d), -1);
+    assert_null(s);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.items[0].text,
+                        "/nonexistent/sluice.yaml: cannot open the configuration (no such file "
+                        "or directory)");
+    assert_int_equal(d.items[0].line, 0);
+    cfg_diags_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_every_bad_file_has_expectations),
+        cmocka_unit_test(test_contract_example),
+        cmocka_unit_test(test_builtin_defaults),
+        cmocka_unit_test(test_defaults_apply_per_key),
+        cmocka_unit_test(test_env_secrets),
+        cmocka_unit_test(test_extra_keys),
+        cmocka_unit_test(test_tls_paths_resolve_against_the_file),
+        cmocka_unit_test(test_embedded_default),
+        cmocka_unit_test(test_yaml_level_problems),
+        cmocka_unit_test(test_missing_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
