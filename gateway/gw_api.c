@@ -1,0 +1,398 @@
+/*
+ * gw_api.c -- the API layer behind the SQS listener: per request it
+ * authenticates (SigV4, against the configuration snapshot the request
+ * started with), routes the AWS JSON 1.0 call by X-Amz-Target, decodes it
+ * (gw_sqs_decode.c) and dispatches it through the action table
+ * (gw_actions.def) to a handler (gw_act.h), which answers now or later.
+ *
+ * Request life: HEADERS+BODY (gw_h2) -> healthz? -> AUTH -> ROUTE ->
+ * DECODE -> HANDLER -> gw__act_finish (respond, log, free).
+ *
+ * Routing choices where AWS is silent (see also docs/api.md):
+ *  - GET /healthz answers 200 "ok" without authentication (contract).
+ *  - Everything else is authenticated first, so an unsigned probe learns
+ *    nothing but MissingAuthenticationToken.
+ *  - The method must be POST; the path is not checked beyond SigV4 (which
+ *    signs it), because some SDKs (Ruby, see floci-io/floci#17) post JSON
+ *    calls to the queue URL's path instead of "/".
+ *  - A non-POST request, a missing X-Amz-Target, or one that is not
+ *    "AmazonSQS.<Action>" of gw_actions.def: UnknownOperationException
+ *    (query code InvalidAction), 400.
+ *  - A Content-Type other than application/x-amz-json-1.0 (parameters
+ *    such as "; charset=utf-8" are allowed): InvalidParameterValue 400.
+ *
+ * Threading: gw_api_new/free/config_changed on the main thread; everything
+ * else on the I/O loop threads, each with its own struct gw_api_loop (the
+ * SigV4 key cache is per loop, so it needs no lock).
+ *
+ * Ownership: a struct gw_act_ctx per request (heap), holding one snapshot
+ * reference, freed by gw__act_finish.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cfg.h"
+#include "gw.h"
+#include "gw_act.h"
+#include "gw_api.h"
+#include "gw_http.h"
+#include "gw_sqs.h"
+
+#define LOG_MODULE "api"
+#define SIGV4_KEY_CACHE_SLOTS 256
+#define SIGV4_SERVICE "sqs"
+#define JSON_CONTENT_TYPE "application/x-amz-json-1.0"
+
+struct gw_api {
+    struct cfg_holder *holder; /* borrowed; outlives the api */
+    /* Storage seam: the partition set (part.h) is opened here once the
+     * partitions engine lands, and handed to the action handlers through
+     * ctx->api. Until then every action answers "not implemented yet". */
+};
+
+struct gw_api_loop {
+    struct gw_api *api;
+    struct uv_loop_s *loop;
+    struct gw_sigv4_key_cache *keys;
+    bool draining;
+};
+
+static const struct {
+    gw_act_fn *handler;
+} action_table[GW_SQS_ACT__COUNT] = {
+#define GW_SQS_ACTION(name, camel, snake, fn) [GW_SQS_ACT_##name] = {fn},
+#include "gw_actions.def"
+#undef GW_SQS_ACTION
+};
+
+/* ---- the api object ---------------------------------------------------- */
+
+int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t errlen)
+{
+    if (holder == NULL) {
+        snprintf(err, errlen, "gw_api_new: no configuration holder");
+        return SL_EINVAL;
+    }
+    struct gw_api *api = sl_xcalloc(1, sizeof(*api));
+    api->holder = holder;
+    *out = api;
+    return SL_OK;
+}
+
+void gw_api_free(struct gw_api *api)
+{
+    free(api);
+}
+
+void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap)
+{
+    (void)api;
+    (void)snap; /* limits follow the snapshot once policy is wired in */
+}
+
+/* ---- per loop ------------------------------------------------------------ */
+
+static void *loop_start(void *app, struct uv_loop_s *loop)
+{
+    struct gw_api_loop *l = sl_xcalloc(1, sizeof(*l));
+    l->api = app;
+    l->loop = loop;
+    l->keys = gw_sigv4_key_cache_new(SIGV4_KEY_CACHE_SLOTS);
+    return l;
+}
+
+static void loop_drain(void *loop_ctx)
+{
+    struct gw_api_loop *l = loop_ctx;
+    l->draining = true; /* long polls (not yet) answer empty from here on */
+}
+
+static void loop_stop(void *loop_ctx)
+{
+    struct gw_api_loop *l = loop_ctx;
+    gw_sigv4_key_cache_free(l->keys);
+    free(l);
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static const struct gw_header *find_header(const struct gw_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (sl_slice_eq_cstr(req->headers[i].name, name)) {
+            return &req->headers[i];
+        }
+    }
+    return NULL;
+}
+
+static bool content_type_is_json(struct sl_slice v)
+{
+    size_t n = sizeof(JSON_CONTENT_TYPE) - 1;
+    if (v.n < n || strncasecmp(v.p, JSON_CONTENT_TYPE, n) != 0) {
+        return false;
+    }
+    /* allow parameters: "application/x-amz-json-1.0; charset=utf-8" */
+    return v.n == n || v.p[n] == ';' || v.p[n] == ' ';
+}
+
+static void split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
+{
+    const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
+    if (q == NULL) {
+        *path = full;
+        *query = (struct sl_slice){"", 0};
+    } else {
+        *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
+        *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
+    }
+}
+
+static void log_request(struct gw_act_ctx *ctx, int status, enum gw_sqs_error error)
+{
+    if (ctx->snap != NULL && !ctx->snap->log_requests) {
+        return;
+    }
+    if (!sl_log_enabled(SL_LOG_INFO)) {
+        return;
+    }
+    const char *tenant = "-";
+    if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN && ctx->principal.secret_access_key != NULL) {
+        tenant = "(admin)";
+    } else if (ctx->principal.tenant != NULL) {
+        tenant = ctx->principal.tenant->name;
+    }
+    const char *action = ctx->action < GW_SQS_ACT__COUNT ? gw_sqs_action_name(ctx->action) : "-";
+    const char *code = error != GW_SQS_OK ? gw_sqs_error_info(error)->query_code : "-";
+    uint64_t now = sl_mono_ns();
+    uint64_t us = now > ctx->http->start_mono_ns ? (now - ctx->http->start_mono_ns) / 1000 : 0;
+    sl_log(SL_LOG_INFO, LOG_MODULE,
+           "request id=%s tenant=%s action=%s status=%d error=%s us=%" PRIu64,
+           ctx->http->request_id != NULL ? ctx->http->request_id : "-", tenant, action, status,
+           code, us);
+}
+
+static void ctx_free(struct gw_act_ctx *ctx)
+{
+    gw_sqs_request_fini(&ctx->req);
+    if (ctx->snap != NULL) {
+        cfg_snapshot_unref(ctx->snap);
+    }
+    free(ctx);
+}
+
+/* ---- completion ------------------------------------------------------------ */
+
+void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
+{
+    struct gw_header headers[2];
+    size_t n = gw_sqs_reply_headers(reply, headers);
+    log_request(ctx, reply->status, reply->error);
+    gw_exchange_respond(ctx->ex, reply->status, headers, n, reply->body.p, reply->body.n);
+    ctx_free(ctx);
+}
+
+void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
+{
+    struct gw_sqs_reply reply;
+    gw_sqs_reply_init(&reply);
+    gw_sqs_reply_error(&reply, err);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
+}
+
+void gw__act_not_implemented(struct gw_act_ctx *ctx)
+{
+    struct gw_sqs_err err;
+    gw_sqs_err_set(&err, GW_SQS_E_UNSUPPORTED_OPERATION, "%s is not implemented yet.",
+                   gw_sqs_action_name(ctx->action));
+    gw__act_fail(ctx, &err);
+}
+
+void gw__act_no_iam(struct gw_act_ctx *ctx)
+{
+    struct gw_sqs_err err;
+    gw_sqs_err_set(&err, GW_SQS_E_UNSUPPORTED_OPERATION,
+                   "%s is not supported: sluice has no IAM; a tenant's credentials reach exactly "
+                   "its own queues.",
+                   gw_sqs_action_name(ctx->action));
+    gw__act_fail(ctx, &err);
+}
+
+/* ---- authentication --------------------------------------------------------- */
+
+static enum gw_sqs_error sigv4_error(enum gw_sigv4_status st)
+{
+    switch (st) {
+    case GW_SIGV4_OK:
+        return GW_SQS_OK;
+    case GW_SIGV4_MISSING:
+        return GW_SQS_E_MISSING_AUTHENTICATION_TOKEN;
+    case GW_SIGV4_INCOMPLETE:
+        return GW_SQS_E_INCOMPLETE_SIGNATURE;
+    case GW_SIGV4_UNKNOWN_KEY:
+        return GW_SQS_E_INVALID_CLIENT_TOKEN_ID;
+    case GW_SIGV4_MISMATCH:
+    case GW_SIGV4_SCOPE:
+        return GW_SQS_E_SIGNATURE_DOES_NOT_MATCH;
+    case GW_SIGV4_EXPIRED:
+        return GW_SQS_E_REQUEST_EXPIRED;
+    case GW_SIGV4_TOKEN:
+        return GW_SQS_E_UNRECOGNIZED_CLIENT;
+    }
+    return GW_SQS_E_INCOMPLETE_SIGNATURE;
+}
+
+/* The message to send for a SigV4 failure: the table's (AWS's) words, with
+ * the verifier's reason appended where it helps the client and leaks
+ * nothing (never for a mismatch: that would help forging). */
+static int auth_fail(enum gw_sigv4_status st, const char *why, struct gw_sqs_err *err)
+{
+    enum gw_sqs_error code = sigv4_error(st);
+    const char *base = gw_sqs_error_info(code)->message;
+    if (why != NULL &&
+        (st == GW_SIGV4_INCOMPLETE || st == GW_SIGV4_EXPIRED || st == GW_SIGV4_SCOPE)) {
+        return gw_sqs_err_set(err, code, "%s %s", base, why);
+    }
+    return gw_sqs_err_set(err, code, NULL);
+}
+
+/* Verifies the request's signature and fills ctx->principal. */
+static int authenticate(struct gw_act_ctx *ctx, struct gw_api_loop *l, struct gw_sqs_err *err)
+{
+    const struct gw_request *req = ctx->http;
+    const char *why = NULL;
+    if (find_header(req, "x-amz-security-token") != NULL) {
+        return auth_fail(GW_SIGV4_TOKEN, NULL, err);
+    }
+    const struct gw_header *authz = find_header(req, "authorization");
+    if (authz == NULL) {
+        return auth_fail(GW_SIGV4_MISSING, NULL, err);
+    }
+    struct gw_sigv4_auth auth;
+    enum gw_sigv4_status st = gw_sigv4_parse_authorization(authz->value, &auth, &why);
+    if (st != GW_SIGV4_OK) {
+        return auth_fail(st, why, err);
+    }
+    if (!cfg_find_principal(ctx->snap, auth.access_key_id.p, auth.access_key_id.n,
+                            &ctx->principal)) {
+        memset(&ctx->principal, 0, sizeof(ctx->principal));
+        return auth_fail(GW_SIGV4_UNKNOWN_KEY, NULL, err);
+    }
+
+    /* The verifier sees the regular headers plus the pseudo-header
+     * ":authority" (the JS SDK signs it over h2), and a "host" carrying the
+     * authority when the request has none: HTTP/2 clients that signed
+     * "host" (curl, botocore) send it as :authority. */
+    bool has_host = find_header(req, "host") != NULL;
+    size_t n = req->header_count + 1 + (has_host ? 0 : 1);
+    struct gw_header *headers = sl_xcalloc(n, sizeof(*headers));
+    if (req->header_count > 0) {
+        memcpy(headers, req->headers, req->header_count * sizeof(*headers));
+    }
+    size_t k = req->header_count;
+    headers[k++] = (struct gw_header){SL_SLICE_LIT(":authority"), req->authority};
+    if (!has_host) {
+        headers[k++] = (struct gw_header){SL_SLICE_LIT("host"), req->authority};
+    }
+    struct gw_sigv4_request sreq = {
+        .method = req->method,
+        .headers = headers,
+        .header_count = k,
+        .payload = req->body,
+    };
+    split_path(req->path, &sreq.path, &sreq.query);
+    int64_t now_s = (int64_t)(sl_wall_ms() / 1000);
+    st = gw_sigv4_verify(&sreq, &auth, ctx->principal.secret_access_key, ctx->snap->region,
+                         SIGV4_SERVICE, now_s, l->keys, &why);
+    free(headers);
+    if (st != GW_SIGV4_OK) {
+        memset(&ctx->principal, 0, sizeof(ctx->principal));
+        return auth_fail(st, why, err);
+    }
+    return SL_OK;
+}
+
+/* ---- the request path -------------------------------------------------------- */
+
+static int route(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
+{
+    const struct gw_request *req = ctx->http;
+    if (!sl_slice_eq_cstr(req->method, "POST")) {
+        return gw_sqs_err_set(err, GW_SQS_E_UNKNOWN_OPERATION,
+                              "Only POST requests with X-Amz-Target: AmazonSQS.<Action> and "
+                              "Content-Type: " JSON_CONTENT_TYPE " are supported.");
+    }
+    const struct gw_header *target = find_header(req, "x-amz-target");
+    if (target == NULL) {
+        return gw_sqs_err_set(err, GW_SQS_E_UNKNOWN_OPERATION,
+                              "The request has no X-Amz-Target header; expected "
+                              "AmazonSQS.<Action>.");
+    }
+    if (!gw_sqs_action_from_target(target->value, &ctx->action)) {
+        return gw_sqs_err_set(err, GW_SQS_E_UNKNOWN_OPERATION,
+                              "The action or operation %.*s is not valid for this endpoint.",
+                              (int)SL_MIN(target->value.n, 200), target->value.p);
+    }
+    const struct gw_header *ctype = find_header(req, "content-type");
+    if (ctype == NULL || !content_type_is_json(ctype->value)) {
+        return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                              "The Content-Type must be " JSON_CONTENT_TYPE ".");
+    }
+    return SL_OK;
+}
+
+static void answer_healthz(struct gw_exchange *ex)
+{
+    const struct gw_header h[] = {
+        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("text/plain")},
+    };
+    gw_exchange_respond(ex, 200, h, SL_ARRAY_LEN(h), "ok", 2);
+}
+
+static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req)
+{
+    struct gw_api_loop *l = loop_ctx;
+    if (sl_slice_eq_cstr(req->method, "GET") && sl_slice_eq_cstr(req->path, "/healthz")) {
+        answer_healthz(ex);
+        return;
+    }
+
+    struct gw_act_ctx *ctx = sl_xcalloc(1, sizeof(*ctx));
+    ctx->api = l->api;
+    ctx->loop = l;
+    ctx->ex = ex;
+    ctx->http = req;
+    ctx->action = GW_SQS_ACT__COUNT; /* "-" in the log until routed */
+    ctx->snap = cfg_holder_get(l->api->holder);
+
+    struct gw_sqs_err err;
+    if (authenticate(ctx, l, &err) != SL_OK || route(ctx, &err) != SL_OK ||
+        gw_sqs_decode(ctx->action, req->body, &ctx->req, &err) != SL_OK) {
+        gw__act_fail(ctx, &err);
+        return;
+    }
+    action_table[ctx->action].handler(ctx);
+}
+
+/* ---- handlers ------------------------------------------------------------------ */
+
+struct gw_handler gw_api_sqs_handler(struct gw_api *api)
+{
+    return (struct gw_handler){
+        .app = api,
+        .loop_start = loop_start,
+        .loop_drain = loop_drain,
+        .loop_stop = loop_stop,
+        .on_request = on_request,
+    };
+}
+
+struct gw_handler gw_api_admin_handler(struct gw_api *api)
+{
+    /* The admin API (issue: operations) is not built yet. */
+    return (struct gw_handler){.app = api};
+}

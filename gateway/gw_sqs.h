@@ -1,0 +1,555 @@
+/*
+ * gw_sqs.h -- (gateway-internal) the SQS JSON 1.0 protocol layer: the error
+ * and action tables, typed request decoding (jansson), reply encoding, the
+ * message MD5s, queue URLs and SQS's name rules.
+ *
+ * Everything here is pure: no I/O, no libuv, no threads, no clock. It can
+ * be driven from a byte array (tests/unit/gateway/test_sqs*.c,
+ * tests/fuzz/fuzz_gw_sqs.c).
+ *
+ * Threading: any thread; nothing is shared.
+ *
+ * Ownership: a decoded struct gw_sqs_request owns the parsed JSON document
+ * and a private list of blocks. Every struct sl_slice in it borrows from
+ * one of those two (strings from the document; decoded Binary attribute
+ * values and arrays from the blocks) and stays valid until
+ * gw_sqs_request_fini(). The request body the decoder read may be freed
+ * after gw_sqs_decode() returns.
+ *
+ * Wire reference: research/sqs-peers.md section 1 (the SQS Smithy model,
+ * the AWS API reference and AWS-validated LocalStack snapshots).
+ */
+#ifndef SLUICE_GW_SQS_H
+#define SLUICE_GW_SQS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gw.h"
+#include "sl.h"
+
+struct json_t; /* jansson's json_t; no <jansson.h> here */
+
+/* ---- limits of SQS (research/sqs-peers.md 0 and 1.8) ------------------- */
+
+#define GW_SQS_MAX_MESSAGE_BYTES 1048576u /* body + attributes, and a whole batch */
+#define GW_SQS_MAX_BATCH_ENTRIES 10u
+#define GW_SQS_MAX_BATCH_ID_LEN 80u
+#define GW_SQS_MAX_QUEUE_NAME_LEN 80u
+#define GW_SQS_MAX_MESSAGE_ATTRIBUTES 10u
+#define GW_SQS_MAX_ATTRIBUTE_NAME_LEN 256u
+#define GW_SQS_MAX_ATTRIBUTE_TYPE_LEN 256u
+#define GW_SQS_MAX_GROUP_ID_LEN 128u /* MessageGroupId, MessageDeduplicationId, attempt id */
+#define GW_SQS_MAX_VISIBILITY_TIMEOUT 43200
+#define GW_SQS_MAX_DELAY_SECONDS 900
+#define GW_SQS_MAX_WAIT_TIME_SECONDS 20
+
+/* ---- errors (gw_errors.def) -------------------------------------------- */
+
+enum gw_sqs_error {
+    GW_SQS_OK = 0,
+#define GW_SQS_ERROR(name, type, query, status, fault, message) GW_SQS_E_##name,
+#include "gw_errors.def"
+#undef GW_SQS_ERROR
+    GW_SQS_E__COUNT
+};
+
+struct gw_sqs_error_info {
+    const char *type;       /* JSON "__type" */
+    const char *query_code; /* x-amzn-query-error, before ";Sender" */
+    int status;             /* HTTP status */
+    bool sender;            /* Sender (client) or Receiver (service) fault */
+    const char *message;    /* default message */
+};
+
+/* The table row of an error; e must be a GW_SQS_E_* value. */
+const struct gw_sqs_error_info *gw_sqs_error_info(enum gw_sqs_error e);
+
+#define GW_SQS_ERR_MESSAGE_MAX 512
+
+/* An error with its message, as the decoder and the actions report it.
+ * The message may quote client input (truncated to fit). */
+struct gw_sqs_err {
+    enum gw_sqs_error code;
+    char message[GW_SQS_ERR_MESSAGE_MAX];
+};
+
+/* Sets *err; fmt NULL uses the table's default message. Returns SL_EINVAL
+ * so that a decoder can write `return gw_sqs_err_set(...)`. */
+int gw_sqs_err_set(struct gw_sqs_err *err, enum gw_sqs_error code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- actions (gw_actions.def) ------------------------------------------ */
+
+enum gw_sqs_action {
+#define GW_SQS_ACTION(name, camel, snake, handler) GW_SQS_ACT_##name,
+#include "gw_actions.def"
+#undef GW_SQS_ACTION
+    GW_SQS_ACT__COUNT
+};
+
+/* "SendMessage" for GW_SQS_ACT_SEND_MESSAGE. */
+const char *gw_sqs_action_name(enum gw_sqs_action a);
+
+/* Finds the action of an X-Amz-Target value ("AmazonSQS.SendMessage").
+ * Returns false for anything else. */
+bool gw_sqs_action_from_target(struct sl_slice target, enum gw_sqs_action *out);
+
+/* ---- names, URLs, ARNs -------------------------------------------------- */
+
+/* A queue as a QueueUrl names it: http[s]://HOST:PORT/TENANT/QUEUE. */
+struct gw_sqs_queue_ref {
+    struct sl_slice url;
+    struct sl_slice tenant; /* plays the AWS account id */
+    struct sl_slice name;
+    bool fifo; /* name ends in ".fifo" */
+};
+
+/* Splits a QueueUrl. A URL that is not of that shape gives InvalidAddress;
+ * a well-formed URL whose tenant or queue name cannot exist gives
+ * QueueDoesNotExist (SQS never says more about a queue it cannot find).
+ * The HOST:PORT part is not compared with the request's authority:
+ * clients reach the gateway under several names (localhost, 127.0.0.1,
+ * a load balancer) and SQS itself accepts its legacy host names. */
+int gw_sqs_parse_queue_url(struct sl_slice url, struct gw_sqs_queue_ref *out,
+                           struct gw_sqs_err *err);
+
+/* SQS's queue name rule: 1..80 of [A-Za-z0-9_-], where a FIFO queue's name
+ * ends in ".fifo" (counted in the 80). *fifo tells whether it does. */
+bool gw_sqs_queue_name_valid(struct sl_slice name, bool *fifo);
+
+/* Tenant names, as the contract fixes them: [A-Za-z0-9_-]{1,64}. (The same
+ * rule as cfg_tenant_name_valid; kept here so this layer stays pure.) */
+bool gw_sqs_tenant_name_valid(struct sl_slice name);
+
+/* An SQS ARN "arn:aws:sqs:REGION:ACCOUNT:QUEUE" split into its parts. */
+struct gw_sqs_arn {
+    struct sl_slice region;
+    struct sl_slice account; /* the tenant */
+    struct sl_slice name;
+};
+bool gw_sqs_parse_arn(struct sl_slice arn, struct gw_sqs_arn *out);
+
+/* ---- message attributes and MD5s --------------------------------------- */
+
+enum gw_sqs_attr_type {
+    GW_SQS_ATTR_STRING, /* transport byte 1 */
+    GW_SQS_ATTR_NUMBER, /* transport byte 1 */
+    GW_SQS_ATTR_BINARY, /* transport byte 2 */
+};
+
+struct gw_sqs_msg_attr {
+    struct sl_slice name;
+    struct sl_slice data_type; /* "String", "Number.float", "Binary.png" ... */
+    enum gw_sqs_attr_type type;
+    struct sl_slice value; /* the text of a String/Number, the decoded bytes of a Binary */
+};
+
+/* Lower-case hex MD5 of bytes (MD5OfMessageBody). */
+void gw_sqs_md5_hex(const void *data, size_t n, char out[33]);
+
+/* MD5OfMessageAttributes (and MD5OfMessageSystemAttributes) as SQS computes
+ * it: over the attributes sorted by name in byte order, each as
+ * len(name) name len(type) type transport-byte len(value) value with
+ * 4-byte big-endian lengths. attrs need not be sorted. n must be > 0 (SQS
+ * omits the field when there are no attributes). Returns SL_OK, or
+ * SL_EINVAL if n is 0 or more than 64. */
+int gw_sqs_md5_of_attrs(const struct gw_sqs_msg_attr *attrs, size_t n, char out[33]);
+
+/* MD5OfMessageSystemAttributes for an AWSTraceHeader value. */
+void gw_sqs_md5_of_trace_header(struct sl_slice trace_header, char out[33]);
+
+/* The receive-side MessageAttributeNames filter: true when name is
+ * selected by one of the filters ("All", ".*", "*", an exact name, or
+ * "Prefix.*"). */
+bool gw_sqs_attr_filter_match(const struct sl_slice *filters, size_t n, struct sl_slice name);
+
+/* Sorts attributes by name in byte order (the MD5 and storage order). */
+void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
+
+/* ---- queue attributes (research/sqs-peers.md 1.6) ----------------------- */
+
+/* X(ENUM, "Name") */
+#define GW_SQS_QATTR_LIST(X)                                                                       \
+    X(DELAY_SECONDS, "DelaySeconds")                                                               \
+    X(MAXIMUM_MESSAGE_SIZE, "MaximumMessageSize")                                                  \
+    X(MESSAGE_RETENTION_PERIOD, "MessageRetentionPeriod")                                          \
+    X(RECEIVE_MESSAGE_WAIT_TIME_SECONDS, "ReceiveMessageWaitTimeSeconds")                          \
+    X(VISIBILITY_TIMEOUT, "VisibilityTimeout")                                                     \
+    X(POLICY, "Policy")                                                                            \
+    X(REDRIVE_POLICY, "RedrivePolicy")                                                             \
+    X(REDRIVE_ALLOW_POLICY, "RedriveAllowPolicy")                                                  \
+    X(FIFO_QUEUE, "FifoQueue")                                                                     \
+    X(CONTENT_BASED_DEDUPLICATION, "ContentBasedDeduplication")                                    \
+    X(DEDUPLICATION_SCOPE, "DeduplicationScope")                                                   \
+    X(FIFO_THROUGHPUT_LIMIT, "FifoThroughputLimit")                                                \
+    X(KMS_MASTER_KEY_ID, "KmsMasterKeyId")                                                         \
+    X(KMS_DATA_KEY_REUSE_PERIOD_SECONDS, "KmsDataKeyReusePeriodSeconds")                           \
+    X(SQS_MANAGED_SSE_ENABLED, "SqsManagedSseEnabled")                                             \
+    X(APPROXIMATE_NUMBER_OF_MESSAGES, "ApproximateNumberOfMessages")                               \
+    X(APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE, "ApproximateNumberOfMessagesNotVisible")         \
+    X(APPROXIMATE_NUMBER_OF_MESSAGES_DELAYED, "ApproximateNumberOfMessagesDelayed")                \
+    X(CREATED_TIMESTAMP, "CreatedTimestamp")                                                       \
+    X(LAST_MODIFIED_TIMESTAMP, "LastModifiedTimestamp")                                            \
+    X(QUEUE_ARN, "QueueArn")
+
+enum gw_sqs_qattr {
+#define GW_SQS_QATTR_ENUM(e, n) GW_SQS_QATTR_##e,
+    GW_SQS_QATTR_LIST(GW_SQS_QATTR_ENUM)
+#undef GW_SQS_QATTR_ENUM
+        GW_SQS_QATTR__COUNT
+};
+
+const char *gw_sqs_qattr_name(enum gw_sqs_qattr a);
+bool gw_sqs_qattr_lookup(struct sl_slice name, enum gw_sqs_qattr *out);
+
+/* One validated queue attribute of CreateQueue / SetQueueAttributes. */
+struct gw_sqs_qattr_value {
+    enum gw_sqs_qattr attr;
+    struct sl_slice value; /* as sent ("" removes Policy / RedrivePolicy) */
+    int64_t number;        /* integers; 0/1 for booleans */
+};
+
+struct gw_sqs_qattrs {
+    struct gw_sqs_qattr_value *items; /* at most one per attribute */
+    size_t count;
+};
+
+/* The value of attr in a, or NULL. */
+const struct gw_sqs_qattr_value *gw_sqs_qattrs_find(const struct gw_sqs_qattrs *a,
+                                                    enum gw_sqs_qattr attr);
+
+/* ---- message system attributes (research/sqs-peers.md 1.7) -------------- */
+
+#define GW_SQS_SYSATTR_LIST(X)                                                                     \
+    X(SENDER_ID, "SenderId")                                                                       \
+    X(SENT_TIMESTAMP, "SentTimestamp")                                                             \
+    X(APPROXIMATE_RECEIVE_COUNT, "ApproximateReceiveCount")                                        \
+    X(APPROXIMATE_FIRST_RECEIVE_TIMESTAMP, "ApproximateFirstReceiveTimestamp")                     \
+    X(SEQUENCE_NUMBER, "SequenceNumber")                                                           \
+    X(MESSAGE_DEDUPLICATION_ID, "MessageDeduplicationId")                                          \
+    X(MESSAGE_GROUP_ID, "MessageGroupId")                                                          \
+    X(AWS_TRACE_HEADER, "AWSTraceHeader")                                                          \
+    X(DEAD_LETTER_QUEUE_SOURCE_ARN, "DeadLetterQueueSourceArn")
+
+enum gw_sqs_sysattr {
+#define GW_SQS_SYSATTR_ENUM(e, n) GW_SQS_SYSATTR_##e,
+    GW_SQS_SYSATTR_LIST(GW_SQS_SYSATTR_ENUM)
+#undef GW_SQS_SYSATTR_ENUM
+        GW_SQS_SYSATTR__COUNT
+};
+
+const char *gw_sqs_sysattr_name(enum gw_sqs_sysattr a);
+
+/* ---- typed requests ----------------------------------------------------- */
+
+/* Optional members carry has_<member>; absent slices are {NULL, 0}. */
+
+struct gw_sqs_tag {
+    struct sl_slice key;
+    struct sl_slice value;
+};
+
+/* One message to send (SendMessage, or one entry of SendMessageBatch). */
+struct gw_sqs_send_entry {
+    struct sl_slice id; /* batch entry Id; empty for SendMessage */
+    struct sl_slice body;
+    bool has_delay_seconds;
+    int32_t delay_seconds;         /* 0..900 */
+    struct gw_sqs_msg_attr *attrs; /* sorted by name */
+    size_t attr_count;
+    bool has_trace_header;
+    struct sl_slice trace_header; /* MessageSystemAttributes.AWSTraceHeader */
+    bool has_group_id;
+    struct sl_slice group_id;
+    bool has_dedup_id;
+    struct sl_slice dedup_id;
+    size_t size; /* as SQS counts it: body + each attribute's name, type and value */
+    /* SendMessageBatch only: this entry failed validation and goes to
+     * "Failed" (the others may still succeed); NULL when valid. */
+    const struct gw_sqs_err *fail;
+};
+
+struct gw_sqs_receipt_entry { /* DeleteMessageBatch / ChangeMessageVisibilityBatch */
+    struct sl_slice id;
+    struct sl_slice receipt_handle;
+    bool has_visibility_timeout;
+    int32_t visibility_timeout;
+};
+
+struct gw_sqs_create_queue_req {
+    struct sl_slice queue_name;
+    bool fifo;
+    struct gw_sqs_qattrs attributes;
+    struct gw_sqs_tag *tags;
+    size_t tag_count;
+};
+
+struct gw_sqs_get_queue_url_req {
+    struct sl_slice queue_name;
+    bool has_owner;
+    struct sl_slice owner; /* QueueOwnerAWSAccountId: a tenant name */
+};
+
+struct gw_sqs_list_queues_req {
+    bool has_prefix;
+    struct sl_slice prefix;
+    bool has_next_token;
+    struct sl_slice next_token;
+    bool has_max_results;
+    int32_t max_results; /* 1..1000 */
+};
+
+struct gw_sqs_queue_only_req { /* DeleteQueue, PurgeQueue, ListQueueTags */
+    struct gw_sqs_queue_ref queue;
+};
+
+struct gw_sqs_get_queue_attributes_req {
+    struct gw_sqs_queue_ref queue;
+    uint32_t wanted; /* bit (1u << enum gw_sqs_qattr); "All" sets every bit */
+};
+
+struct gw_sqs_set_queue_attributes_req {
+    struct gw_sqs_queue_ref queue;
+    struct gw_sqs_qattrs attributes;
+};
+
+struct gw_sqs_send_message_req {
+    struct gw_sqs_queue_ref queue;
+    struct gw_sqs_send_entry msg;
+};
+
+struct gw_sqs_send_message_batch_req {
+    struct gw_sqs_queue_ref queue;
+    struct gw_sqs_send_entry *entries;
+    size_t entry_count;
+    size_t total_size; /* sum of the entries' sizes */
+};
+
+struct gw_sqs_receive_message_req {
+    struct gw_sqs_queue_ref queue;
+    int32_t max_number_of_messages; /* 1..10, default 1 */
+    bool has_visibility_timeout;
+    int32_t visibility_timeout;
+    bool has_wait_time_seconds;
+    int32_t wait_time_seconds;
+    uint32_t system_attributes; /* bit (1u << enum gw_sqs_sysattr); union of the two lists */
+    struct sl_slice *attribute_filters; /* MessageAttributeNames */
+    size_t attribute_filter_count;
+    bool has_receive_request_attempt_id;
+    struct sl_slice receive_request_attempt_id;
+};
+
+struct gw_sqs_delete_message_req {
+    struct gw_sqs_queue_ref queue;
+    struct sl_slice receipt_handle;
+};
+
+struct gw_sqs_receipt_batch_req { /* DeleteMessageBatch, ChangeMessageVisibilityBatch */
+    struct gw_sqs_queue_ref queue;
+    struct gw_sqs_receipt_entry *entries;
+    size_t entry_count;
+};
+
+struct gw_sqs_change_message_visibility_req {
+    struct gw_sqs_queue_ref queue;
+    struct sl_slice receipt_handle;
+    int32_t visibility_timeout;
+};
+
+struct gw_sqs_list_dead_letter_source_queues_req {
+    struct gw_sqs_queue_ref queue;
+    bool has_next_token;
+    struct sl_slice next_token;
+    bool has_max_results;
+    int32_t max_results;
+};
+
+struct gw_sqs_start_message_move_task_req {
+    struct sl_slice source_arn;
+    bool has_destination_arn;
+    struct sl_slice destination_arn;
+    bool has_max_per_second;
+    int32_t max_per_second; /* 1..500 */
+};
+
+struct gw_sqs_list_message_move_tasks_req {
+    struct sl_slice source_arn;
+    int32_t max_results; /* 1..10, default 1 */
+};
+
+struct gw_sqs_cancel_message_move_task_req {
+    struct sl_slice task_handle;
+};
+
+struct gw_sqs_tag_queue_req {
+    struct gw_sqs_queue_ref queue;
+    struct gw_sqs_tag *tags;
+    size_t tag_count;
+};
+
+struct gw_sqs_untag_queue_req {
+    struct gw_sqs_queue_ref queue;
+    struct sl_slice *keys;
+    size_t key_count;
+};
+
+struct gw_sqs_permission_req { /* AddPermission, RemovePermission */
+    struct gw_sqs_queue_ref queue;
+    struct sl_slice label;
+};
+
+struct gw_sqs_block;
+
+struct gw_sqs_request {
+    enum gw_sqs_action action;
+    union {
+        struct gw_sqs_create_queue_req create_queue;
+        struct gw_sqs_get_queue_url_req get_queue_url;
+        struct gw_sqs_list_queues_req list_queues;
+        struct gw_sqs_queue_only_req delete_queue;
+        struct gw_sqs_get_queue_attributes_req get_queue_attributes;
+        struct gw_sqs_set_queue_attributes_req set_queue_attributes;
+        struct gw_sqs_queue_only_req purge_queue;
+        struct gw_sqs_send_message_req send_message;
+        struct gw_sqs_send_message_batch_req send_message_batch;
+        struct gw_sqs_receive_message_req receive_message;
+        struct gw_sqs_delete_message_req delete_message;
+        struct gw_sqs_receipt_batch_req delete_message_batch;
+        struct gw_sqs_change_message_visibility_req change_message_visibility;
+        struct gw_sqs_receipt_batch_req change_message_visibility_batch;
+        struct gw_sqs_list_dead_letter_source_queues_req list_dead_letter_source_queues;
+        struct gw_sqs_start_message_move_task_req start_message_move_task;
+        struct gw_sqs_list_message_move_tasks_req list_message_move_tasks;
+        struct gw_sqs_cancel_message_move_task_req cancel_message_move_task;
+        struct gw_sqs_tag_queue_req tag_queue;
+        struct gw_sqs_untag_queue_req untag_queue;
+        struct gw_sqs_queue_only_req list_queue_tags;
+        struct gw_sqs_permission_req add_permission;
+        struct gw_sqs_permission_req remove_permission;
+    } u;
+    /* private: what the slices borrow from */
+    struct json_t *doc_;
+    struct gw_sqs_block *blocks_;
+};
+
+/* The queue a request names, or NULL for actions without a QueueUrl. */
+const struct gw_sqs_queue_ref *gw_sqs_request_queue(const struct gw_sqs_request *r);
+
+/* Decodes and validates the JSON body of an action into *out. An empty
+ * body counts as "{}". Returns SL_OK, or SL_EINVAL with *err set to the
+ * error SQS would send (SerializationException for malformed JSON or a
+ * wrong member type, MissingParameter, InvalidParameterValue, ...), or
+ * SL_ENOMEM with *err = InternalError. In every case call
+ * gw_sqs_request_fini(out) afterwards. */
+int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs_request *out,
+                  struct gw_sqs_err *err);
+
+void gw_sqs_request_fini(struct gw_sqs_request *r);
+
+/* Validates CreateQueue / SetQueueAttributes attributes (a JSON object of
+ * strings) for a queue of that type; for_create allows FifoQueue. Exposed
+ * for the tests; gw_sqs_decode() calls it. */
+int gw_sqs_qattrs_decode(const struct json_t *obj, bool fifo, bool for_create,
+                         struct gw_sqs_request *owner, struct gw_sqs_qattrs *out,
+                         struct gw_sqs_err *err);
+
+/* ---- shared by the decoder files (gw_sqs_decode*.c, gw_sqs_qattr.c) ---- */
+
+/* Allocates count * size zeroed bytes owned by r (freed by
+ * gw_sqs_request_fini). Returns NULL on overflow or exhaustion. */
+void *gw__sqs_alloc(struct gw_sqs_request *r, size_t count, size_t size);
+
+/* SQS's message character set: #x9 | #xA | #xD | #x20-#xD7FF |
+ * #xE000-#xFFFD | #x10000-#x10FFFF over UTF-8. On false, *bad is the first
+ * offending code point (or byte, for malformed UTF-8). */
+bool gw__sqs_chars_valid(struct sl_slice s, uint32_t *bad);
+
+/* "The request must contain the parameter <name>." etc.: a JSON member as
+ * a string (absent and null both count as absent). Returns SL_OK (with
+ * *has telling whether it was there) or SL_EINVAL with err set. */
+int gw__sqs_member_string(const struct json_t *obj, const char *name, bool required,
+                          struct sl_slice *out, bool *has, struct gw_sqs_err *err);
+
+/* The message of SerializationException for a JSON value of the wrong
+ * type, as AWS's Java deserializer words it. */
+int gw__sqs_type_error(const struct json_t *value, const char *expected, struct gw_sqs_err *err);
+
+/* ---- replies ------------------------------------------------------------ */
+
+/* A whole answer: status, the two SQS headers and the body. */
+struct gw_sqs_reply {
+    int status;
+    enum gw_sqs_error error; /* GW_SQS_OK on success */
+    struct sl_buf body;      /* empty for actions without output */
+    char query_error[96];    /* "<code>;Sender" when error != GW_SQS_OK */
+};
+
+void gw_sqs_reply_init(struct gw_sqs_reply *r);
+void gw_sqs_reply_fini(struct gw_sqs_reply *r);
+
+/* An error reply: {"__type": ..., "message": ...}, status from the table. */
+void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err);
+
+/* A 200 reply with body (steals the reference), or with an empty body when
+ * body is NULL (actions whose output is Unit; research/sqs-peers.md 0.4). */
+void gw_sqs_reply_ok(struct gw_sqs_reply *r, struct json_t *body);
+
+/* The headers of a reply (content-type, and x-amzn-query-error for errors),
+ * borrowing from r. Returns how many were written to out. */
+size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r, struct gw_header out[2]);
+
+/* ---- success bodies ------------------------------------------------------ */
+
+/* Each returns a new JSON object (one reference) for gw_sqs_reply_ok. */
+
+struct json_t *gw_sqs_encode_queue_url(struct sl_slice queue_url); /* CreateQueue, GetQueueUrl */
+struct json_t *gw_sqs_encode_queue_urls(const struct sl_slice *urls, size_t n,
+                                        const char *member, /* "QueueUrls" or "queueUrls" */
+                                        struct sl_slice next_token);
+struct json_t *gw_sqs_encode_string_map(const char *member, const struct gw_sqs_tag *kv, size_t n);
+
+/* What a send did with one message. */
+struct gw_sqs_send_result {
+    struct sl_slice id; /* batch entry Id */
+    char message_id[37];
+    char md5_of_body[33];
+    char md5_of_attrs[33];           /* "" when the message has no attributes */
+    char md5_of_sys_attrs[33];       /* "" when it has no system attributes */
+    struct sl_slice sequence_number; /* FIFO; empty otherwise */
+};
+
+/* Fills the MD5s of a result from the message sent. */
+void gw_sqs_send_result_digest(const struct gw_sqs_send_entry *msg, struct gw_sqs_send_result *res);
+struct json_t *gw_sqs_encode_send_result(const struct gw_sqs_send_result *res);
+
+/* A failed batch entry. */
+struct gw_sqs_batch_failure {
+    struct sl_slice id;
+    const struct gw_sqs_err *err; /* Code is the error's query code */
+};
+
+/* SendMessageBatch: Successful entries are send results. */
+struct json_t *gw_sqs_encode_send_batch(const struct gw_sqs_send_result *ok, size_t n_ok,
+                                        const struct gw_sqs_batch_failure *failed, size_t n_failed);
+/* DeleteMessageBatch / ChangeMessageVisibilityBatch: Successful is [{Id}]. */
+struct json_t *gw_sqs_encode_id_batch(const struct sl_slice *ok_ids, size_t n_ok,
+                                      const struct gw_sqs_batch_failure *failed, size_t n_failed);
+
+/* One received message as ReceiveMessage returns it. attrs are the
+ * message's attributes after the request's filter, sorted by name. */
+struct gw_sqs_received {
+    struct sl_slice message_id;
+    struct sl_slice receipt_handle;
+    struct sl_slice body;
+    const struct gw_sqs_tag *system_attributes; /* name -> string value */
+    size_t system_attribute_count;
+    const struct gw_sqs_msg_attr *attrs;
+    size_t attr_count;
+};
+
+/* {"Messages": [...]}, or {} when n is 0 (SQS omits the member). */
+struct json_t *gw_sqs_encode_messages(const struct gw_sqs_received *msgs, size_t n);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * gw_sqs_encode.c -- replies in the AWS JSON 1.0 protocol as SQS shapes
+ * them: success bodies per action, errors as {"__type", "message"} with
+ * x-amzn-query-error, and empty 200 bodies for actions without output.
+ *
+ * Wire: research/sqs-peers.md 0.3, 0.4, 1.1, 1.2. No x-amzn-errortype
+ * header is sent: JS v3 would take the error name from it (1.4).
+ *
+ * Threading: pure; any thread. Ownership: the encoders return new jansson
+ * objects (one reference each); gw_sqs_reply_ok() steals it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gw_sqs.h"
+
+#define CONTENT_TYPE "application/x-amz-json-1.0"
+
+static json_t *slice_json(struct sl_slice s)
+{
+    json_t *j = json_stringn(s.p != NULL ? s.p : "", s.n);
+    /* Only invalid UTF-8 can fail, and every slice we encode came from
+     * decoded JSON or from sluice itself. Fall back rather than crash. */
+    return j != NULL ? j : json_string("");
+}
+
+static void set_slice(json_t *obj, const char *key, struct sl_slice s)
+{
+    json_object_set_new(obj, key, slice_json(s));
+}
+
+/* Keys are slices (jansson 2.14 json_object_setn_new); value is stolen. */
+static void set_slice_key(json_t *obj, struct sl_slice key, json_t *value)
+{
+    /* on failure (invalid UTF-8) jansson has already released value */
+    (void)json_object_setn_new(obj, key.p != NULL ? key.p : "", key.n, value);
+}
+
+static void dump_into(struct sl_buf *b, const json_t *j)
+{
+    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
+    sl_buf_reset(b);
+    sl_buf_reserve(b, n + 1);
+    SL_ASSERT(json_dumpb(j, b->p, n, JSON_COMPACT) == n);
+    b->n = n;
+    b->p[n] = '\0';
+}
+
+void gw_sqs_reply_init(struct gw_sqs_reply *r)
+{
+    memset(r, 0, sizeof(*r));
+    sl_buf_init(&r->body);
+    r->status = 200;
+}
+
+void gw_sqs_reply_fini(struct gw_sqs_reply *r)
+{
+    sl_buf_free(&r->body);
+}
+
+void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err)
+{
+    const struct gw_sqs_error_info *info = gw_sqs_error_info(err->code);
+    r->status = info->status;
+    r->error = err->code;
+    snprintf(r->query_error, sizeof(r->query_error), "%s;%s", info->query_code,
+             info->sender ? "Sender" : "Receiver");
+    json_t *body = json_object();
+    json_object_set_new(body, "__type", json_string(info->type));
+    /* the message may quote client bytes cut at a byte limit: keep it valid */
+    json_t *msg = json_string(err->message);
+    json_object_set_new(body, "message", msg != NULL ? msg : json_string(info->message));
+    dump_into(&r->body, body);
+    json_decref(body);
+}
+
+void gw_sqs_reply_ok(struct gw_sqs_reply *r, json_t *body)
+{
+    r->status = 200;
+    r->error = GW_SQS_OK;
+    r->query_error[0] = '\0';
+    sl_buf_reset(&r->body);
+    if (body != NULL) {
+        dump_into(&r->body, body);
+        json_decref(body);
+    }
+}
+
+size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r, struct gw_header out[2])
+{
+    size_t n = 0;
+    out[n++] = (struct gw_header){SL_SLICE_LIT("content-type"), SL_SLICE_LIT(CONTENT_TYPE)};
+    if (r->error != GW_SQS_OK) {
+        out[n++] =
+            (struct gw_header){SL_SLICE_LIT("x-amzn-query-error"), sl_slice_cstr(r->query_error)};
+    }
+    return n;
+}
+
+json_t *gw_sqs_encode_queue_url(struct sl_slice queue_url)
+{
+    json_t *o = json_object();
+    set_slice(o, "QueueUrl", queue_url);
+    return o;
+}
+
+json_t *gw_sqs_encode_queue_urls(const struct sl_slice *urls, size_t n, const char *member,
+                                 struct sl_slice next_token)
+{
+    json_t *o = json_object();
+    /* ListQueues omits an empty QueueUrls; ListDeadLetterSourceQueues'
+     * queueUrls is required by the model, so it is always present. */
+    if (n > 0 || strcmp(member, "queueUrls") == 0) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++) {
+            json_array_append_new(a, slice_json(urls[i]));
+        }
+        json_object_set_new(o, member, a);
+    }
+    if (next_token.n > 0) {
+        set_slice(o, "NextToken", next_token);
+    }
+    return o;
+}
+
+json_t *gw_sqs_encode_string_map(const char *member, const struct gw_sqs_tag *kv, size_t n)
+{
+    json_t *o = json_object();
+    if (n > 0) {
+        json_t *m = json_object();
+        for (size_t i = 0; i < n; i++) {
+            set_slice_key(m, kv[i].key, slice_json(kv[i].value));
+        }
+        json_object_set_new(o, member, m);
+    }
+    return o;
+}
+
+void gw_sqs_send_result_digest(const struct gw_sqs_send_entry *msg, struct gw_sqs_send_result *res)
+{
+    gw_sqs_md5_hex(msg->body.p, msg->body.n, res->md5_of_body);
+    res->md5_of_attrs[0] = '\0';
+    if (msg->attr_count > 0) {
+        SL_ASSERT(gw_sqs_md5_of_attrs(msg->attrs, msg->attr_count, res->md5_of_attrs) == SL_OK);
+    }
+    res->md5_of_sys_attrs[0] = '\0';
+    if (msg->has_trace_header) {
+        gw_sqs_md5_of_trace_header(msg->trace_header, res->md5_of_sys_attrs);
+    }
+}
+
+static json_t *send_result_object(const struct gw_sqs_send_result *res, bool with_id)
+{
+    json_t *o = json_object();
+    if (with_id) {
+        set_slice(o, "Id", res->id);
+    }
+    json_object_set_new(o, "MessageId", json_string(res->message_id));
+    json_object_set_new(o, "MD5OfMessageBody", json_string(res->md5_of_body));
+    if (res->md5_of_attrs[0] != '\0') {
+        json_object_set_new(o, "MD5OfMessageAttributes", json_string(res->md5_of_attrs));
+    }
+    if (res->md5_of_sys_attrs[0] != '\0') {
+        json_object_set_new(o, "MD5OfMessageSystemAttributes", json_string(res->md5_of_sys_attrs));
+    }
+    if (res->sequence_number.n > 0) {
+        set_slice(o, "SequenceNumber", res->sequence_number);
+    }
+    return o;
+}
+
+json_t *gw_sqs_encode_send_result(const struct gw_sqs_send_result *res)
+{
+    return send_result_object(res, false);
+}
+
+static json_t *failed_array(const struct gw_sqs_batch_failure *failed, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_sqs_error_info *info = gw_sqs_error_info(failed[i].err->code);
+        json_t *o = json_object();
+        set_slice(o, "Id", failed[i].id);
+        json_object_set_new(o, "SenderFault", json_boolean(info->sender));
+        json_object_set_new(o, "Code", json_string(info->query_code));
+        json_t *msg = json_string(failed[i].err->message);
+        json_object_set_new(o, "Message", msg != NULL ? msg : json_string(info->message));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+json_t *gw_sqs_encode_send_batch(const struct gw_sqs_send_result *ok, size_t n_ok,
+                                 const struct gw_sqs_batch_failure *failed, size_t n_failed)
+{
+    json_t *o = json_object();
+    json_t *s = json_array();
+    for (size_t i = 0; i < n_ok; i++) {
+        json_array_append_new(s, send_result_object(&ok[i], true));
+    }
+    json_object_set_new(o, "Successful", s);
+    json_object_set_new(o, "Failed", failed_array(failed, n_failed));
+    return o;
+}
+
+json_t *gw_sqs_encode_id_batch(const struct sl_slice *ok_ids, size_t n_ok,
+                               const struct gw_sqs_batch_failure *failed, size_t n_failed)
+{
+    json_t *o = json_object();
+    json_t *s = json_array();
+    for (size_t i = 0; i < n_ok; i++) {
+        json_t *e = json_object();
+        set_slice(e, "Id", ok_ids[i]);
+        json_array_append_new(s, e);
+    }
+    json_object_set_new(o, "Successful", s);
+    json_object_set_new(o, "Failed", failed_array(failed, n_failed));
+    return o;
+}
+
+static json_t *message_attr_value(const struct gw_sqs_msg_attr *a)
+{
+    json_t *v = json_object();
+    set_slice(v, "DataType", a->data_type);
+    if (a->type == GW_SQS_ATTR_BINARY) {
+        char *b64 = sl_xmalloc(sl_base64_encoded_len(a->value.n) + 1);
+        sl_base64_encode((const uint8_t *)a->value.p, a->value.n, b64);
+        json_object_set_new(v, "BinaryValue", json_string(b64));
+        free(b64);
+    } else {
+        set_slice(v, "StringValue", a->value);
+    }
+    return v;
+}
+
+json_t *gw_sqs_encode_messages(const struct gw_sqs_received *msgs, size_t n)
+{
+    json_t *o = json_object();
+    if (n == 0) {
+        return o;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_sqs_received *m = &msgs[i];
+        json_t *e = json_object();
+        set_slice(e, "MessageId", m->message_id);
+        set_slice(e, "ReceiptHandle", m->receipt_handle);
+        char md5[33];
+        gw_sqs_md5_hex(m->body.p, m->body.n, md5);
+        json_object_set_new(e, "MD5OfBody", json_string(md5));
+        set_slice(e, "Body", m->body);
+        if (m->system_attribute_count > 0) {
+            json_t *sa = json_object();
+            for (size_t k = 0; k < m->system_attribute_count; k++) {
+                set_slice_key(sa, m->system_attributes[k].key,
+                              slice_json(m->system_attributes[k].value));
+            }
+            json_object_set_new(e, "Attributes", sa);
+        }
+        /* The attribute digest covers only what is returned (1.5). */
+        if (m->attr_count > 0) {
+            SL_ASSERT(gw_sqs_md5_of_attrs(m->attrs, m->attr_count, md5) == SL_OK);
+            json_object_set_new(e, "MD5OfMessageAttributes", json_string(md5));
+            json_t *ma = json_object();
+            for (size_t k = 0; k < m->attr_count; k++) {
+                set_slice_key(ma, m->attrs[k].name, message_attr_value(&m->attrs[k]));
+            }
+            json_object_set_new(e, "MessageAttributes", ma);
+        }
+        json_array_append_new(arr, e);
+    }
+    json_object_set_new(o, "Messages", arr);
+    return o;
+}

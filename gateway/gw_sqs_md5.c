@@ -1,0 +1,149 @@
+/*
+ * gw_sqs_md5.c -- the MD5 digests SQS returns and the SDKs verify
+ * (MD5OfMessageBody, MD5OfMessageAttributes, MD5OfMessageSystemAttributes),
+ * and the receive-side MessageAttributeNames filter that decides which
+ * attributes the attribute digest covers.
+ *
+ * Algorithm: "Calculating the MD5 message digest for message attributes",
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html
+ * (research/sqs-peers.md 1.5, with the vectors tests/unit/gateway/test_sqs_md5.c checks).
+ *
+ * Threading: pure; any thread. OpenSSL EVP contexts are per call.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "gw_sqs.h"
+
+#define MAX_DIGEST_ATTRS 64 /* SQS allows 10 message attributes; slack for tests */
+
+static void digest_u32(EVP_MD_CTX *ctx, uint32_t v)
+{
+    uint8_t be[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    EVP_DigestUpdate(ctx, be, sizeof(be));
+}
+
+static void digest_lv(EVP_MD_CTX *ctx, struct sl_slice s)
+{
+    digest_u32(ctx, (uint32_t)s.n);
+    if (s.n > 0) {
+        EVP_DigestUpdate(ctx, s.p, s.n);
+    }
+}
+
+static void digest_final_hex(EVP_MD_CTX *ctx, char out[33])
+{
+    uint8_t md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    SL_ASSERT(EVP_DigestFinal_ex(ctx, md, &len) == 1 && len == 16);
+    sl_hex_encode(md, 16, out);
+}
+
+static EVP_MD_CTX *md5_begin(void)
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    SL_ASSERT(ctx != NULL);
+    SL_ASSERT(EVP_DigestInit_ex(ctx, EVP_md5(), NULL) == 1);
+    return ctx;
+}
+
+static int slice_cmp(struct sl_slice a, struct sl_slice b)
+{
+    int c = memcmp(a.p, b.p, SL_MIN(a.n, b.n));
+    if (c != 0) {
+        return c;
+    }
+    return a.n < b.n ? -1 : a.n > b.n ? 1 : 0;
+}
+
+static int attr_ptr_cmp(const void *a, const void *b)
+{
+    const struct gw_sqs_msg_attr *x = *(const struct gw_sqs_msg_attr *const *)a;
+    const struct gw_sqs_msg_attr *y = *(const struct gw_sqs_msg_attr *const *)b;
+    return slice_cmp(x->name, y->name);
+}
+
+static int attr_cmp(const void *a, const void *b)
+{
+    const struct gw_sqs_msg_attr *x = a;
+    const struct gw_sqs_msg_attr *y = b;
+    return slice_cmp(x->name, y->name);
+}
+
+void gw_sqs_md5_hex(const void *data, size_t n, char out[33])
+{
+    EVP_MD_CTX *ctx = md5_begin();
+    if (n > 0) {
+        EVP_DigestUpdate(ctx, data, n);
+    }
+    digest_final_hex(ctx, out);
+    EVP_MD_CTX_free(ctx);
+}
+
+int gw_sqs_md5_of_attrs(const struct gw_sqs_msg_attr *attrs, size_t n, char out[33])
+{
+    if (n == 0 || n > MAX_DIGEST_ATTRS) {
+        return SL_EINVAL;
+    }
+    const struct gw_sqs_msg_attr *sorted[MAX_DIGEST_ATTRS];
+    for (size_t i = 0; i < n; i++) {
+        sorted[i] = &attrs[i];
+    }
+    qsort(sorted, n, sizeof(sorted[0]), attr_ptr_cmp);
+
+    EVP_MD_CTX *ctx = md5_begin();
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_sqs_msg_attr *a = sorted[i];
+        digest_lv(ctx, a->name);
+        digest_lv(ctx, a->data_type);
+        /* transport type: 1 String/Number, 2 Binary (3, 4: the lists SQS reserves) */
+        uint8_t transport = a->type == GW_SQS_ATTR_BINARY ? 2 : 1;
+        EVP_DigestUpdate(ctx, &transport, 1);
+        digest_lv(ctx, a->value);
+    }
+    digest_final_hex(ctx, out);
+    EVP_MD_CTX_free(ctx);
+    return SL_OK;
+}
+
+void gw_sqs_md5_of_trace_header(struct sl_slice trace_header, char out[33])
+{
+    struct gw_sqs_msg_attr a = {
+        .name = SL_SLICE_LIT("AWSTraceHeader"),
+        .data_type = SL_SLICE_LIT("String"),
+        .type = GW_SQS_ATTR_STRING,
+        .value = trace_header,
+    };
+    SL_ASSERT(gw_sqs_md5_of_attrs(&a, 1, out) == SL_OK);
+}
+
+void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n)
+{
+    if (n > 1) {
+        qsort(attrs, n, sizeof(attrs[0]), attr_cmp);
+    }
+}
+
+bool gw_sqs_attr_filter_match(const struct sl_slice *filters, size_t n, struct sl_slice name)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct sl_slice f = filters[i];
+        if (sl_slice_eq_cstr(f, "All") || sl_slice_eq_cstr(f, ".*") || sl_slice_eq_cstr(f, "*")) {
+            return true;
+        }
+        if (sl_slice_eq(f, name)) {
+            return true;
+        }
+        /* "Prefix.*": every name that starts with "Prefix" (SQS matches the
+         * prefix as written, so "Hel.*" selects "Hello" and "Help.Me"). */
+        if (f.n >= 2 && f.p[f.n - 2] == '.' && f.p[f.n - 1] == '*') {
+            size_t plen = f.n - 2;
+            if (name.n >= plen && memcmp(name.p, f.p, plen) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
