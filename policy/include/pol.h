@@ -115,7 +115,8 @@ void pol_gcra_set_rate(struct pol_gcra *g, double requests_per_second, uint32_t 
  * shrinks a rate). The extra time one slowed take adds is capped so the
  * bucket is always full again within burst/rate + max(burst/rate, 1 s):
  * back-pressure never outlives the backlog by more than that, and the
- * slowest sustained rate is therefore about cost per that much time.
+ * slowest sustained rate is about one request per max(burst/rate, 1 s)
+ * plus its own cost's refill time.
  * rate_ppm 0 refuses.
  *
  * Returns true when admitted (the tokens are spent). Otherwise spends
