@@ -89,7 +89,8 @@ void sl_buf_append(struct sl_buf *b, const void *data, size_t n);
 void sl_buf_append_cstr(struct sl_buf *b, const char *s);
 void sl_buf_append_byte(struct sl_buf *b, char c);
 void sl_buf_printf(struct sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sl_buf_vprintf(struct sl_buf *b, const char *fmt, va_list ap);
+void sl_buf_vprintf(struct sl_buf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* Transfers the bytes to the caller (free() them); b is left empty. */
 char *sl_buf_take(struct sl_buf *b, size_t *len_out);
 
