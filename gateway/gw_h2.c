@@ -299,7 +299,10 @@ int gw__h2c_feed(struct gw_h2c *c, const uint8_t *data, size_t n, uint64_t now_n
 
 int gw__h2c_flush(struct gw_h2c *c)
 {
-    while (!c->failed && c->out.n < GW_OUT_HIGH_WATER) {
+    /* Our SETTINGS wait for the client's preface, so that an HTTP/1.x
+     * client reads a plain HTTP/1.1 answer and not binary frames. */
+    bool preface_ok = c->preface_seen == H2_PREFACE_LEN;
+    while (!c->failed && preface_ok && c->out.n < GW_OUT_HIGH_WATER) {
         const uint8_t *p;
         ssize_t len = nghttp2_session_mem_send(c->session, &p);
         if (len < 0) {
@@ -334,7 +337,8 @@ void gw__h2c_output_consume(struct gw_h2c *c, size_t n)
 
 bool gw__h2c_want_write(const struct gw_h2c *c)
 {
-    return !c->failed && c->out.n < GW_OUT_HIGH_WATER && nghttp2_session_want_write(c->session);
+    return !c->failed && c->preface_seen == H2_PREFACE_LEN && c->out.n < GW_OUT_HIGH_WATER &&
+           nghttp2_session_want_write(c->session);
 }
 
 bool gw__h2c_done(const struct gw_h2c *c)
@@ -343,6 +347,8 @@ bool gw__h2c_done(const struct gw_h2c *c)
         return false;
     if (c->close_on_flush)
         return true;
+    if (c->goaway_sent && c->preface_seen < H2_PREFACE_LEN)
+        return true; /* shutting down: a client that has not spoken gets nothing */
     if (c->goaway_sent && c->exchange_count == 0 && !nghttp2_session_want_write(c->session))
         return true;
     return !nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session);
@@ -692,8 +698,9 @@ static void submit_response(struct gw_exchange *ex, int status, const struct gw_
 static void respond_error(struct gw_exchange *ex, int status, const char *type, const char *message)
 {
     char body[256];
-    int len = snprintf(body, sizeof(body),
-                       "{\"__type\":\"com.amazonaws.sqs#%s\",\"message\":\"%s\"}", type, message);
+    int len =
+        snprintf(body, sizeof(body),
+                 "{\"__type\":\"com.amazon.coral.service#%s\",\"message\":\"%s\"}", type, message);
     char query_error[96];
     snprintf(query_error, sizeof(query_error), "%s;Sender", type);
     const struct gw_header headers[] = {

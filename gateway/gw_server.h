@@ -128,8 +128,9 @@ struct gw_tls_conn *gw__tls_conn_new(struct gw_tls_ctx *ctx);
 void gw__tls_conn_free(struct gw_tls_conn *t);
 
 /* Ciphertext from the socket in; decrypted plaintext appended to plain.
- * Returns SL_OK or SL_EIO (handshake failed, no ALPN h2, bad record):
- * close after sending what gw__tls_take_cipher() still holds (an alert). */
+ * Returns SL_OK, SL_ECLOSED (close_notify) or SL_EIO (handshake failed, no
+ * ALPN h2, bad record): close after sending what gw__tls_take_cipher()
+ * still holds (an alert). */
 int gw__tls_recv(struct gw_tls_conn *t, const uint8_t *cipher, size_t n, struct sl_buf *plain);
 
 /* Plaintext to send; returns how many bytes were accepted (0 while the
@@ -172,6 +173,8 @@ struct gw_conn;
 /* Per-loop state shared by its connections (owned by gw_server.c). */
 struct gw_loop_state {
     struct uv_loop_s *loop;
+    char *read_buf; /* shared by the loop's reads, which run one at a time */
+    size_t read_buf_size;
     struct gw_tls_ctx *tls; /* NULL = h2c */
     size_t inflight;        /* exchanges held by handlers on this loop */
     size_t conn_count;

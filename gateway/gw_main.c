@@ -1,0 +1,291 @@
+/*
+ * gw_main.c -- the sluiced process: command line, configuration, the API
+ * layer, the I/O threads, and signals.
+ *
+ * Threading: the main thread parses, loads, starts gw_server (which starts
+ * the I/O threads), then runs a small libuv loop of its own that only
+ * handles signals. SIGHUP re-reads the file here, off the I/O threads, and
+ * swaps the snapshot into the holder; SIGTERM/SIGINT stop the server
+ * (blocking this thread while the I/O threads drain), free the API layer
+ * (which commits storage), and return 0.
+ *
+ * Ownership: gw_main owns the holder, the api, the TLS context and the
+ * server, and frees them in reverse order of creation.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "cfg.h"
+#include "gw.h"
+#include "gw_api.h"
+#include "gw_server.h"
+
+#define SHUTDOWN_GRACE_MS 10000 /* in-flight exchanges get this long to finish */
+
+struct process {
+    const char *config_path; /* NULL = embedded default */
+    struct cfg_holder *holder;
+    struct gw_api *api;
+    uv_signal_t sigterm, sigint, sighup;
+    int signum_stop;
+};
+
+static const char usage[] =
+    "usage: sluiced [--config FILE | --check-config FILE | --help]\n"
+    "\n"
+    "  --config FILE        run with the YAML configuration in FILE\n"
+    "  --check-config FILE  validate FILE: each problem as FILE:LINE:COLUMN: message;\n"
+    "                       exit 0 when valid, 1 when not\n"
+    "  --help               this text\n"
+    "\n"
+    "Without arguments sluiced runs the embedded default configuration\n"
+    "(listen 127.0.0.1:9324, data in ./sluice-data, tenant \"default\").\n"
+    "Signals: SIGTERM/SIGINT stop gracefully; SIGHUP re-reads FILE.\n";
+
+static void print_diags(const struct cfg_diags *d, FILE *f)
+{
+    for (size_t i = 0; i < d->count; i++)
+        fprintf(f, "%s\n", d->items[i].text);
+}
+
+static int check_config(const char *path)
+{
+    struct cfg_snapshot *snap = NULL;
+    struct cfg_diags diags = {0};
+    int rv = cfg_load_file(path, &snap, &diags);
+    print_diags(&diags, stderr);
+    cfg_diags_free(&diags);
+    if (rv != 0)
+        return 1;
+    cfg_snapshot_unref(snap);
+    fprintf(stderr, "%s: configuration is valid\n", path);
+    return 0;
+}
+
+static struct cfg_snapshot *load_config(const char *path)
+{
+    struct cfg_snapshot *snap = NULL;
+    struct cfg_diags diags = {0};
+    int rv;
+    if (path != NULL) {
+        rv = cfg_load_file(path, &snap, &diags);
+    } else {
+        const char *text = cfg_default_yaml();
+        rv = cfg_load_string("<embedded default>", text, strlen(text), &snap, &diags);
+    }
+    for (size_t i = 0; i < diags.count; i++)
+        sl_log(SL_LOG_ERROR, "main", "%s", diags.items[i].text);
+    cfg_diags_free(&diags);
+    return rv == 0 ? snap : NULL;
+}
+
+/* ---- SIGHUP ------------------------------------------------------------- */
+
+static bool str_eq(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static bool limits_eq(const struct cfg_limits *a, const struct cfg_limits *b)
+{
+    return a->requests_per_second == b->requests_per_second && a->burst == b->burst &&
+           a->max_inflight == b->max_inflight && a->max_backlog == b->max_backlog &&
+           a->max_long_polls == b->max_long_polls;
+}
+
+/* Logs, in a few lines, what a reload changes for tenants. */
+static void log_tenant_changes(const struct cfg_snapshot *old_s, const struct cfg_snapshot *new_s)
+{
+    for (size_t i = 0; i < new_s->tenant_count; i++) {
+        const struct cfg_tenant *n = &new_s->tenants[i];
+        const struct cfg_tenant *o = cfg_find_tenant(old_s, n->name, strlen(n->name));
+        if (o == NULL) {
+            sl_log(SL_LOG_INFO, "main", "reload: tenant %s added", n->name);
+            continue;
+        }
+        if (!str_eq(o->access_key_id, n->access_key_id) ||
+            !str_eq(o->secret_access_key, n->secret_access_key))
+            sl_log(SL_LOG_INFO, "main", "reload: tenant %s: credentials changed", n->name);
+        if (!limits_eq(&o->limits, &n->limits) || o->on_excess != n->on_excess ||
+            o->spill.delay_seconds != n->spill.delay_seconds ||
+            o->spill.aged_after_seconds != n->spill.aged_after_seconds)
+            sl_log(SL_LOG_INFO, "main", "reload: tenant %s: limits changed", n->name);
+    }
+    for (size_t i = 0; i < old_s->tenant_count; i++) {
+        const char *name = old_s->tenants[i].name;
+        if (cfg_find_tenant(new_s, name, strlen(name)) == NULL)
+            sl_log(SL_LOG_INFO, "main", "reload: tenant %s removed", name);
+    }
+}
+
+/* Restart-only keys beyond cfg_restart_only_changes(): what the running
+ * listeners and threads were built from. */
+static void log_runtime_restart_changes(const struct cfg_snapshot *o, const struct cfg_snapshot *n)
+{
+    if (o->tls.enabled != n->tls.enabled || !str_eq(o->tls.cert_file, n->tls.cert_file) ||
+        !str_eq(o->tls.key_file, n->tls.key_file))
+        sl_log(SL_LOG_WARN, "main", "reload: tls changed; this needs a restart");
+    if (o->admin.enabled != n->admin.enabled ||
+        (n->admin.enabled && (o->admin.listen.port != n->admin.listen.port ||
+                              !str_eq(o->admin.listen.host, n->admin.listen.host))))
+        sl_log(SL_LOG_WARN, "main", "reload: admin.listen changed; this needs a restart");
+    if (o->io_threads != n->io_threads)
+        sl_log(SL_LOG_WARN, "main", "reload: io_threads changed; this needs a restart");
+}
+
+static void reload(struct process *p)
+{
+    if (p->config_path == NULL) {
+        sl_log(SL_LOG_WARN, "main", "SIGHUP: running the embedded default, nothing to re-read");
+        return;
+    }
+    sl_log(SL_LOG_INFO, "main", "SIGHUP: re-reading %s", p->config_path);
+    struct cfg_snapshot *next = load_config(p->config_path);
+    if (next == NULL) {
+        sl_log(SL_LOG_ERROR, "main", "reload refused: %s is invalid; the old configuration stays",
+               p->config_path);
+        return;
+    }
+    struct cfg_snapshot *cur = cfg_holder_get(p->holder);
+    char restart[2048];
+    if (cfg_restart_only_changes(cur, next, restart, sizeof(restart)) > 0)
+        sl_log(SL_LOG_WARN, "main", "reload: needs a restart to take effect: %s", restart);
+    log_runtime_restart_changes(cur, next);
+    log_tenant_changes(cur, next);
+    if (!limits_eq(&cur->default_limits, &next->default_limits))
+        sl_log(SL_LOG_INFO, "main", "reload: default limits changed");
+    if (cur->log_requests != next->log_requests)
+        sl_log(SL_LOG_INFO, "main", "reload: request log %s", next->log_requests ? "on" : "off");
+    if (!str_eq(cur->region, next->region))
+        sl_log(SL_LOG_INFO, "main", "reload: region %s -> %s", cur->region, next->region);
+    cfg_snapshot_unref(cur);
+
+    cfg_holder_swap(p->holder, next); /* the holder owns next's reference now */
+    struct cfg_snapshot *live = cfg_holder_get(p->holder);
+    gw_api_config_changed(p->api, live);
+    cfg_snapshot_unref(live);
+    sl_log(SL_LOG_INFO, "main", "reload: configuration from %s is live (%zu tenants)",
+           p->config_path, next->tenant_count);
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct process *p = h->data;
+    if (signum == SIGHUP) {
+        reload(p);
+        return;
+    }
+    p->signum_stop = signum;
+    uv_close((uv_handle_t *)&p->sigterm, NULL);
+    uv_close((uv_handle_t *)&p->sigint, NULL);
+    uv_close((uv_handle_t *)&p->sighup, NULL);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static int run(struct process *p)
+{
+    int status = 1;
+    char err[512] = "";
+    struct cfg_snapshot *snap = load_config(p->config_path);
+    if (snap == NULL) {
+        sl_log(SL_LOG_ERROR, "main", "invalid configuration %s; not starting",
+               p->config_path != NULL ? p->config_path : "<embedded default>");
+        return 1;
+    }
+    sl_log(SL_LOG_INFO, "main", "sluiced starting with %s (%zu tenants)", snap->source,
+           snap->tenant_count);
+
+    struct gw_tls_ctx *tls = NULL;
+    if (snap->tls.enabled) {
+        tls = gw__tls_ctx_new(snap->tls.cert_file, snap->tls.key_file, err, sizeof(err));
+        if (tls == NULL) {
+            sl_log(SL_LOG_ERROR, "main", "tls: %s", err);
+            cfg_snapshot_unref(snap);
+            return 1;
+        }
+    }
+    p->holder = cfg_holder_new(cfg_snapshot_ref(snap));
+    if (gw_api_new(p->holder, &p->api, err, sizeof(err)) != SL_OK) {
+        sl_log(SL_LOG_ERROR, "main", "cannot start the API layer: %s", err);
+        goto out_holder;
+    }
+
+    struct gw_listener_spec specs[2];
+    size_t n = 0;
+    specs[n++] = (struct gw_listener_spec){
+        .name = "sqs",
+        .host = snap->listen.host,
+        .port = snap->listen.port,
+        .handler = gw_api_sqs_handler(p->api),
+    };
+    if (snap->admin.enabled)
+        specs[n++] = (struct gw_listener_spec){
+            .name = "admin",
+            .host = snap->admin.listen.host,
+            .port = snap->admin.listen.port,
+            .handler = gw_api_admin_handler(p->api),
+        };
+    unsigned threads = snap->io_threads != 0 ? snap->io_threads : uv_available_parallelism();
+    struct gw_server *server = NULL;
+    if (gw_server_start(specs, n, threads, tls, &server, err, sizeof(err)) != SL_OK) {
+        sl_log(SL_LOG_ERROR, "main", "%s", err);
+        goto out_api;
+    }
+
+    uv_loop_t loop;
+    SL_ASSERT(uv_loop_init(&loop) == 0);
+    uv_signal_t *handles[] = {&p->sigterm, &p->sigint, &p->sighup};
+    int signums[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < SL_ARRAY_LEN(handles); i++) {
+        uv_signal_init(&loop, handles[i]);
+        handles[i]->data = p;
+        uv_signal_start(handles[i], on_signal, signums[i]);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT); /* until SIGTERM or SIGINT */
+    uv_loop_close(&loop);
+
+    sl_log(SL_LOG_INFO, "main", "%s: shutting down (grace %d ms)",
+           p->signum_stop == SIGINT ? "SIGINT" : "SIGTERM", SHUTDOWN_GRACE_MS);
+    gw_server_stop(server, SHUTDOWN_GRACE_MS);
+    gw_server_free(server);
+    status = 0;
+out_api:
+    gw_api_free(p->api); /* commits and closes storage */
+    p->api = NULL;
+out_holder:
+    cfg_holder_free(p->holder);
+    p->holder = NULL;
+    gw__tls_ctx_free(tls);
+    cfg_snapshot_unref(snap);
+    if (status == 0)
+        sl_log(SL_LOG_INFO, "main", "stopped");
+    return status;
+}
+
+int gw_main(int argc, char **argv)
+{
+    struct process p = {0};
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "--check-config") == 0)
+        return check_config(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--config") == 0) {
+        p.config_path = argv[2];
+    } else if (argc != 1) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    /* A peer that vanishes mid-write must cost a write error, not the
+     * process. */
+    signal(SIGPIPE, SIG_IGN);
+    return run(&p);
+}

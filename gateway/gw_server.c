@@ -1,0 +1,356 @@
+/*
+ * gw_server.c -- the I/O threads: io_threads event loops, each its own
+ * thread with its own uv_loop_t, each accepting on its own listening socket
+ * per endpoint, all bound to the same port with SO_REUSEPORT so the kernel
+ * spreads connections over the threads and no accept lock is shared.
+ *
+ * Threading: gw_server_start/stop/free run on the main thread. Each loop,
+ * its listeners, its connections and its handler contexts belong to its
+ * thread; the main thread reaches a loop only through its uv_async_t.
+ *
+ * Shutdown of one loop (on its own thread, after the main thread's async):
+ *   RUNNING --stop async--> DRAINING: listeners closed, GOAWAY everywhere,
+ *       each handler's loop_drain (long polls answer empty now)
+ *   DRAINING --no connection and no exchange left, or grace over-->
+ *       connections closed (held exchanges cancelled)
+ *   --> STOPPING: once handlers responded to every exchange (or a hard
+ *       deadline passed): loop_stop per handler, every handle closed, the
+ *       loop runs out and the thread ends.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "gw_server.h"
+
+#define MAX_LISTENERS 4
+#define DRAIN_POLL_MS 20
+#define HARD_EXTRA_MS 10000 /* after the grace: wait this long for handlers */
+
+struct io_thread;
+
+struct listener {
+    uv_tcp_t tcp;
+    struct io_thread *t;
+    const struct gw_handler *handler;
+    void *loop_ctx;
+    bool open;
+};
+
+enum loop_phase { PHASE_RUNNING, PHASE_DRAINING, PHASE_CLOSED_CONNS, PHASE_STOPPED };
+
+struct io_thread {
+    struct gw_server *srv;
+    unsigned index;
+    uv_thread_t tid;
+    bool started;
+    uv_loop_t loop;
+    uv_async_t stop_async;
+    uv_timer_t drain_timer;
+    struct gw_loop_state ls;
+    struct listener listeners[MAX_LISTENERS];
+    size_t listener_count;
+    enum loop_phase phase;
+    uint64_t grace_deadline_ms, hard_deadline_ms;
+};
+
+struct gw_server {
+    struct gw_listener_spec specs[MAX_LISTENERS];
+    size_t spec_count;
+    struct io_thread *threads;
+    unsigned thread_count;
+    uint64_t grace_ms;
+};
+
+/* ---- sockets ------------------------------------------------------------ */
+
+/* A listening socket for host:port with SO_REUSEPORT, bound and listening.
+ * Returns the fd or -1 with a sentence in err. */
+static int listen_socket(const char *host, uint16_t port, char *err, size_t errlen)
+{
+    char port_s[8];
+    snprintf(port_s, sizeof(port_s), "%u", port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res;
+    int rv = getaddrinfo(host, port_s, &hints, &res);
+    if (rv != 0) {
+        snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rv));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        freeaddrinfo(res);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        snprintf(err, errlen, "cannot listen on %s:%u: %s", host, port, strerror(errno));
+        close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static uint16_t bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* ---- one loop ----------------------------------------------------------- */
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    struct listener *l = server->data;
+    if (status < 0) {
+        sl_log(SL_LOG_WARN, "gw", "accept: %s", uv_strerror(status));
+        return;
+    }
+    gw__conn_accept(&l->t->ls, server, l->handler, l->loop_ctx);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void loop_finish(struct io_thread *t)
+{
+    t->phase = PHASE_STOPPED;
+    if (t->ls.inflight > 0)
+        sl_log(SL_LOG_ERROR, "gw", "loop %u: %zu exchanges never answered; stopping anyway",
+               t->index, t->ls.inflight);
+    for (size_t i = 0; i < t->listener_count; i++) {
+        const struct gw_handler *h = t->listeners[i].handler;
+        if (h->loop_stop != NULL)
+            h->loop_stop(t->listeners[i].loop_ctx);
+    }
+    /* Whatever handles the handlers left (their own timers) go too. */
+    uv_walk(&t->loop, close_walk, NULL);
+}
+
+static void on_drain_timer(uv_timer_t *timer)
+{
+    struct io_thread *t = timer->data;
+    uint64_t now = uv_now(&t->loop);
+    if (t->phase == PHASE_DRAINING &&
+        ((t->ls.conn_count == 0 && t->ls.inflight == 0) || now >= t->grace_deadline_ms)) {
+        if (t->ls.conn_count > 0)
+            sl_log(SL_LOG_WARN, "gw", "loop %u: grace period over, closing %zu connections",
+                   t->index, t->ls.conn_count);
+        gw__conn_close_all(&t->ls);
+        t->phase = PHASE_CLOSED_CONNS;
+    }
+    if (t->phase == PHASE_CLOSED_CONNS && (t->ls.inflight == 0 || now >= t->hard_deadline_ms))
+        loop_finish(t);
+}
+
+static void on_stop_async(uv_async_t *a)
+{
+    struct io_thread *t = a->data;
+    if (t->phase != PHASE_RUNNING)
+        return;
+    t->phase = PHASE_DRAINING;
+    t->ls.shutting_down = true;
+    for (size_t i = 0; i < t->listener_count; i++) {
+        if (t->listeners[i].open)
+            uv_close((uv_handle_t *)&t->listeners[i].tcp, NULL);
+        t->listeners[i].open = false;
+    }
+    gw__conn_goaway_all(&t->ls);
+    for (size_t i = 0; i < t->listener_count; i++) {
+        const struct gw_handler *h = t->listeners[i].handler;
+        if (h->loop_drain != NULL)
+            h->loop_drain(t->listeners[i].loop_ctx);
+    }
+    uv_update_time(&t->loop);
+    t->grace_deadline_ms = uv_now(&t->loop) + t->srv->grace_ms;
+    t->hard_deadline_ms = t->grace_deadline_ms + HARD_EXTRA_MS;
+    uv_timer_start(&t->drain_timer, on_drain_timer, 0, DRAIN_POLL_MS);
+}
+
+static void thread_main(void *arg)
+{
+    struct io_thread *t = arg;
+    for (size_t i = 0; i < t->listener_count; i++) {
+        struct listener *l = &t->listeners[i];
+        l->loop_ctx = l->handler->loop_start != NULL
+                          ? l->handler->loop_start(l->handler->app, &t->loop)
+                          : NULL;
+    }
+    for (size_t i = 0; i < t->listener_count; i++) {
+        int rv = uv_listen((uv_stream_t *)&t->listeners[i].tcp, 1024, on_connection);
+        if (rv != 0)
+            sl_log(SL_LOG_ERROR, "gw", "loop %u: listen: %s", t->index, uv_strerror(rv));
+    }
+    uv_run(&t->loop, UV_RUN_DEFAULT);
+}
+
+/* ---- the server --------------------------------------------------------- */
+
+static void thread_fini(struct io_thread *t)
+{
+    /* After uv_run returned every handle is closed; close the loop. */
+    int rv = uv_loop_close(&t->loop);
+    if (rv != 0)
+        sl_log(SL_LOG_WARN, "gw", "loop %u: close: %s", t->index, uv_strerror(rv));
+    free(t->ls.read_buf);
+}
+
+/* Before the thread runs: the loop, its async, and its listeners from fds
+ * (main thread; the loop is not running yet, so nothing races). */
+static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
+                       struct gw_tls_ctx *tls, const int *fds)
+{
+    t->srv = s;
+    t->index = index;
+    SL_ASSERT(uv_loop_init(&t->loop) == 0);
+    t->ls.loop = &t->loop;
+    t->ls.tls = tls;
+    t->ls.read_buf_size = 65536;
+    t->ls.read_buf = sl_xmalloc(t->ls.read_buf_size);
+    uv_async_init(&t->loop, &t->stop_async, on_stop_async);
+    t->stop_async.data = t;
+    uv_timer_init(&t->loop, &t->drain_timer);
+    t->drain_timer.data = t;
+    for (size_t i = 0; i < s->spec_count; i++) {
+        struct listener *l = &t->listeners[i];
+        l->t = t;
+        l->handler = &s->specs[i].handler;
+        uv_tcp_init(&t->loop, &l->tcp);
+        l->tcp.data = l;
+        l->open = true;
+        t->listener_count++;
+        if (uv_tcp_open(&l->tcp, fds[i]) != 0)
+            return SL_EIO;
+    }
+    return SL_OK;
+}
+
+int gw_server_start(const struct gw_listener_spec *specs, size_t spec_count, unsigned io_threads,
+                    struct gw_tls_ctx *tls, struct gw_server **out, char *err, size_t errlen)
+{
+    SL_ASSERT(spec_count > 0 && spec_count <= MAX_LISTENERS);
+    if (io_threads == 0)
+        io_threads = 1;
+    struct gw_server *s = sl_xcalloc(1, sizeof(*s));
+    memcpy(s->specs, specs, spec_count * sizeof(*specs));
+    s->spec_count = spec_count;
+    s->thread_count = io_threads;
+    s->threads = sl_xcalloc(io_threads, sizeof(*s->threads));
+    s->grace_ms = 10000;
+
+    /* fds[thread][listener]; port 0 is resolved by the first bind so that
+     * every thread's socket shares the same port. */
+    int *fds = sl_xmalloc(io_threads * spec_count * sizeof(int));
+    for (size_t i = 0; i < io_threads * spec_count; i++)
+        fds[i] = -1;
+    int rv = SL_OK;
+    unsigned initialised = 0;
+    for (size_t j = 0; j < spec_count; j++) {
+        uint16_t port = specs[j].port;
+        for (unsigned t = 0; t < io_threads; t++) {
+            int fd = listen_socket(specs[j].host, port, err, errlen);
+            if (fd < 0) {
+                rv = SL_EIO;
+                goto fail;
+            }
+            fds[t * spec_count + j] = fd;
+            port = bound_port(fd);
+        }
+        sl_log(SL_LOG_INFO, "gw", "listening on %s:%u (%s, %s, %u I/O threads)", specs[j].host,
+               port, specs[j].name, tls != NULL ? "h2 over TLS" : "h2c", io_threads);
+    }
+    for (unsigned t = 0; t < io_threads; t++) {
+        initialised = t + 1;
+        if (thread_init(s, &s->threads[t], t, tls, fds + t * spec_count) != SL_OK) {
+            snprintf(err, errlen, "cannot attach listening socket to loop %u", t);
+            rv = SL_EIO;
+            goto fail;
+        }
+        for (size_t j = 0; j < spec_count; j++)
+            fds[t * spec_count + j] = -1; /* now owned by the loop's handle */
+    }
+    for (unsigned t = 0; t < io_threads; t++) {
+        if (uv_thread_create(&s->threads[t].tid, thread_main, &s->threads[t]) != 0) {
+            snprintf(err, errlen, "cannot start I/O thread %u", t);
+            /* Threads already running are stopped the normal way. */
+            for (unsigned k = t; k < io_threads; k++)
+                s->threads[k].phase = PHASE_STOPPED;
+            free(fds);
+            gw_server_stop(s, 0);
+            gw_server_free(s);
+            return SL_EIO;
+        }
+        s->threads[t].started = true;
+    }
+    free(fds);
+    *out = s;
+    return SL_OK;
+
+fail:
+    for (size_t i = 0; i < io_threads * spec_count; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(fds);
+    for (unsigned t = 0; t < initialised; t++) {
+        uv_walk(&s->threads[t].loop, close_walk, NULL);
+        uv_run(&s->threads[t].loop, UV_RUN_DEFAULT);
+        thread_fini(&s->threads[t]);
+    }
+    free(s->threads);
+    free(s);
+    return rv;
+}
+
+void gw_server_stop(struct gw_server *s, uint64_t grace_ms)
+{
+    s->grace_ms = grace_ms;
+    for (unsigned t = 0; t < s->thread_count; t++)
+        if (s->threads[t].started)
+            uv_async_send(&s->threads[t].stop_async);
+    for (unsigned t = 0; t < s->thread_count; t++) {
+        if (!s->threads[t].started)
+            continue;
+        uv_thread_join(&s->threads[t].tid);
+        s->threads[t].started = false;
+    }
+}
+
+void gw_server_free(struct gw_server *s)
+{
+    if (s == NULL)
+        return;
+    for (unsigned t = 0; t < s->thread_count; t++) {
+        struct io_thread *th = &s->threads[t];
+        if (th->ls.read_buf == NULL)
+            continue; /* never initialised */
+        uv_walk(&th->loop, close_walk, NULL);
+        uv_run(&th->loop, UV_RUN_DEFAULT);
+        thread_fini(th);
+    }
+    free(s->threads);
+    free(s);
+}
