@@ -1,0 +1,345 @@
+/*
+ * part.h -- sluice's durable storage engine: P SQLite partitions, one
+ * writer thread each, a durable queue catalog, group commit, timers, long
+ * polling and MAC'd receipt handles. See docs/partitions.md.
+ *
+ * Layering: depends on common (sl.h), SQLite, libuv and OpenSSL only. The
+ * gateway decides placement (which partitions a tenant uses, where a send
+ * goes) and passes plain partition indexes.
+ *
+ * Threading:
+ *  - part_engine_open/close run on one control thread.
+ *  - A struct part_client belongs to one uv_loop_t: every part_* call that
+ *    takes a client must be made on that loop's thread, and every
+ *    completion (part_done_fn) runs on that loop's thread, exactly once
+ *    per accepted job, after the job's effects are committed.
+ *  - Catalog reads (part_queue_find/get/list/counts, part_tenant_counts,
+ *    part_receipt_decode) are safe from any thread and never touch SQLite.
+ *
+ * Ownership: request inputs are borrowed for the duration of the call only
+ * (the engine copies what it keeps). A struct part_result handed to a
+ * completion is owned by the engine and valid only during that callback.
+ * Functions returning an owned object say so and name its _free.
+ *
+ * Status codes (sl.h): every function returning int returns SL_OK or one
+ * of the negative codes listed at that function.
+ */
+#ifndef SLUICE_PART_H
+#define SLUICE_PART_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sl.h"
+
+struct uv_loop_s;
+struct part_engine;
+struct part_client;
+
+/* ---- limits ------------------------------------------------------------ */
+
+#define PART_KEY_LEN 32   /* placement / MAC key bytes */
+#define PART_MAX_BATCH 10 /* entries per send/delete/change batch */
+#define PART_MAX_PARTITIONS 4096
+#define PART_MSG_ID_LEN 36  /* UUID text, without NUL */
+#define PART_RECEIPT_MAX 96 /* receipt handle text incl. NUL */
+
+/* ---- engine ------------------------------------------------------------ */
+
+enum part_durability {
+    PART_DURABILITY_FSYNC, /* synchronous=FULL: survives power loss */
+    PART_DURABILITY_OS,    /* synchronous=NORMAL: survives a process crash */
+};
+
+/* Returns "now" in milliseconds since the epoch. Message timestamps and
+ * every message timer (delay, lease, retention) use this clock. */
+typedef uint64_t part_clock_fn(void *clock_ctx);
+
+struct part_options {
+    const char *data_dir; /* created if missing */
+    uint32_t partitions;  /* P, 1..PART_MAX_PARTITIONS */
+    enum part_durability durability;
+    part_clock_fn *now_ms; /* NULL: sl_wall_ms */
+    void *clock_ctx;
+    uint32_t checkpoint_pages; /* WAL pages before a checkpoint; 0: 2048 */
+    uint32_t max_batch_jobs;   /* jobs per group commit; 0: 1024 */
+};
+
+/* Opens or creates data_dir: manifest, catalog.db and part-NNNN.db files.
+ * Growing P over an existing directory adds empty partitions; shrinking is
+ * refused. A partition file that cannot be opened is marked failed (logged;
+ * its jobs fail with SL_EIO) and the engine still opens.
+ * Returns SL_OK and sets *out, or:
+ *   SL_EINVAL  bad options, or P smaller than the directory's (err says so)
+ *   SL_EIO     data_dir, manifest or catalog unusable (err says why)
+ * err (may be NULL) receives a sentence on failure. */
+int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,
+                     size_t errlen);
+
+/* Answers every waiting receive empty, drains and commits every queued job,
+ * joins the writer threads and frees the engine. All clients must be
+ * closed first (their jobs completed). */
+void part_engine_close(struct part_engine *e);
+
+/* The deployment's 32-byte secret (created on first start, kept in the
+ * manifest): for placement hashing; the engine MACs receipt handles with it. */
+const uint8_t *part_engine_key(const struct part_engine *e);
+uint32_t part_engine_partitions(const struct part_engine *e);
+/* False when partition p failed to open or hit a storage error. */
+bool part_engine_partition_ok(const struct part_engine *e, uint32_t p);
+/* Makes every writer re-read the clock and run due timers now (for an
+ * injected clock that jumped; real time needs no kicks). Any thread. */
+void part_engine_kick(struct part_engine *e);
+/* Answers every waiting receive of every client empty and makes later
+ * receives not wait (shutdown). Any thread. */
+void part_engine_drain_polls(struct part_engine *e);
+
+/* ---- per-loop client --------------------------------------------------- */
+
+/* Binds a client to loop (call on the loop's thread). Returns SL_OK. */
+int part_client_new(struct part_engine *e, struct uv_loop_s *loop, struct part_client **out);
+/* Answers this client's waiting receives empty now (loop_drain). */
+void part_client_drain(struct part_client *c);
+/* Closes the client's uv handles; the memory is freed when the loop runs
+ * the close callbacks. Every job of the client must have completed. */
+void part_client_close(struct part_client *c);
+
+/* ---- queue catalog ----------------------------------------------------- */
+
+/* The typed queue fields the engine itself uses. */
+struct part_queue_config {
+    uint32_t visibility_timeout_s; /* default lease of a receive */
+    uint32_t delay_s;              /* default delay of a send */
+    uint32_t retention_s;          /* a message is gone this long after its send */
+    bool fifo;
+    uint64_t dlq_target_id;     /* dead-letter queue id, 0 = none */
+    uint32_t max_receive_count; /* receives before the move, 0 = none */
+};
+
+/* SQS defaults: 30 s visibility, no delay, 4 days retention, no DLQ. */
+struct part_queue_config part_queue_config_default(void);
+
+struct part_kv {
+    const char *key;
+    const char *value;
+};
+
+/* An owned snapshot of one queue (free with part_queue_info_free). attrs
+ * and tags are sorted by key. */
+struct part_queue_info {
+    uint64_t id; /* unique, never reused */
+    char *tenant;
+    char *name;
+    uint64_t created_ms;
+    uint64_t modified_ms;
+    struct part_queue_config cfg;
+    struct part_kv *attrs; /* strings owned by the info */
+    size_t attr_count;
+    struct part_kv *tags;
+    size_t tag_count;
+};
+void part_queue_info_free(struct part_queue_info *qi);
+
+/* Cheap lookup from any thread (in-memory index). Sets *id and, when cfg
+ * is not NULL, *cfg. Returns SL_OK or SL_ENOTFOUND. */
+int part_queue_find(struct part_engine *e, const char *tenant, const char *name, uint64_t *id,
+                    struct part_queue_config *cfg);
+/* Full snapshot by id. Returns SL_OK with *out owned by the caller, or
+ * SL_ENOTFOUND. */
+int part_queue_get(struct part_engine *e, uint64_t id, struct part_queue_info **out);
+
+struct part_queue_ref {
+    uint64_t id;
+    char *tenant;
+    char *name;
+};
+struct part_queue_list {
+    struct part_queue_ref *items; /* sorted by (tenant, name) */
+    size_t count;
+};
+/* Queues of tenant (NULL: every tenant) whose name starts with prefix
+ * (NULL or "": all). Fills *out (free with part_queue_list_free). SL_OK. */
+int part_queue_list(struct part_engine *e, const char *tenant, const char *prefix,
+                    struct part_queue_list *out);
+/* Queues whose dead-letter target is target_id, sorted. SL_OK. */
+int part_queue_dlq_sources(struct part_engine *e, uint64_t target_id, struct part_queue_list *out);
+void part_queue_list_free(struct part_queue_list *l);
+
+/* Message counts, exact as of the last commit. */
+struct part_counts {
+    int64_t ready;
+    int64_t inflight;
+    int64_t delayed;
+};
+/* partition == PART_ALL_PARTITIONS: summed over partitions. Returns SL_OK,
+ * SL_ENOTFOUND (no such queue) or SL_EINVAL (bad partition). */
+#define PART_ALL_PARTITIONS UINT32_MAX
+int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partition,
+                      struct part_counts *out);
+/* A tenant's totals over all its queues: backlog = ready + delayed. Unknown
+ * tenants count zero. */
+void part_tenant_counts(struct part_engine *e, const char *tenant, int64_t *backlog,
+                        int64_t *inflight);
+
+/* ---- jobs and completions ---------------------------------------------- */
+
+/* Whatever the caller needs to find its request again; the engine never
+ * dereferences ptr. */
+struct part_cookie {
+    void *ptr;
+    uint64_t id;
+    uint64_t gen;
+};
+
+struct part_sent {
+    char message_id[PART_MSG_ID_LEN + 1];
+    uint32_t partition;
+    uint64_t sequence; /* increases with every send on that partition */
+};
+
+struct part_message {
+    char message_id[PART_MSG_ID_LEN + 1];
+    char receipt[PART_RECEIPT_MAX];
+    uint64_t queue_id;
+    uint64_t source_queue_id; /* queue it was dead-lettered from, or 0 */
+    uint32_t partition;
+    struct sl_slice body;
+    struct sl_slice attrs;     /* opaque, as sent */
+    struct sl_slice sys_attrs; /* opaque, as sent */
+    const char *group_id;      /* NULL when none */
+    int64_t priority;
+    uint32_t receive_count; /* including this receive */
+    uint64_t sent_ms;
+    uint64_t first_receive_ms;
+    uint64_t sequence;
+};
+
+/* The outcome of one job, valid only during its completion callback. Which
+ * fields are set depends on the job; see each submit function. */
+struct part_result {
+    struct part_sent *sent; /* send: one per entry, in order */
+    size_t sent_count;
+    struct part_message *messages; /* receive */
+    size_t message_count;
+    int *entry_status; /* delete / change visibility: one per entry */
+    size_t entry_count;
+    struct part_queue_info *queue; /* catalog ops (also on SL_EEXIST) */
+    uint64_t purged;               /* purge / delete queue: messages removed */
+};
+
+typedef void part_done_fn(struct part_cookie cookie, int status, const struct part_result *res);
+
+/* Submit functions share these returns (nothing is submitted, no
+ * completion will run): SL_EINVAL bad arguments (count out of 1..10,
+ * partition out of range, ...), SL_ENOTFOUND no such queue, SL_ECLOSED
+ * engine closing. When they return SL_OK the completion runs exactly once.
+ * Completion statuses: SL_OK; SL_EIO partition failed or the commit
+ * failed (nothing of the job is stored); SL_ENOTFOUND the queue was
+ * deleted meanwhile; others as listed. */
+
+/* One message to send; every field is borrowed. */
+struct part_send_entry {
+    struct sl_slice body;
+    struct sl_slice attrs;
+    struct sl_slice sys_attrs;
+    struct sl_slice group_id; /* n == 0: none */
+    int32_t delay_s;          /* < 0: the queue's default */
+    bool has_priority;        /* false: priority = send time in ms */
+    int64_t priority;
+};
+
+/* Stores 1..PART_MAX_BATCH messages in queue_id on one partition, in one
+ * transaction. res->sent has one entry per message. */
+int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
+              const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
+              part_done_fn *done);
+
+struct part_receive_req {
+    uint64_t queue_id;
+    const uint32_t *partitions; /* where the queue's messages may live */
+    size_t partition_count;     /* 1..PART_MAX_PARTITIONS */
+    uint32_t max_messages;      /* 1..PART_MAX_BATCH */
+    int32_t visibility_s;       /* < 0: the queue's default */
+    uint32_t wait_ms;           /* long poll; 0: answer at once */
+};
+
+/* Leases up to max_messages of the best (priority, sequence) ready
+ * messages. With none ready it waits up to wait_ms for a commit making one
+ * ready, then completes with res->message_count == 0. Messages over the
+ * queue's maxReceiveCount move to its dead-letter queue instead.
+ * *ticket (may be NULL) identifies the receive for part_receive_cancel.
+ * Completion: SL_OK, SL_EIO, SL_ENOTFOUND, or SL_ECLOSED after a cancel. */
+int part_receive(struct part_client *c, const struct part_receive_req *req,
+                 struct part_cookie cookie, part_done_fn *done, uint64_t *ticket);
+/* Withdraws a receive (stream reset): it takes no message and completes
+ * with SL_ECLOSED. A message leased in the race is put back as it was.
+ * Unknown or finished tickets are ignored. Loop thread only. */
+void part_receive_cancel(struct part_client *c, uint64_t ticket);
+
+/* Deletes by receipt handle (borrowed strings). res->entry_status per
+ * handle: SL_OK deleted, or already gone (SQS answers success), or a
+ * stale handle on a standard queue (deleted anyway, as SQS standard does);
+ * on FIFO queues a stale handle succeeds without deleting. SL_EINVAL:
+ * garbled, forged, or another queue's handle. */
+int part_delete(struct part_client *c, uint64_t queue_id, const char *const *handles, size_t n,
+                struct part_cookie cookie, part_done_fn *done);
+
+struct part_visibility_entry {
+    const char *receipt;
+    uint32_t visibility_s; /* new lease from now; 0: ready again now */
+};
+/* res->entry_status per entry: SL_OK; SL_EINVAL receipt handle invalid;
+ * SL_ENOTFOUND message not in flight under this handle (gone, ready
+ * again, or re-received since). */
+int part_change_visibility(struct part_client *c, uint64_t queue_id,
+                           const struct part_visibility_entry *entries, size_t n,
+                           struct part_cookie cookie, part_done_fn *done);
+
+/* Removes every message of the queue on every partition; res->purged. */
+int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,
+               part_done_fn *done);
+
+/* Completes after every job queued so far on partition p is committed and
+ * its due timers have run (tests, shutdown barriers). */
+int part_barrier(struct part_client *c, uint32_t partition, struct part_cookie cookie,
+                 part_done_fn *done);
+
+/* ---- catalog jobs (durable; completions carry res->queue) --------------- */
+
+/* Creates tenant/name. Completion: SL_OK with res->queue, or SL_EEXIST with
+ * the existing queue in res->queue (the gateway compares attributes). */
+int part_queue_create(struct part_client *c, const char *tenant, const char *name,
+                      const struct part_queue_config *cfg, const struct part_kv *attrs,
+                      size_t attr_count, const struct part_kv *tags, size_t tag_count,
+                      struct part_cookie cookie, part_done_fn *done);
+/* Replaces the typed config and upserts attrs (value NULL removes a key). */
+int part_queue_set_attributes(struct part_client *c, uint64_t queue_id,
+                              const struct part_queue_config *cfg, const struct part_kv *attrs,
+                              size_t attr_count, struct part_cookie cookie, part_done_fn *done);
+/* Upserts tags. */
+int part_queue_tag(struct part_client *c, uint64_t queue_id, const struct part_kv *tags, size_t n,
+                   struct part_cookie cookie, part_done_fn *done);
+/* Removes tag keys (missing keys are ignored). */
+int part_queue_untag(struct part_client *c, uint64_t queue_id, const char *const *keys, size_t n,
+                     struct part_cookie cookie, part_done_fn *done);
+/* Deletes the queue: the name is reusable at once (a new queue gets a new
+ * id), its messages are removed from every partition before completion,
+ * waiting receives on it complete with SL_ENOTFOUND. res->purged. */
+int part_queue_delete(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,
+                      part_done_fn *done);
+
+/* ---- receipt handles --------------------------------------------------- */
+
+struct part_receipt {
+    uint32_t partition;
+    uint64_t queue_id;
+    uint64_t sequence; /* the message's row on that partition */
+    uint32_t receive_gen;
+};
+/* Checks a handle's format and MAC; the gateway uses queue_id to refuse a
+ * handle of another queue. Returns SL_OK or SL_EINVAL. Any thread. */
+int part_receipt_decode(const struct part_engine *e, const char *handle, size_t len,
+                        struct part_receipt *out);
+
+#endif

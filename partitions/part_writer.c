@@ -1,0 +1,1046 @@
+/*
+ * part_writer.c -- one writer thread per partition: group commit, the
+ * message state machine, and the partition's timers.
+ *
+ * Message states (a row of the msg table; "gone" = the row is deleted):
+ *
+ *            send (delay > 0)               send (delay 0)
+ *                  |                              |
+ *                  v        delay elapsed         v
+ *             +---------+  (timer VISIBLE)   +---------+
+ *             | DELAYED | -----------------> |  READY  | <-----------------+
+ *             +---------+                    +---------+                   |
+ *                  |                          |       |  receive, count    |
+ *                  |                 receive  |       |  past maxReceive:   |
+ *                  |        (lease = vis.     |       |  moved to the DLQ  |
+ *                  |         timeout,         |       |  queue (same row,  |
+ *                  |         count + 1)       v       |  same partition),  |
+ *                  |                    +----------+  |  READY there       |
+ *                  |                    | INFLIGHT |--+                    |
+ *                  |                    +----------+  lease expiry (timer  |
+ *                  |                       |     |    VISIBLE), change     |
+ *                  |                       |     |    visibility to 0,     |
+ *                  |                       |     +--- cancelled receive ---+
+ *                  |                       | delete (receipt handle)
+ *                  v                       v
+ *             retention expiry (timer EXPIRE), purge, delete queue: GONE
+ *             (from any state; delete by handle also from READY/DELAYED)
+ *
+ *   transition                  function
+ *   send -> DELAYED/READY       exec_send
+ *   DELAYED/INFLIGHT -> READY   fire_timers (VISIBLE), exec_change_vis (0),
+ *                               exec_release
+ *   READY -> INFLIGHT           exec_receive
+ *   READY -> READY (DLQ queue)  exec_receive (move_to_dlq)
+ *   any -> GONE                 exec_delete, fire_timers (EXPIRE), exec_purge
+ *
+ * Group commit: the thread takes every queued job (up to max_batch_jobs),
+ * runs due timers and all those jobs in ONE transaction (BEGIN IMMEDIATE
+ * ... COMMIT, synchronous FULL or NORMAL), and only after the commit
+ * applies counter deltas, wakes long polls and completes the jobs. If any
+ * statement fails the whole group is rolled back and every job in it
+ * fails with SL_EIO; corruption or an I/O error also marks the partition
+ * failed (sticky), so later jobs fail fast instead of touching the file.
+ *
+ * Timers: a binary min-heap of (due ms, row, kind) per writer, rebuilt
+ * from the table at start-up. Entries are validated when they fire (the
+ * row's state and visible_at must still match), so a changed visibility
+ * just pushes a new entry and the old one fires harmlessly. No scans on a
+ * tick: the thread sleeps until the earliest due time or the next job.
+ *
+ * Selection: the ready rows of a queue are read through a partial index
+ * msg_ready(queue_id, priority, id) WHERE state = 1, so delayed and in
+ * flight rows are never scanned, and nothing has to be rebuilt in memory.
+ *
+ * Threading: everything here runs on the writer's own thread except
+ * part__writer_submit (any thread, takes w->mu).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "part_int.h"
+
+#define LOG_MOD "partitions"
+
+enum {
+    ST_INSERT,
+    ST_SELECT_READY,
+    ST_LEASE,
+    ST_ROW,
+    ST_DELETE,
+    ST_SET_VISIBLE,
+    ST_MOVE_DLQ,
+    ST_HEAD,
+    ST_RELEASE,
+    ST_PURGE_COUNT,
+    ST_PURGE,
+    ST_MAKE_READY,
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_COUNT_
+};
+
+static const char *const SQL[ST_COUNT_] = {
+    [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
+                  " message_id, group_id, body, attrs, sys_attrs) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SELECT_READY] = "SELECT id, message_id, body, attrs, sys_attrs, group_id, priority,"
+                        " receive_count, sent_at, first_receive_at, source_queue_id FROM msg"
+                        " WHERE queue_id=?1 AND state=1 ORDER BY priority, id LIMIT ?2",
+    [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
+                 " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE first_receive_at"
+                 " END WHERE id=?1",
+    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at FROM msg WHERE id=?",
+    [ST_DELETE] = "DELETE FROM msg WHERE id=?",
+    [ST_SET_VISIBLE] = "UPDATE msg SET state=?2, visible_at=?3 WHERE id=?1",
+    [ST_MOVE_DLQ] = "UPDATE msg SET queue_id=?2, source_queue_id=?3, state=1, visible_at=?4"
+                    " WHERE id=?1",
+    [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=? AND state=1 ORDER BY priority, id"
+                " LIMIT 1",
+    [ST_RELEASE] = "UPDATE msg SET state=1, visible_at=?3, receive_count=receive_count-1,"
+                   " first_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE first_receive_at END"
+                   " WHERE id=?1 AND state=2 AND receive_count=?2",
+    [ST_PURGE_COUNT] = "SELECT state, count(*) FROM msg WHERE queue_id=? GROUP BY state",
+    [ST_PURGE] = "DELETE FROM msg WHERE queue_id=?",
+    [ST_MAKE_READY] = "UPDATE msg SET state=1 WHERE id=?",
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+};
+
+static const char PART_SCHEMA[] =
+    "CREATE TABLE IF NOT EXISTS msg("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " queue_id INTEGER NOT NULL, state INTEGER NOT NULL, priority INTEGER NOT NULL,"
+    " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
+    " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
+    " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
+    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB);"
+    "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, priority, id) WHERE state=1;"
+    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
+
+/* ---- timer heap -------------------------------------------------------- */
+
+static bool heap_less(const struct part_heap_item *a, const struct part_heap_item *b)
+{
+    return a->due < b->due || (a->due == b->due && a->rowid < b->rowid);
+}
+
+static void heap_push(struct part_heap *h, uint64_t due, int64_t rowid, uint8_t kind)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 256;
+        h->items = sl_xrealloc(h->items, h->cap * sizeof *h->items);
+    }
+    size_t i = h->n++;
+    struct part_heap_item it = {due, rowid, kind};
+    while (i > 0 && heap_less(&it, &h->items[(i - 1) / 2])) {
+        h->items[i] = h->items[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->items[i] = it;
+}
+
+static struct part_heap_item heap_pop(struct part_heap *h)
+{
+    struct part_heap_item top = h->items[0];
+    struct part_heap_item last = h->items[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) {
+            break;
+        }
+        if (c + 1 < h->n && heap_less(&h->items[c + 1], &h->items[c])) {
+            c++;
+        }
+        if (!heap_less(&h->items[c], &last)) {
+            break;
+        }
+        h->items[i] = h->items[c];
+        i = c;
+    }
+    if (h->n > 0) {
+        h->items[i] = last;
+    }
+    return top;
+}
+
+/* ---- per-batch counter deltas ------------------------------------------ */
+
+struct delta {
+    struct part_queue *q; /* referenced */
+    int64_t ready;
+    int64_t inflight;
+    int64_t delayed;
+    int64_t woke; /* messages that became ready: long polls to wake */
+};
+
+struct batch {
+    struct delta *d;
+    size_t n;
+    size_t cap;
+    bool sql_failed;
+};
+
+static struct delta *delta_of(struct batch *b, struct part_queue *q)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->d[i].q == q) {
+            return &b->d[i];
+        }
+    }
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 16;
+        b->d = sl_xrealloc(b->d, b->cap * sizeof *b->d);
+    }
+    atomic_fetch_add(&q->refs, 1);
+    b->d[b->n] = (struct delta){.q = q};
+    return &b->d[b->n++];
+}
+
+static void delta_state(struct batch *b, struct part_queue *q, int state, int64_t v)
+{
+    struct delta *d = delta_of(b, q);
+    if (state == PART_STATE_READY) {
+        d->ready += v;
+        if (v > 0) {
+            d->woke += v;
+        }
+    } else if (state == PART_STATE_INFLIGHT) {
+        d->inflight += v;
+    } else {
+        d->delayed += v;
+    }
+}
+
+static void batch_clear(struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        part__queue_unref(b->d[i].q);
+    }
+    b->n = 0;
+    b->sql_failed = false;
+}
+
+/* ---- statement helpers ------------------------------------------------- */
+
+static sqlite3_stmt *stmt(struct part_writer *w, int which)
+{
+    sqlite3_stmt *st = w->st[which];
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return st;
+}
+
+/* Steps a statement that returns no rows; false (and the batch marked
+ * failed) on error. */
+static bool run(struct part_writer *w, struct batch *b, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        sl_log(SL_LOG_ERROR, LOG_MOD, "partition %u: %s", w->index, sqlite3_errmsg(w->db));
+        b->sql_failed = true;
+        return false;
+    }
+    return true;
+}
+
+static void *dup_blob(const void *p, size_t n)
+{
+    char *out = sl_xmalloc(n + 1);
+    if (n > 0) {
+        memcpy(out, p, n);
+    }
+    out[n] = '\0';
+    return out;
+}
+
+struct row {
+    uint64_t queue_id;
+    int state;
+    uint32_t receive_count;
+    uint64_t visible_at;
+    uint64_t expires_at;
+};
+
+/* 1: found, 0: no such row, -1: error. */
+static int row_get(struct part_writer *w, struct batch *b, int64_t id, struct row *r)
+{
+    sqlite3_stmt *st = stmt(w, ST_ROW);
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        r->queue_id = (uint64_t)sqlite3_column_int64(st, 0);
+        r->state = sqlite3_column_int(st, 1);
+        r->receive_count = (uint32_t)sqlite3_column_int64(st, 2);
+        r->visible_at = (uint64_t)sqlite3_column_int64(st, 3);
+        r->expires_at = (uint64_t)sqlite3_column_int64(st, 4);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        b->sql_failed = true;
+        return -1;
+    }
+    return rc == SQLITE_ROW;
+}
+
+/* ---- timers ------------------------------------------------------------ */
+
+#define TIMERS_PER_BATCH 4096
+
+static void fire_timers(struct part_writer *w, struct batch *b, uint64_t now)
+{
+    struct part_engine *e = w->engine;
+    for (int done = 0; done < TIMERS_PER_BATCH && w->timers.n > 0 && !b->sql_failed; done++) {
+        if (w->timers.items[0].due > now) {
+            break;
+        }
+        struct part_heap_item it = heap_pop(&w->timers);
+        struct row r;
+        if (row_get(w, b, it.rowid, &r) != 1) {
+            continue;
+        }
+        struct part_queue *q = part__queue_ref(e, r.queue_id);
+        if (q == NULL) {
+            continue; /* its queue is being deleted; the purge takes the row */
+        }
+        if (it.kind == PART_TIMER_VISIBLE && r.state != PART_STATE_READY && r.visible_at <= now) {
+            sqlite3_stmt *st = stmt(w, ST_MAKE_READY);
+            sqlite3_bind_int64(st, 1, it.rowid);
+            if (run(w, b, st)) {
+                delta_state(b, q, r.state, -1);
+                delta_state(b, q, PART_STATE_READY, 1);
+            }
+        } else if (it.kind == PART_TIMER_EXPIRE && r.expires_at <= now) {
+            sqlite3_stmt *st = stmt(w, ST_DELETE);
+            sqlite3_bind_int64(st, 1, it.rowid);
+            if (run(w, b, st)) {
+                delta_state(b, q, r.state, -1);
+            }
+        }
+        part__queue_unref(q);
+    }
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+static void exec_send(struct part_writer *w, struct batch *b, struct part_job *job, uint64_t now)
+{
+    struct part_queue_config cfg;
+    if (!part__queue_cfg(w->engine, job->q, &cfg)) {
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    job->res.sent = sl_xcalloc(job->nmsgs, sizeof *job->res.sent);
+    job->res.sent_count = job->nmsgs;
+    for (size_t i = 0; i < job->nmsgs && !b->sql_failed; i++) {
+        struct part_send_msg *m = &job->msgs[i];
+        uint64_t delay_ms = (uint64_t)(m->delay_s < 0 ? cfg.delay_s : (uint32_t)m->delay_s) * 1000;
+        int state = delay_ms > 0 ? PART_STATE_DELAYED : PART_STATE_READY;
+        uint64_t expires = now + (uint64_t)cfg.retention_s * 1000;
+        sqlite3_stmt *st = stmt(w, ST_INSERT);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+        sqlite3_bind_int(st, 2, state);
+        sqlite3_bind_int64(st, 3, m->has_priority ? m->priority : (int64_t)now);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)(now + delay_ms));
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)expires);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
+        sqlite3_bind_text(st, 7, m->message_id, -1, SQLITE_STATIC);
+        if (m->group_id) {
+            sqlite3_bind_text(st, 8, m->group_id, -1, SQLITE_STATIC);
+        }
+        sqlite3_bind_blob(st, 9, m->body.p ? m->body.p : "", (int)m->body.n, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 10, m->attrs.p ? m->attrs.p : "", (int)m->attrs.n, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 11, m->sys_attrs.p ? m->sys_attrs.p : "", (int)m->sys_attrs.n,
+                          SQLITE_STATIC);
+        if (!run(w, b, st)) {
+            return;
+        }
+        int64_t rowid = sqlite3_last_insert_rowid(w->db);
+        memcpy(job->res.sent[i].message_id, m->message_id, sizeof m->message_id);
+        job->res.sent[i].partition = w->index;
+        job->res.sent[i].sequence = (uint64_t)rowid;
+        delta_state(b, job->q, state, 1);
+        if (state == PART_STATE_DELAYED) {
+            heap_push(&w->timers, now + delay_ms, rowid, PART_TIMER_VISIBLE);
+        }
+        heap_push(&w->timers, expires, rowid, PART_TIMER_EXPIRE);
+    }
+    job->status = SL_OK;
+}
+
+/* The DLQ of q, referenced, if it is usable: live and of the same tenant
+ * (so it lives on the same partitions). */
+static struct part_queue *dlq_of(struct part_engine *e, struct part_queue *q,
+                                 const struct part_queue_config *cfg)
+{
+    if (cfg->max_receive_count == 0 || cfg->dlq_target_id == 0 || cfg->dlq_target_id == q->id) {
+        return NULL;
+    }
+    struct part_queue *d = part__queue_ref(e, cfg->dlq_target_id);
+    if (d != NULL && strcmp(d->tenant_name, q->tenant_name) != 0) {
+        part__queue_unref(d);
+        d = NULL;
+    }
+    return d;
+}
+
+static void fill_message(struct part_writer *w, sqlite3_stmt *st, struct part_message *m,
+                         uint64_t queue_id, uint32_t gen, uint64_t now)
+{
+    const char *mid = (const char *)sqlite3_column_text(st, 1);
+    snprintf(m->message_id, sizeof m->message_id, "%s", mid ? mid : "");
+    for (int c = 2; c <= 4; c++) {
+        size_t n = (size_t)sqlite3_column_bytes(st, c);
+        struct sl_slice s = {dup_blob(sqlite3_column_blob(st, c), n), n};
+        if (c == 2) {
+            m->body = s;
+        } else if (c == 3) {
+            m->attrs = s;
+        } else {
+            m->sys_attrs = s;
+        }
+    }
+    const char *gid = (const char *)sqlite3_column_text(st, 5);
+    m->group_id = gid ? sl_xstrdup(gid) : NULL;
+    m->priority = sqlite3_column_int64(st, 6);
+    m->receive_count = gen;
+    m->sent_ms = (uint64_t)sqlite3_column_int64(st, 8);
+    uint64_t first = (uint64_t)sqlite3_column_int64(st, 9);
+    m->first_receive_ms = first ? first : now;
+    m->source_queue_id = (uint64_t)sqlite3_column_int64(st, 10);
+    m->sequence = (uint64_t)sqlite3_column_int64(st, 0);
+    m->queue_id = queue_id;
+    m->partition = w->index;
+    struct part_receipt rh = {w->index, queue_id, m->sequence, gen};
+    part__receipt_encode(w->engine, &rh, m->receipt);
+}
+
+static void exec_receive(struct part_writer *w, struct batch *b, struct part_job *job, uint64_t now)
+{
+    struct part_recv *r = job->recv;
+    struct part_queue_config cfg;
+    job->status = SL_OK;
+    if (atomic_load(&r->flags) & PART_RECV_CANCELLED) {
+        return;
+    }
+    if (!part__queue_cfg(w->engine, job->q, &cfg)) {
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    uint64_t vis_ms =
+        (uint64_t)(r->visibility_s < 0 ? cfg.visibility_timeout_s : (uint32_t)r->visibility_s) *
+        1000;
+    struct part_queue *dlq = dlq_of(w->engine, job->q, &cfg);
+    bool again = true;
+    while (again && r->nmsgs < r->max && !b->sql_failed) {
+        again = false;
+        uint32_t want = r->max - (uint32_t)r->nmsgs;
+        /* Collect candidates first: the rows change under the cursor. */
+        struct {
+            int64_t id;
+            uint32_t count;
+        } cand[PART_MAX_BATCH];
+        size_t ncand = 0;
+        sqlite3_stmt *st = stmt(w, ST_SELECT_READY);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+        sqlite3_bind_int(st, 2, (int)want);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            cand[ncand].id = sqlite3_column_int64(st, 0);
+            cand[ncand].count = (uint32_t)sqlite3_column_int64(st, 7);
+            uint32_t gen = cand[ncand].count + 1;
+            if (dlq == NULL || gen <= cfg.max_receive_count) {
+                fill_message(w, st, &r->msgs[r->nmsgs + ncand], job->queue_id, gen, now);
+            }
+            ncand++;
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+            b->sql_failed = true;
+            break;
+        }
+        size_t kept = r->nmsgs;
+        for (size_t i = 0; i < ncand; i++) {
+            if (dlq != NULL && cand[i].count + 1 > cfg.max_receive_count) {
+                /* Over maxReceiveCount: the row moves to the DLQ queue as
+                 * is (body, attributes, id, count) in this transaction. */
+                sqlite3_stmt *mv = stmt(w, ST_MOVE_DLQ);
+                sqlite3_bind_int64(mv, 1, cand[i].id);
+                sqlite3_bind_int64(mv, 2, (sqlite3_int64)dlq->id);
+                sqlite3_bind_int64(mv, 3, (sqlite3_int64)job->queue_id);
+                sqlite3_bind_int64(mv, 4, (sqlite3_int64)now);
+                if (!run(w, b, mv)) {
+                    break;
+                }
+                delta_state(b, job->q, PART_STATE_READY, -1);
+                delta_state(b, dlq, PART_STATE_READY, 1);
+                again = true;
+                continue;
+            }
+            sqlite3_stmt *ls = stmt(w, ST_LEASE);
+            sqlite3_bind_int64(ls, 1, cand[i].id);
+            sqlite3_bind_int64(ls, 2, (sqlite3_int64)(now + vis_ms));
+            sqlite3_bind_int64(ls, 3, (sqlite3_int64)now);
+            if (!run(w, b, ls)) {
+                break;
+            }
+            delta_state(b, job->q, PART_STATE_READY, -1);
+            delta_state(b, job->q, PART_STATE_INFLIGHT, 1);
+            heap_push(&w->timers, now + vis_ms, cand[i].id, PART_TIMER_VISIBLE);
+            /* keep the filled messages contiguous */
+            if (kept != r->nmsgs + i) {
+                r->msgs[kept] = r->msgs[r->nmsgs + i];
+                memset(&r->msgs[r->nmsgs + i], 0, sizeof r->msgs[0]);
+            }
+            kept++;
+        }
+        r->nmsgs = kept;
+    }
+    part__queue_unref(dlq);
+}
+
+static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_job *job,
+                            uint64_t now)
+{
+    struct part_job *owner = job->parent ? job->parent : job;
+    struct part_queue_config cfg;
+    if (!part__queue_cfg(w->engine, job->q, &cfg)) {
+        for (size_t i = 0; i < job->nrh; i++) {
+            owner->entry_status[job->rh[i].index] = SL_ENOTFOUND;
+        }
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    job->status = SL_OK;
+    for (size_t i = 0; i < job->nrh && !b->sql_failed; i++) {
+        struct part_rh_entry *en = &job->rh[i];
+        struct row r;
+        int found = row_get(w, b, (int64_t)en->rh.sequence, &r);
+        if (found < 0) {
+            return;
+        }
+        /* Current: this handle's receive is the latest one and the lease
+         * still holds. */
+        bool present = found == 1 && r.queue_id == job->queue_id;
+        bool current =
+            present && r.state == PART_STATE_INFLIGHT && r.receive_count == en->rh.receive_gen;
+        int *status = &owner->entry_status[en->index];
+        if (job->op == PART_OP_DELETE) {
+            *status = SL_OK;
+            /* Gone already: success, as SQS answers. Stale on a standard
+             * queue: deleted anyway (SQS standard does); on FIFO a stale
+             * handle must not delete a message another consumer holds. */
+            if (!present || (!current && cfg.fifo)) {
+                continue;
+            }
+            sqlite3_stmt *st = stmt(w, ST_DELETE);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
+            if (run(w, b, st)) {
+                delta_state(b, job->q, r.state, -1);
+            }
+        } else if (job->op == PART_OP_CHANGE_VIS) {
+            if (!current) {
+                *status = SL_ENOTFOUND;
+                continue;
+            }
+            int state = en->visibility_s == 0 ? PART_STATE_READY : PART_STATE_INFLIGHT;
+            uint64_t at = now + (uint64_t)en->visibility_s * 1000;
+            sqlite3_stmt *st = stmt(w, ST_SET_VISIBLE);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
+            sqlite3_bind_int(st, 2, state);
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)at);
+            if (!run(w, b, st)) {
+                return;
+            }
+            *status = SL_OK;
+            if (state == PART_STATE_READY) {
+                delta_state(b, job->q, PART_STATE_INFLIGHT, -1);
+                delta_state(b, job->q, PART_STATE_READY, 1);
+            } else {
+                heap_push(&w->timers, at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
+            }
+        } else { /* PART_OP_RELEASE: undo a lease nobody will see */
+            if (!current) {
+                continue;
+            }
+            sqlite3_stmt *st = stmt(w, ST_RELEASE);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
+            sqlite3_bind_int64(st, 2, en->rh.receive_gen);
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
+            if (run(w, b, st)) {
+                delta_state(b, job->q, PART_STATE_INFLIGHT, -1);
+                delta_state(b, job->q, PART_STATE_READY, 1);
+            }
+        }
+    }
+}
+
+static void exec_purge(struct part_writer *w, struct batch *b, struct part_job *job)
+{
+    sqlite3_stmt *st = stmt(w, ST_PURGE_COUNT);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    int rc;
+    uint64_t n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t cnt = sqlite3_column_int64(st, 1);
+        delta_state(b, job->q, sqlite3_column_int(st, 0), -cnt);
+        n += (uint64_t)cnt;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        b->sql_failed = true;
+        return;
+    }
+    st = stmt(w, ST_PURGE);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    if (run(w, b, st)) {
+        atomic_fetch_add(&(job->parent ? job->parent : job)->purged, n);
+        job->status = SL_OK;
+    }
+}
+
+static void exec_job(struct part_writer *w, struct batch *b, struct part_job *job, uint64_t now)
+{
+    switch (job->op) {
+    case PART_OP_SEND:
+        exec_send(w, b, job, now);
+        break;
+    case PART_OP_RECEIVE:
+        exec_receive(w, b, job, now);
+        break;
+    case PART_OP_DELETE:
+    case PART_OP_CHANGE_VIS:
+    case PART_OP_RELEASE:
+        exec_by_receipt(w, b, job, now);
+        break;
+    case PART_OP_PURGE:
+        exec_purge(w, b, job);
+        break;
+    case PART_OP_BARRIER:
+        job->status = SL_OK;
+        break;
+    default:
+        SL_ASSERT(!"catalog op on a partition writer");
+    }
+}
+
+/* ---- after the commit -------------------------------------------------- */
+
+static void publish_head(struct part_writer *w, struct part_queue *q)
+{
+    sqlite3_stmt *st = stmt(w, ST_HEAD);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)q->id);
+    int64_t head = INT64_MAX;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        head = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_reset(st);
+    atomic_store(&q->per[w->index].head_priority, head);
+}
+
+/* A receive that leased what it could here: done, or on to the next
+ * partition of its plan, or (nothing found anywhere) to long polling. */
+static void receive_continue(struct part_engine *e, struct part_job *job)
+{
+    struct part_recv *r = job->recv;
+    if (job->status != SL_OK || r->nmsgs == r->max ||
+        (atomic_load(&r->flags) & PART_RECV_CANCELLED)) {
+        part__complete(job);
+        return;
+    }
+    while (r->next < r->norder) {
+        uint32_t p = r->order[r->next++];
+        if (atomic_load(&job->q->per[p].ready) > 0) {
+            part__submit_partition(e, p, job);
+            return;
+        }
+    }
+    if (r->nmsgs > 0) {
+        part__complete(job);
+    } else {
+        part__recv_no_message(e, job);
+    }
+}
+
+static void checkpoint(struct part_writer *w)
+{
+    uint32_t limit = w->engine->opt.checkpoint_pages ? w->engine->opt.checkpoint_pages : 2048;
+    if (w->wal_pages < (int)limit) {
+        return;
+    }
+    int log = 0, ckpt = 0;
+    int rc = sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log, &ckpt);
+    if (rc != SQLITE_OK) {
+        sl_log(SL_LOG_WARN, LOG_MOD, "partition %u: checkpoint: %s", w->index,
+               sqlite3_errmsg(w->db));
+        return;
+    }
+    w->wal_pages = 0;
+    /* Give deleted pages back to the file system a little at a time. */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(w->db, "PRAGMA freelist_count", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 1024) {
+        part__sql_exec(w->db, "PRAGMA incremental_vacuum(512)");
+    }
+    sqlite3_finalize(st);
+}
+
+static void mark_failed(struct part_writer *w, int rc)
+{
+    int primary = rc & 0xff;
+    if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB || primary == SQLITE_IOERR ||
+        primary == SQLITE_FULL || primary == SQLITE_CANTOPEN) {
+        if (!atomic_exchange(&w->failed, true)) {
+            sl_log(SL_LOG_ERROR, LOG_MOD,
+                   "partition %u (%s) stopped after a storage error: %s; its jobs now fail",
+                   w->index, w->path, sqlite3_errstr(rc));
+        }
+    }
+}
+
+static bool step_simple(struct part_writer *w, int which)
+{
+    sqlite3_stmt *st = w->st[which];
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        sl_log(SL_LOG_ERROR, LOG_MOD, "partition %u: %s: %s", w->index, SQL[which],
+               sqlite3_errmsg(w->db));
+        mark_failed(w, sqlite3_extended_errcode(w->db));
+        return false;
+    }
+    return true;
+}
+
+static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch *b)
+{
+    struct part_engine *e = w->engine;
+    uint64_t now = part__now(e);
+    bool ok = !atomic_load(&w->failed) && step_simple(w, ST_BEGIN);
+    if (ok) {
+        fire_timers(w, b, now);
+        for (struct part_job *j = jobs; j != NULL && !b->sql_failed; j = j->next) {
+            exec_job(w, b, j, now);
+        }
+        if (b->sql_failed) {
+            mark_failed(w, sqlite3_extended_errcode(w->db));
+        }
+        ok = !b->sql_failed && step_simple(w, ST_COMMIT);
+        if (!ok) {
+            step_simple(w, ST_ROLLBACK);
+        }
+    }
+    if (ok) {
+        for (size_t i = 0; i < b->n; i++) {
+            struct delta *d = &b->d[i];
+            part__counts_add(d->q, w->index, d->ready, d->inflight, d->delayed);
+            publish_head(w, d->q);
+        }
+        for (size_t i = 0; i < b->n; i++) {
+            if (b->d[i].woke > 0) {
+                part__wake(e, b->d[i].q, w->index, b->d[i].woke);
+            }
+        }
+    }
+    batch_clear(b);
+    while (jobs != NULL) {
+        struct part_job *j = jobs;
+        jobs = j->next;
+        j->next = NULL;
+        if (!ok) {
+            j->status = SL_EIO;
+        }
+        if (j->op == PART_OP_RECEIVE) {
+            receive_continue(e, j);
+        } else {
+            part__complete(j);
+        }
+    }
+    if (ok) {
+        checkpoint(w);
+    }
+}
+
+/* ---- thread ------------------------------------------------------------ */
+
+static void deadline_in(struct timespec *ts, uint64_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    struct part_writer *w = arg;
+    struct part_engine *e = w->engine;
+    struct batch b = {0};
+    size_t max = e->opt.max_batch_jobs ? e->opt.max_batch_jobs : 1024;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->stop && w->head == NULL && !w->kicked) {
+            if (w->timers.n == 0) {
+                pthread_cond_wait(&w->cv, &w->mu);
+                continue;
+            }
+            uint64_t now = part__now(e), due = w->timers.items[0].due;
+            if (due <= now) {
+                break;
+            }
+            struct timespec ts;
+            deadline_in(&ts, SL_MIN(due - now, 1000));
+            if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT && part__now(e) >= due) {
+                break;
+            }
+        }
+        w->kicked = false;
+        struct part_job *jobs = w->head, *last = NULL;
+        size_t n = 0;
+        for (struct part_job *j = w->head; j != NULL && n < max; j = j->next) {
+            last = j;
+            n++;
+        }
+        if (last != NULL) {
+            w->head = last->next;
+            if (w->head == NULL) {
+                w->tail = NULL;
+            }
+            last->next = NULL;
+            atomic_fetch_sub(&w->queued, (int64_t)n);
+        } else {
+            jobs = NULL;
+        }
+        bool stop = w->stop && w->head == NULL && jobs == NULL;
+        if (stop) {
+            w->exited = true;
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (jobs != NULL || w->timers.n > 0) {
+            run_batch(w, jobs, &b);
+        }
+        if (stop) {
+            break;
+        }
+    }
+    free(b.d);
+    return NULL;
+}
+
+/* ---- open / start / stop ----------------------------------------------- */
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    struct part_writer *w = arg;
+    w->wal_pages = pages;
+    return SQLITE_OK;
+}
+
+static bool rebuild(struct part_writer *w, char *why, size_t whylen)
+{
+    struct part_engine *e = w->engine;
+    sqlite3_stmt *st = NULL;
+    /* Messages of queues deleted before a crash finished their purge. */
+    if (sqlite3_prepare_v2(w->db, "SELECT DISTINCT queue_id FROM msg", -1, &st, NULL) !=
+        SQLITE_OK) {
+        goto fail;
+    }
+    uint64_t *orphans = NULL;
+    size_t norphans = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+        if (!part__queue_known(e, id)) {
+            orphans = sl_xrealloc(orphans, (norphans + 1) * sizeof *orphans);
+            orphans[norphans++] = id;
+        }
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; i < norphans; i++) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "DELETE FROM msg WHERE queue_id=%llu",
+                 (unsigned long long)orphans[i]);
+        part__sql_exec(w->db, sql);
+    }
+    free(orphans);
+
+    if (sqlite3_prepare_v2(w->db, "SELECT id, queue_id, state, visible_at, expires_at FROM msg", -1,
+                           &st, NULL) != SQLITE_OK) {
+        goto fail;
+    }
+    struct part_queue *q = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        uint64_t qid = (uint64_t)sqlite3_column_int64(st, 1);
+        int state = sqlite3_column_int(st, 2);
+        if (q == NULL || q->id != qid) {
+            part__queue_unref(q);
+            q = part__queue_ref(e, qid);
+        }
+        if (q == NULL) {
+            continue;
+        }
+        part__counts_add(q, w->index, state == PART_STATE_READY, state == PART_STATE_INFLIGHT,
+                         state == PART_STATE_DELAYED);
+        if (state != PART_STATE_READY) {
+            /* in flight after a crash: ready again when its lease would
+             * have ended (visible_at is stored) */
+            heap_push(&w->timers, (uint64_t)sqlite3_column_int64(st, 3), id, PART_TIMER_VISIBLE);
+        }
+        heap_push(&w->timers, (uint64_t)sqlite3_column_int64(st, 4), id, PART_TIMER_EXPIRE);
+    }
+    part__queue_unref(q);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        goto fail;
+    }
+    if (sqlite3_prepare_v2(w->db, "SELECT DISTINCT queue_id FROM msg WHERE state=1", -1, &st,
+                           NULL) != SQLITE_OK) {
+        goto fail;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        struct part_queue *hq = part__queue_ref(e, (uint64_t)sqlite3_column_int64(st, 0));
+        if (hq != NULL) {
+            publish_head(w, hq);
+            part__queue_unref(hq);
+        }
+    }
+    sqlite3_finalize(st);
+    return true;
+fail:
+    snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+    return false;
+}
+
+int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t index)
+{
+    w->engine = e;
+    w->index = index;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (index == UINT32_MAX) {
+        snprintf(w->path, sizeof w->path, "%s/catalog.db", e->data_dir);
+        return SL_OK; /* the catalog's connection lives in part_catalog.c */
+    }
+    snprintf(w->path, sizeof w->path, "%s/part-%04u.db", e->data_dir, index);
+    char why[512] = "";
+    int rc = sqlite3_open_v2(w->path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(why, sizeof why, "%s", w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    char pragmas[512];
+    snprintf(pragmas, sizeof pragmas,
+             "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
+             " PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;"
+             " PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;",
+             e->opt.durability == PART_DURABILITY_FSYNC ? "FULL" : "NORMAL");
+    if (part__sql_exec(w->db, pragmas) != SL_OK || part__sql_exec(w->db, PART_SCHEMA) != SL_OK) {
+        snprintf(why, sizeof why, "%s", sqlite3_errmsg(w->db));
+        goto fail;
+    }
+    for (int i = 0; i < ST_COUNT_; i++) {
+        if (sqlite3_prepare_v3(w->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
+            SQLITE_OK) {
+            snprintf(why, sizeof why, "%s", sqlite3_errmsg(w->db));
+            goto fail;
+        }
+    }
+    sqlite3_wal_hook(w->db, wal_hook, w);
+    if (!rebuild(w, why, sizeof why)) {
+        goto fail;
+    }
+    return SL_OK;
+fail:
+    sl_log(SL_LOG_ERROR, LOG_MOD,
+           "partition %u (%s) is unusable and stays stopped: %s; jobs to it fail with SL_EIO",
+           index, w->path, why);
+    for (int i = 0; i < ST_COUNT_; i++) {
+        sqlite3_finalize(w->st[i]);
+        w->st[i] = NULL;
+    }
+    sqlite3_close(w->db);
+    w->db = NULL;
+    atomic_store(&w->failed, true);
+    return SL_EIO;
+}
+
+static void *catalog_main(void *arg)
+{
+    struct part_writer *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->stop && w->head == NULL) {
+            pthread_cond_wait(&w->cv, &w->mu);
+        }
+        struct part_job *job = w->head;
+        if (job != NULL) {
+            w->head = job->next;
+            if (w->head == NULL) {
+                w->tail = NULL;
+            }
+            job->next = NULL;
+        } else {
+            w->exited = true;
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (job == NULL) {
+            break;
+        }
+        part__catalog_exec(w->engine, job);
+    }
+    return NULL;
+}
+
+int part__writer_start(struct part_writer *w)
+{
+    if (atomic_load(&w->failed)) {
+        return SL_OK;
+    }
+    if (pthread_create(&w->thread, NULL, w->index == UINT32_MAX ? catalog_main : writer_main, w) !=
+        0) {
+        return SL_EIO;
+    }
+    w->started = true;
+    return SL_OK;
+}
+
+void part__writer_stop(struct part_writer *w)
+{
+    if (w->started) {
+        pthread_mutex_lock(&w->mu);
+        w->stop = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->thread, NULL);
+        w->started = false;
+    }
+    for (int i = 0; i < ST_COUNT_; i++) {
+        sqlite3_finalize(w->st[i]);
+        w->st[i] = NULL;
+    }
+    if (w->db != NULL) {
+        sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        sqlite3_close(w->db);
+        w->db = NULL;
+    }
+    free(w->timers.items);
+    w->timers = (struct part_heap){0};
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+}

@@ -1,0 +1,295 @@
+/*
+ * part_test_util.h -- shared harness of the partitions tests: a temp
+ * data_dir, an injected clock, a real uv_loop run on the test thread, and
+ * synchronous wrappers that submit a job and run the loop until its
+ * completion arrives (bounded by a guard timer).
+ *
+ * Everything is static: each test_*.c is its own executable.
+ */
+#ifndef PART_TEST_UTIL_H
+#define PART_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "part.h"
+
+#define T_START_MS 1700000000000ull
+
+struct t_msg {
+    char id[PART_MSG_ID_LEN + 1];
+    char receipt[PART_RECEIPT_MAX];
+    char body[256];
+    char group[64];
+    uint32_t receive_count;
+    uint32_t partition;
+    uint64_t source_queue_id;
+    uint64_t queue_id;
+    int64_t priority;
+    uint64_t sent_ms;
+    uint64_t first_receive_ms;
+};
+
+struct t_done {
+    bool done;
+    int status;
+    size_t count; /* sent / messages / entries */
+    char sent_ids[PART_MAX_BATCH][PART_MSG_ID_LEN + 1];
+    struct t_msg msgs[PART_MAX_BATCH];
+    int entry[PART_MAX_BATCH];
+    uint64_t queue_id;
+    char queue_name[128];
+    uint64_t purged;
+};
+
+struct t_env {
+    char dir[128];
+    uv_loop_t loop;
+    struct part_engine *e;
+    struct part_client *c;
+    _Atomic uint64_t now;
+    uint32_t nparts;
+    enum part_durability durability;
+};
+
+static uint64_t t_clock(void *ctx)
+{
+    return atomic_load((_Atomic uint64_t *)ctx);
+}
+
+static void t_advance(struct t_env *t, uint64_t ms)
+{
+    atomic_fetch_add(&t->now, ms);
+}
+
+static void t_on_done(struct part_cookie ck, int status, const struct part_result *res)
+{
+    struct t_done *d = ck.ptr;
+    assert_false(d->done); /* exactly once */
+    d->done = true;
+    d->status = status;
+    d->count = 0;
+    if (res->sent_count) {
+        d->count = res->sent_count;
+        for (size_t i = 0; i < res->sent_count; i++) {
+            snprintf(d->sent_ids[i], sizeof d->sent_ids[i], "%s", res->sent[i].message_id);
+        }
+    }
+    if (res->message_count) {
+        d->count = res->message_count;
+        for (size_t i = 0; i < res->message_count; i++) {
+            const struct part_message *m = &res->messages[i];
+            struct t_msg *o = &d->msgs[i];
+            snprintf(o->id, sizeof o->id, "%s", m->message_id);
+            snprintf(o->receipt, sizeof o->receipt, "%s", m->receipt);
+            snprintf(o->body, sizeof o->body, "%.*s", (int)m->body.n, m->body.p);
+            snprintf(o->group, sizeof o->group, "%s", m->group_id ? m->group_id : "");
+            o->receive_count = m->receive_count;
+            o->partition = m->partition;
+            o->source_queue_id = m->source_queue_id;
+            o->queue_id = m->queue_id;
+            o->priority = m->priority;
+            o->sent_ms = m->sent_ms;
+            o->first_receive_ms = m->first_receive_ms;
+        }
+    }
+    if (res->entry_count) {
+        d->count = res->entry_count;
+        memcpy(d->entry, res->entry_status, res->entry_count * sizeof(int));
+    }
+    if (res->queue) {
+        d->queue_id = res->queue->id;
+        snprintf(d->queue_name, sizeof d->queue_name, "%s", res->queue->name);
+    }
+    d->purged = res->purged;
+}
+
+static void t_guard_cb(uv_timer_t *t)
+{
+    *(bool *)t->data = true;
+}
+
+/* Runs the loop until d completes; fails the test after 20 s. */
+static void t_wait(struct t_env *t, struct t_done *d)
+{
+    bool expired = false;
+    uv_timer_t guard;
+    uv_timer_init(&t->loop, &guard);
+    guard.data = &expired;
+    uv_timer_start(&guard, t_guard_cb, 20000, 0);
+    while (!d->done && !expired) {
+        uv_run(&t->loop, UV_RUN_ONCE);
+    }
+    uv_close((uv_handle_t *)&guard, NULL);
+    uv_run(&t->loop, UV_RUN_NOWAIT);
+    assert_true(d->done);
+}
+
+static struct part_cookie t_ck(struct t_done *d)
+{
+    memset(d, 0, sizeof *d);
+    return (struct part_cookie){d, 0, 0};
+}
+
+static void t_open(struct t_env *t)
+{
+    struct part_options o = {.data_dir = t->dir,
+                             .partitions = t->nparts,
+                             .durability = t->durability,
+                             .now_ms = t_clock,
+                             .clock_ctx = (void *)&t->now};
+    char err[512] = "";
+    int rc = part_engine_open(&o, &t->e, err, sizeof err);
+    if (rc != SL_OK) {
+        fprintf(stderr, "open: %s\n", err);
+    }
+    assert_int_equal(rc, SL_OK);
+    assert_int_equal(part_client_new(t->e, &t->loop, &t->c), SL_OK);
+}
+
+static void t_close(struct t_env *t)
+{
+    part_client_close(t->c);
+    uv_run(&t->loop, UV_RUN_NOWAIT);
+    part_engine_close(t->e);
+    t->e = NULL;
+    t->c = NULL;
+}
+
+static void t_rmrf(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int t_setup_n(void **state, uint32_t nparts)
+{
+    struct t_env *t = calloc(1, sizeof *t);
+    snprintf(t->dir, sizeof t->dir, "/tmp/sluice-part-test-XXXXXX");
+    if (mkdtemp(t->dir) == NULL) {
+        return -1;
+    }
+    atomic_init(&t->now, T_START_MS);
+    t->nparts = nparts;
+    t->durability = PART_DURABILITY_OS;
+    uv_loop_init(&t->loop);
+    t_open(t);
+    *state = t;
+    return 0;
+}
+
+static int t_setup(void **state)
+{
+    return t_setup_n(state, 2);
+}
+
+static int t_teardown(void **state)
+{
+    struct t_env *t = *state;
+    if (t->e != NULL) {
+        t_close(t);
+    }
+    uv_run(&t->loop, UV_RUN_NOWAIT);
+    assert_int_equal(uv_loop_close(&t->loop), 0);
+    t_rmrf(t->dir);
+    free(t);
+    return 0;
+}
+
+/* ---- synchronous wrappers ---- */
+
+static uint64_t t_create(struct t_env *t, const char *tenant, const char *name,
+                         const struct part_queue_config *cfg)
+{
+    struct t_done d;
+    assert_int_equal(
+        part_queue_create(t->c, tenant, name, cfg, NULL, 0, NULL, 0, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.status, SL_OK);
+    return d.queue_id;
+}
+
+static void t_send_ex(struct t_env *t, uint64_t q, uint32_t p, const char *body, int32_t delay_s,
+                      bool has_prio, int64_t prio, struct t_done *d)
+{
+    struct part_send_entry en = {.body = sl_slice_cstr(body),
+                                 .attrs = SL_SLICE_LIT("a"),
+                                 .delay_s = delay_s,
+                                 .has_priority = has_prio,
+                                 .priority = prio};
+    assert_int_equal(part_send(t->c, q, p, &en, 1, t_ck(d), t_on_done), SL_OK);
+    t_wait(t, d);
+}
+
+static void t_send(struct t_env *t, uint64_t q, uint32_t p, const char *body)
+{
+    struct t_done d;
+    t_send_ex(t, q, p, body, -1, false, 0, &d);
+    assert_int_equal(d.status, SL_OK);
+    assert_int_equal(d.count, 1);
+}
+
+/* Receive from partitions [0, nparts) without waiting. */
+static void t_recv(struct t_env *t, uint64_t q, uint32_t max, int32_t vis, struct t_done *d)
+{
+    uint32_t parts[64];
+    for (uint32_t i = 0; i < t->nparts; i++) {
+        parts[i] = i;
+    }
+    struct part_receive_req req = {.queue_id = q,
+                                   .partitions = parts,
+                                   .partition_count = t->nparts,
+                                   .max_messages = max,
+                                   .visibility_s = vis,
+                                   .wait_ms = 0};
+    assert_int_equal(part_receive(t->c, &req, t_ck(d), t_on_done, NULL), SL_OK);
+    t_wait(t, d);
+}
+
+static void t_delete(struct t_env *t, uint64_t q, const char *receipt, struct t_done *d)
+{
+    const char *h[1] = {receipt};
+    assert_int_equal(part_delete(t->c, q, h, 1, t_ck(d), t_on_done), SL_OK);
+    t_wait(t, d);
+    assert_int_equal(d->status, SL_OK);
+}
+
+static void t_chvis(struct t_env *t, uint64_t q, const char *receipt, uint32_t vis,
+                    struct t_done *d)
+{
+    struct part_visibility_entry en = {receipt, vis};
+    assert_int_equal(part_change_visibility(t->c, q, &en, 1, t_ck(d), t_on_done), SL_OK);
+    t_wait(t, d);
+    assert_int_equal(d->status, SL_OK);
+}
+
+/* Waits until every partition committed what was queued and ran its due
+ * timers (the clock may have moved). */
+static void t_sync(struct t_env *t)
+{
+    for (uint32_t p = 0; p < t->nparts; p++) {
+        struct t_done d;
+        assert_int_equal(part_barrier(t->c, p, t_ck(&d), t_on_done), SL_OK);
+        t_wait(t, &d);
+    }
+}
+
+static struct part_counts t_counts(struct t_env *t, uint64_t q)
+{
+    struct part_counts c;
+    assert_int_equal(part_queue_counts(t->e, q, PART_ALL_PARTITIONS, &c), SL_OK);
+    return c;
+}
+
+#endif
