@@ -181,10 +181,10 @@ static void on_signal(uv_signal_t *h, int signum)
         reload(p);
         return;
     }
+    /* The handlers stay installed while the server drains: a second
+     * SIGTERM must not kill the process before storage is committed. */
     p->signum_stop = signum;
-    uv_close((uv_handle_t *)&p->sigterm, NULL);
-    uv_close((uv_handle_t *)&p->sigint, NULL);
-    uv_close((uv_handle_t *)&p->sighup, NULL);
+    uv_stop(h->loop);
 }
 
 /* ---- main --------------------------------------------------------------- */
@@ -249,12 +249,15 @@ static int run(struct process *p)
         uv_signal_start(handles[i], on_signal, signums[i]);
     }
     uv_run(&loop, UV_RUN_DEFAULT); /* until SIGTERM or SIGINT */
-    uv_loop_close(&loop);
 
     sl_log(SL_LOG_INFO, "main", "%s: shutting down (grace %d ms)",
            p->signum_stop == SIGINT ? "SIGINT" : "SIGTERM", SHUTDOWN_GRACE_MS);
     gw_server_stop(server, SHUTDOWN_GRACE_MS);
     gw_server_free(server);
+    for (size_t i = 0; i < SL_ARRAY_LEN(handles); i++)
+        uv_close((uv_handle_t *)handles[i], NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
     status = 0;
 out_api:
     gw_api_free(p->api); /* commits and closes storage */

@@ -1,0 +1,514 @@
+/*
+ * it_harness.c -- see it_harness.h. Runs the real sluiced as a child process
+ * and talks to it with libcurl (HTTP/2) and raw sockets / OpenSSL.
+ *
+ * Threading: single-threaded use, except it_request(), which may be called
+ * from several threads at once (one easy handle per call).
+ */
+#include "it_harness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+int it_passed, it_failed;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int it_summary(void)
+{
+    printf("%d passed, %d failed\n", it_passed, it_failed);
+    fflush(stdout);
+    return it_failed == 0 && it_passed > 0 ? 0 : 1;
+}
+
+const char *it_sluiced_path(void)
+{
+    static char path[512];
+    const char *dir = getenv("SLUICE_BUILD_DIR");
+    snprintf(path, sizeof(path), "%s/sluiced", dir != NULL ? dir : "build");
+    return path;
+}
+
+/* A port the kernel says is free right now (bind port 0, read it, close). */
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    size_t n = strlen(text);
+    int rv = fwrite(text, 1, n, f) == n ? 0 : -1;
+    return fclose(f) == 0 ? rv : -1;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n < 2048) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+void it_config_yaml(const struct it_server *s, const struct it_options *opt, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap,
+                     "listen: 127.0.0.1:%u\n"
+                     "region: " IT_REGION "\n"
+                     "data_dir: %s\n"
+                     "partitions: 2\n"
+                     "shard_size: 1\n"
+                     "durability: os\n"
+                     "io_threads: %u\n",
+                     s->port, s->data_dir, opt->io_threads != 0 ? opt->io_threads : 2);
+    if (opt->tls)
+        n += snprintf(buf + n, cap - (size_t)n, "tls:\n  cert_file: %s\n  key_file: %s\n",
+                      s->cert_path, s->key_path);
+    if (opt->admin)
+        n += snprintf(buf + n, cap - (size_t)n,
+                      "admin:\n  listen: 127.0.0.1:%u\n  access_key_id: " IT_ADMIN_KEY
+                      "\n  secret_access_key: " IT_ADMIN_SECRET "\n",
+                      s->admin_port);
+    if (opt->tenants_yaml != NULL)
+        n += snprintf(buf + n, cap - (size_t)n, "%s", opt->tenants_yaml);
+    else
+        n += snprintf(buf + n, cap - (size_t)n,
+                      "tenants:\n  " IT_TENANT ":\n    access_key_id: " IT_KEY
+                      "\n    secret_access_key: " IT_SECRET "\n");
+    if (opt->extra_yaml != NULL)
+        snprintf(buf + n, cap - (size_t)n, "%s", opt->extra_yaml);
+}
+
+int it_server_write_config(const struct it_server *s, const char *yaml)
+{
+    return write_file(s->config_path, yaml);
+}
+
+static int make_cert(struct it_server *s)
+{
+    snprintf(s->cert_path, sizeof(s->cert_path), "%s/server.crt", s->dir);
+    snprintf(s->key_path, sizeof(s->key_path), "%s/server.key", s->dir);
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd),
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout '%s' -out '%s' -days 2 -subj /CN=127.0.0.1 "
+             "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1",
+             s->key_path, s->cert_path);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void print_log(const struct it_server *s)
+{
+    char *log = read_file(s->log_path);
+    fprintf(stderr, "---- sluiced log (%s) ----\n%s---- end of log ----\n", s->log_path,
+            log != NULL ? log : "(none)\n");
+    free(log);
+}
+
+int it_server_start(struct it_server *s, const struct it_options *opt)
+{
+    static bool curl_ready;
+    if (!curl_ready) {
+        curl_global_init(CURL_GLOBAL_ALL);
+        curl_ready = true;
+    }
+    memset(s, 0, sizeof(*s));
+    snprintf(s->dir, sizeof(s->dir), "/tmp/sluice-it-XXXXXX");
+    if (mkdtemp(s->dir) == NULL) {
+        perror("mkdtemp");
+        return -1;
+    }
+    snprintf(s->config_path, sizeof(s->config_path), "%s/sluice.yaml", s->dir);
+    snprintf(s->data_dir, sizeof(s->data_dir), "%s/data", s->dir);
+    snprintf(s->log_path, sizeof(s->log_path), "%s/sluiced.log", s->dir);
+    s->tls = opt->tls;
+    s->port = free_port();
+    s->admin_port = opt->admin ? free_port() : 0;
+    const char *scheme = opt->tls ? "https" : "http";
+    snprintf(s->base_url, sizeof(s->base_url), "%s://127.0.0.1:%u", scheme, s->port);
+    snprintf(s->admin_url, sizeof(s->admin_url), "%s://127.0.0.1:%u", scheme, s->admin_port);
+    if (s->port == 0 || (opt->admin && s->admin_port == 0)) {
+        fprintf(stderr, "it: no free port\n");
+        return -1;
+    }
+    if (opt->tls && make_cert(s) != 0) {
+        fprintf(stderr, "it: openssl could not make a certificate\n");
+        return -1;
+    }
+    char yaml[8192];
+    it_config_yaml(s, opt, yaml, sizeof(yaml));
+    if (it_server_write_config(s, yaml) != 0) {
+        perror("it: write config");
+        return -1;
+    }
+
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(s->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (chdir(s->dir) != 0)
+            _exit(126);
+        execl(it_sluiced_path(), "sluiced", "--config", s->config_path, (char *)NULL);
+        _exit(127);
+    }
+    s->pid = pid;
+    /* Up to ~20 s: sanitizer builds on a busy 2-core machine start slowly. */
+    for (int i = 0; i < 400; i++) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            s->pid = 0;
+            fprintf(stderr, "it: sluiced exited during start-up (status %d)\n",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+            print_log(s);
+            return -1;
+        }
+        if (it_healthz(s))
+            return 0;
+        sleep_ms(50);
+    }
+    fprintf(stderr, "it: sluiced did not become healthy\n");
+    print_log(s);
+    return -1;
+}
+
+void it_server_signal(const struct it_server *s, int signum)
+{
+    if (s->pid > 0)
+        kill(s->pid, signum);
+}
+
+int it_server_stop(struct it_server *s)
+{
+    if (s->pid <= 0)
+        return -1;
+    kill(s->pid, SIGTERM);
+    for (int i = 0; i < 1200; i++) {
+        int st;
+        pid_t r = waitpid(s->pid, &st, WNOHANG);
+        if (r == s->pid) {
+            s->pid = 0;
+            if (WIFEXITED(st))
+                return WEXITSTATUS(st);
+            fprintf(stderr, "it: sluiced died of signal %d\n", WTERMSIG(st));
+            print_log(s);
+            return -1;
+        }
+        sleep_ms(50);
+    }
+    fprintf(stderr, "it: sluiced did not exit after SIGTERM; killing it\n");
+    print_log(s);
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+    return -1;
+}
+
+void it_server_cleanup(struct it_server *s)
+{
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+    if (s->dir[0] != '\0' && getenv("SLUICE_IT_KEEP") == NULL) {
+        char cmd[400];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "it: could not remove %s\n", s->dir);
+    }
+}
+
+bool it_log_contains(const struct it_server *s, const char *text)
+{
+    char *log = read_file(s->log_path);
+    bool found = log != NULL && strstr(log, text) != NULL;
+    free(log);
+    return found;
+}
+
+bool it_wait_log(const struct it_server *s, const char *text, int timeout_ms)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 50) {
+        if (it_log_contains(s, text))
+            return true;
+        sleep_ms(50);
+    }
+    return false;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+struct grow {
+    char *p;
+    size_t n;
+};
+
+static size_t on_bytes(char *data, size_t size, size_t nmemb, void *user)
+{
+    struct grow *g = user;
+    size_t n = size * nmemb;
+    g->p = realloc(g->p, g->n + n + 1);
+    memcpy(g->p + g->n, data, n);
+    g->n += n;
+    g->p[g->n] = '\0';
+    return n;
+}
+
+int it_request(const struct it_server *s, const struct it_request *req, struct it_response *out)
+{
+    memset(out, 0, sizeof(*out));
+    CURL *h = curl_easy_init();
+    if (h == NULL)
+        return CURLE_FAILED_INIT;
+    char url[512];
+    snprintf(url, sizeof(url), "%s%s", req->admin ? s->admin_url : s->base_url,
+             req->path != NULL ? req->path : "/");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : 30000L);
+    long version = req->http1 ? CURL_HTTP_VERSION_1_1
+                   : s->tls   ? CURL_HTTP_VERSION_2TLS
+                              : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, version);
+    if (s->tls) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    const char *method = req->method != NULL ? req->method : "GET";
+    if (req->body != NULL) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    }
+    if (strcmp(method, "GET") != 0 && !(strcmp(method, "POST") == 0 && req->body != NULL))
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    struct curl_slist *hdrs = NULL;
+    for (size_t i = 0; req->headers != NULL && req->headers[i] != NULL; i++)
+        hdrs = curl_slist_append(hdrs, req->headers[i]);
+    /* libcurl adds "Expect: 100-continue" to large HTTP/1.1 bodies. */
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    char userpwd[256];
+    if (req->access_key != NULL && req->secret != NULL) {
+        curl_easy_setopt(h, CURLOPT_AWS_SIGV4, "aws:amz:" IT_REGION ":sqs");
+        snprintf(userpwd, sizeof(userpwd), "%s:%s", req->access_key, req->secret);
+        curl_easy_setopt(h, CURLOPT_USERPWD, userpwd);
+    }
+    struct grow body = {0}, headers = {0};
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_bytes);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_bytes);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &headers);
+
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &out->http_version);
+    out->body = body.p != NULL ? body.p : calloc(1, 1);
+    out->body_len = body.n;
+    out->headers = headers.p != NULL ? headers.p : calloc(1, 1);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    return (int)rc;
+}
+
+int it_sqs(const struct it_server *s, const char *action, const char *json, const char *key,
+           const char *secret, struct it_response *out)
+{
+    char target[128];
+    snprintf(target, sizeof(target), "x-amz-target: AmazonSQS.%s", action);
+    const char *headers[] = {target, "content-type: application/x-amz-json-1.0", NULL};
+    struct it_request req = {
+        .method = "POST",
+        .path = "/",
+        .headers = headers,
+        .body = json,
+        .body_len = strlen(json),
+        .access_key = key,
+        .secret = secret,
+    };
+    return it_request(s, &req, out);
+}
+
+bool it_response_header(const struct it_response *r, const char *name, char *buf, size_t cap)
+{
+    size_t nlen = strlen(name);
+    for (const char *line = r->headers; line != NULL && *line != '\0';) {
+        const char *eol = strstr(line, "\r\n");
+        size_t len = eol != NULL ? (size_t)(eol - line) : strlen(line);
+        if (len > nlen && strncasecmp(line, name, nlen) == 0 && line[nlen] == ':') {
+            const char *v = line + nlen + 1;
+            while (*v == ' ')
+                v++;
+            size_t vlen = (size_t)(line + len - v);
+            if (vlen >= cap)
+                vlen = cap - 1;
+            memcpy(buf, v, vlen);
+            buf[vlen] = '\0';
+            return true;
+        }
+        line = eol != NULL ? eol + 2 : NULL;
+    }
+    return false;
+}
+
+void it_response_free(struct it_response *r)
+{
+    free(r->headers);
+    free(r->body);
+    memset(r, 0, sizeof(*r));
+}
+
+bool it_healthz(const struct it_server *s)
+{
+    struct it_request req = {.method = "GET", .path = "/healthz", .timeout_ms = 5000};
+    struct it_response r;
+    int rc = it_request(s, &req, &r);
+    bool ok = rc == 0 && r.status == 200 && strcmp(r.body, "ok") == 0;
+    it_response_free(&r);
+    return ok;
+}
+
+static int connect_local(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+long it_raw_exchange(const struct it_server *s, const void *bytes, size_t n, char *reply,
+                     size_t cap, int timeout_ms)
+{
+    int fd = connect_local(s->port);
+    if (fd < 0)
+        return -1;
+    if (n > 0 && send(fd, bytes, n, MSG_NOSIGNAL) < 0) {
+        close(fd);
+        return 0; /* already closed by the server */
+    }
+    size_t got = 0;
+    long result = -1;
+    for (int waited = 0; waited < timeout_ms;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int rv = poll(&p, 1, 100);
+        waited += 100;
+        if (rv <= 0)
+            continue;
+        char tmp[4096];
+        ssize_t r = recv(fd, tmp, sizeof(tmp), 0);
+        if (r <= 0) { /* EOF or reset: the server closed */
+            result = (long)got;
+            break;
+        }
+        size_t take = (size_t)r < cap - 1 - got ? (size_t)r : cap - 1 - got;
+        memcpy(reply + got, tmp, take);
+        got += take;
+    }
+    reply[got] = '\0';
+    close(fd);
+    return result;
+}
+
+bool it_tls_handshake(const struct it_server *s, const unsigned char *alpn, unsigned alpn_len)
+{
+    int fd = connect_local(s->port);
+    if (fd < 0)
+        return false;
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL *ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    SSL_set_alpn_protos(ssl, alpn, alpn_len);
+    bool ok = false;
+    if (SSL_connect(ssl) == 1) {
+        const unsigned char *p;
+        unsigned len;
+        SSL_get0_alpn_selected(ssl, &p, &len);
+        ok = len == 2 && memcmp(p, "h2", 2) == 0;
+        /* A server that let a non-h2 client through would now read from
+         * it; make sure the connection really is closed on us. */
+        if (!ok) {
+            char b;
+            ok = SSL_read(ssl, &b, 1) > 0;
+        }
+    }
+    ERR_clear_error();
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(fd);
+    return ok;
+}
+
+int it_run_sluiced(const char *args, char **err_out)
+{
+    char tmpl[] = "/tmp/sluice-it-err-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "'%s' %s 2>'%s' >/dev/null", it_sluiced_path(), args, tmpl);
+    int st = system(cmd);
+    *err_out = read_file(tmpl);
+    if (*err_out == NULL)
+        *err_out = calloc(1, 1);
+    unlink(tmpl);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
