@@ -476,6 +476,42 @@ int gw__sqs_member_string(const struct json_t *obj, const char *name, bool requi
  * type, as AWS's Java deserializer words it. */
 int gw__sqs_type_error(const struct json_t *value, const char *expected, struct gw_sqs_err *err);
 
+/* The decoding state shared by the decoder files. */
+struct gw_sqs_dec {
+    struct gw_sqs_request *r;
+    struct gw_sqs_err *err; /* the request's error */
+};
+
+/* gw__sqs_alloc that sets InternalError on failure. */
+void *gw__sqs_dec_alloc(struct gw_sqs_dec *d, size_t count, size_t size);
+int gw__sqs_missing(struct gw_sqs_err *err, const char *name);
+int gw__sqs_member_int(const struct json_t *obj, const char *name, bool required, int64_t min,
+                       int64_t max, const char *reason, int32_t *out, bool *has,
+                       struct gw_sqs_err *err);
+int gw__sqs_member_object(const struct json_t *obj, const char *name, bool required,
+                          const struct json_t **out, struct gw_sqs_err *err);
+int gw__sqs_member_array(const struct json_t *obj, const char *name, bool required,
+                         const struct json_t **out, struct gw_sqs_err *err);
+
+/* Returned by gw__sqs_decode_send_entry when the entry's content is
+ * invalid: *fail says why, the request itself may go on. */
+#define GW__SQS_ENTRY_FAILED 1
+
+/* Decodes one message (SendMessage's members or a batch entry) from obj.
+ * Structural errors (types) go to d->err with SL_EINVAL; content errors
+ * go to fail with GW__SQS_ENTRY_FAILED (fail may be d->err). Does not
+ * check the size limit (see gw__sqs_message_too_long). */
+int gw__sqs_decode_send_entry(struct gw_sqs_dec *d, const struct json_t *obj,
+                              struct gw_sqs_send_entry *e, struct gw_sqs_err *fail);
+int gw__sqs_message_too_long(struct gw_sqs_err *err);
+
+/* MessageGroupId / MessageDeduplicationId / ReceiveRequestAttemptId:
+ * 1..128 characters, alphanumeric or punctuation (ASCII 0x21..0x7e). */
+bool gw__sqs_token_valid(struct sl_slice s);
+
+/* False for the FIFO-only queue attributes on a standard queue. */
+bool gw__sqs_qattr_applies(enum gw_sqs_qattr a, bool fifo);
+
 /* ---- replies ------------------------------------------------------------ */
 
 /* A whole answer: status, the two SQS headers and the body. */

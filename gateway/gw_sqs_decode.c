@@ -1,7 +1,26 @@
 /*
- * gw_sqs_decode.c -- AWS JSON 1.0 request bodies into typed requests.
- * (First slice: JSON well-formedness only; per-action decoding follows.)
+ * gw_sqs_decode.c -- AWS JSON 1.0 request bodies into the typed requests of
+ * gw_sqs.h, with SQS's validation of every member.
+ *
+ * Rules (research/sqs-peers.md 1.2, 1.4, 1.8):
+ *  - The body is a JSON object; an empty body counts as {}. Anything else,
+ *    and any member of the wrong JSON type, is SerializationException, as
+ *    AWS's deserializer answers (the message names the JSON token, e.g.
+ *    "STRING_VALUE can not be converted to an Integer").
+ *  - Unknown members are ignored and null counts as absent, as in AWS.
+ *  - A missing (or empty) required member is MissingParameter: "The request
+ *    must contain the parameter X."
+ *  - Ranges answer InvalidParameterValue with SQS's wording
+ *    ("Value 11 for parameter MaxNumberOfMessages is invalid. Reason: ...").
+ *  - Batch structure (count, Ids) fails the whole request; the content of
+ *    one SendMessageBatch entry (body, attributes, delay, ids) fails only
+ *    that entry, which the action reports in "Failed".
+ *
+ * Threading: pure; any thread. Ownership: see gw_sqs.h (slices borrow from
+ * the request's document and blocks).
  */
+#include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +32,12 @@ struct gw_sqs_block {
     struct gw_sqs_block *next;
     max_align_t data[];
 };
+
+#define MAX_RESULTS_LIMIT 1000
+#define MOVE_TASK_MAX_RATE 500
+#define MOVE_TASKS_MAX_RESULTS 10
+
+/* ---- allocation ------------------------------------------------------------ */
 
 void *gw__sqs_alloc(struct gw_sqs_request *r, size_t count, size_t size)
 {
@@ -30,22 +55,785 @@ void *gw__sqs_alloc(struct gw_sqs_request *r, size_t count, size_t size)
     return b->data;
 }
 
+void *gw__sqs_dec_alloc(struct gw_sqs_dec *d, size_t count, size_t size)
+{
+    void *p = gw__sqs_alloc(d->r, count == 0 ? 1 : count, size);
+    if (p == NULL) {
+        gw_sqs_err_set(d->err, GW_SQS_E_INTERNAL_ERROR, NULL);
+    }
+    return p;
+}
+
+/* ---- member access ------------------------------------------------------------ */
+
+int gw__sqs_type_error(const json_t *value, const char *expected, struct gw_sqs_err *err)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "Start of structure or map found where not expected.");
+    case JSON_ARRAY:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "Start of list found where not expected.");
+    case JSON_STRING:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "STRING_VALUE can not be converted to %s", expected);
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "NUMBER_VALUE can not be converted to %s", expected);
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "BOOLEAN_VALUE can not be converted to %s", expected);
+    case JSON_NULL:
+        break;
+    }
+    return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION, NULL);
+}
+
+int gw__sqs_missing(struct gw_sqs_err *err, const char *name)
+{
+    return gw_sqs_err_set(err, GW_SQS_E_MISSING_PARAMETER,
+                          "The request must contain the parameter %s.", name);
+}
+
+static const json_t *member(const json_t *obj, const char *name)
+{
+    const json_t *v = obj != NULL ? json_object_get(obj, name) : NULL;
+    return v != NULL && !json_is_null(v) ? v : NULL;
+}
+
+int gw__sqs_member_string(const json_t *obj, const char *name, bool required, struct sl_slice *out,
+                          bool *has, struct gw_sqs_err *err)
+{
+    const json_t *v = member(obj, name);
+    *out = (struct sl_slice){NULL, 0};
+    if (has != NULL) {
+        *has = false;
+    }
+    if (v == NULL) {
+        return required ? gw__sqs_missing(err, name) : SL_OK;
+    }
+    if (!json_is_string(v)) {
+        return gw__sqs_type_error(v, "a String", err);
+    }
+    *out = (struct sl_slice){json_string_value(v), json_string_length(v)};
+    if (required && out->n == 0) {
+        return gw__sqs_missing(err, name);
+    }
+    if (has != NULL) {
+        *has = true;
+    }
+    return SL_OK;
+}
+
+/* An Integer member in [min, max]; reason completes SQS's sentence. */
+int gw__sqs_member_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max,
+                       const char *reason, int32_t *out, bool *has, struct gw_sqs_err *err)
+{
+    const json_t *v = member(obj, name);
+    if (has != NULL) {
+        *has = false;
+    }
+    if (v == NULL) {
+        return required ? gw__sqs_missing(err, name) : SL_OK;
+    }
+    if (!json_is_integer(v)) {
+        return gw__sqs_type_error(v, "an Integer", err);
+    }
+    json_int_t x = json_integer_value(v);
+    if (x < INT32_MIN || x > INT32_MAX) {
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "NUMBER_VALUE can not be converted to an Integer");
+    }
+    if (x < min || x > max) {
+        return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                              "Value %" PRId64 " for parameter %s is invalid. Reason: %s",
+                              (int64_t)x, name, reason);
+    }
+    *out = (int32_t)x;
+    if (has != NULL) {
+        *has = true;
+    }
+    return SL_OK;
+}
+
+int gw__sqs_member_object(const json_t *obj, const char *name, bool required, const json_t **out,
+                          struct gw_sqs_err *err)
+{
+    const json_t *v = member(obj, name);
+    *out = NULL;
+    if (v == NULL) {
+        return required ? gw__sqs_missing(err, name) : SL_OK;
+    }
+    if (!json_is_object(v)) {
+        return gw__sqs_type_error(v, "a Map", err);
+    }
+    *out = v;
+    return SL_OK;
+}
+
+int gw__sqs_member_array(const json_t *obj, const char *name, bool required, const json_t **out,
+                         struct gw_sqs_err *err)
+{
+    const json_t *v = member(obj, name);
+    *out = NULL;
+    if (v == NULL) {
+        return required ? gw__sqs_missing(err, name) : SL_OK;
+    }
+    if (!json_is_array(v)) {
+        return gw__sqs_type_error(v, "a List", err);
+    }
+    *out = v;
+    return SL_OK;
+}
+
+/* A list of strings into slices owned by the request. */
+static int member_string_list(struct gw_sqs_dec *d, const json_t *obj, const char *name,
+                              bool required, struct sl_slice **out, size_t *n)
+{
+    const json_t *arr;
+    *out = NULL;
+    *n = 0;
+    int rc = gw__sqs_member_array(obj, name, required, &arr, d->err);
+    if (rc != SL_OK || arr == NULL) {
+        return rc;
+    }
+    size_t count = json_array_size(arr);
+    if (required && count == 0) {
+        return gw__sqs_missing(d->err, name);
+    }
+    struct sl_slice *s = gw__sqs_dec_alloc(d, count, sizeof(*s));
+    if (s == NULL) {
+        return SL_ENOMEM;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const json_t *v = json_array_get(arr, i);
+        if (!json_is_string(v)) {
+            return gw__sqs_type_error(v, "a String", d->err);
+        }
+        s[i] = (struct sl_slice){json_string_value(v), json_string_length(v)};
+    }
+    *out = s;
+    *n = count;
+    return SL_OK;
+}
+
+/* A map of strings (tags) into key/value slices owned by the request. */
+static int member_string_map(struct gw_sqs_dec *d, const json_t *obj, const char *name,
+                             bool required, struct gw_sqs_tag **out, size_t *n)
+{
+    const json_t *map;
+    *out = NULL;
+    *n = 0;
+    int rc = gw__sqs_member_object(obj, name, required, &map, d->err);
+    if (rc != SL_OK || map == NULL) {
+        return rc;
+    }
+    size_t count = json_object_size(map);
+    if (required && count == 0) {
+        return gw__sqs_missing(d->err, name);
+    }
+    struct gw_sqs_tag *t = gw__sqs_dec_alloc(d, count, sizeof(*t));
+    if (t == NULL) {
+        return SL_ENOMEM;
+    }
+    const char *key;
+    size_t key_len;
+    json_t *v;
+    size_t i = 0;
+    json_object_keylen_foreach((json_t *)map, key, key_len, v)
+    {
+        if (!json_is_string(v)) {
+            return gw__sqs_type_error(v, "a String", d->err);
+        }
+        t[i].key = (struct sl_slice){key, key_len};
+        t[i].value = (struct sl_slice){json_string_value(v), json_string_length(v)};
+        i++;
+    }
+    *out = t;
+    *n = i;
+    return SL_OK;
+}
+
+static int member_queue(struct gw_sqs_dec *d, const json_t *obj, struct gw_sqs_queue_ref *q)
+{
+    struct sl_slice url;
+    int rc = gw__sqs_member_string(obj, "QueueUrl", true, &url, NULL, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    return gw_sqs_parse_queue_url(url, q, d->err);
+}
+
+static int max_results(struct gw_sqs_dec *d, const json_t *o, int32_t *out, bool *has)
+{
+    return gw__sqs_member_int(o, "MaxResults", false, 1, MAX_RESULTS_LIMIT,
+                              "MaxResults must be an integer between 1 and 1000.", out, has,
+                              d->err);
+}
+
+/* ---- batches ---------------------------------------------------------------------- */
+
+static bool batch_id_valid(struct sl_slice id)
+{
+    if (id.n == 0 || id.n > GW_SQS_MAX_BATCH_ID_LEN) {
+        return false;
+    }
+    for (size_t i = 0; i < id.n; i++) {
+        char c = id.p[i];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Entries of a batch: present, 1..10 objects, each with a valid Id, Ids
+ * distinct. entry_name words EmptyBatchRequest ("SendMessageBatchRequestEntry"). */
+static int batch_entries(struct gw_sqs_dec *d, const json_t *o, const char *entry_name,
+                         const json_t **arr_out, struct sl_slice ids[GW_SQS_MAX_BATCH_ENTRIES],
+                         size_t *count_out)
+{
+    const json_t *arr;
+    int rc = gw__sqs_member_array(o, "Entries", true, &arr, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    size_t n = json_array_size(arr);
+    if (n == 0) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_EMPTY_BATCH_REQUEST,
+                              "There should be at least one %s in the request.", entry_name);
+    }
+    if (n > GW_SQS_MAX_BATCH_ENTRIES) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_TOO_MANY_ENTRIES_IN_BATCH_REQUEST,
+                              "Maximum number of entries per request are %u. You have sent %zu.",
+                              GW_SQS_MAX_BATCH_ENTRIES, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(arr, i);
+        if (!json_is_object(e)) {
+            return gw__sqs_type_error(e, "a Structure", d->err);
+        }
+        rc = gw__sqs_member_string(e, "Id", false, &ids[i], NULL, d->err);
+        if (rc != SL_OK) {
+            return rc;
+        }
+        if (!batch_id_valid(ids[i])) {
+            return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_BATCH_ENTRY_ID, NULL);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (sl_slice_eq(ids[i], ids[j])) {
+                return gw_sqs_err_set(d->err, GW_SQS_E_BATCH_ENTRY_IDS_NOT_DISTINCT,
+                                      "Id %.*s repeated.", (int)ids[i].n, ids[i].p);
+            }
+        }
+    }
+    *arr_out = arr;
+    *count_out = n;
+    return SL_OK;
+}
+
+/* ---- per action ------------------------------------------------------------------- */
+
+static int decode_create_queue(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_create_queue_req *q = &d->r->u.create_queue;
+    int rc = gw__sqs_member_string(o, "QueueName", true, &q->queue_name, NULL, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    const json_t *attrs;
+    rc = gw__sqs_member_object(o, "Attributes", false, &attrs, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    /* The queue type comes from FifoQueue; the name must agree with it. */
+    const json_t *fifo_attr = attrs != NULL ? json_object_get(attrs, "FifoQueue") : NULL;
+    bool want_fifo = fifo_attr != NULL && json_is_string(fifo_attr) &&
+                     strcasecmp(json_string_value(fifo_attr), "true") == 0;
+    bool name_fifo;
+    bool name_ok = gw_sqs_queue_name_valid(q->queue_name, &name_fifo);
+    if (want_fifo && (!name_ok || !name_fifo)) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                              "The name of a FIFO queue can only include alphanumeric "
+                              "characters, hyphens, or underscores, must end with .fifo suffix "
+                              "and be 1 to 80 in length.");
+    }
+    if (!want_fifo && (!name_ok || name_fifo)) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                              "Can only include alphanumeric characters, hyphens, or "
+                              "underscores. 1 to 80 in length");
+    }
+    q->fifo = want_fifo;
+    if (attrs != NULL) {
+        rc = gw_sqs_qattrs_decode(attrs, q->fifo, true, d->r, &q->attributes, d->err);
+        if (rc != SL_OK) {
+            return rc;
+        }
+    }
+    return member_string_map(d, o, "tags", false, &q->tags, &q->tag_count);
+}
+
+static int decode_get_queue_url(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_get_queue_url_req *q = &d->r->u.get_queue_url;
+    int rc = gw__sqs_member_string(o, "QueueName", true, &q->queue_name, NULL, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    rc =
+        gw__sqs_member_string(o, "QueueOwnerAWSAccountId", false, &q->owner, &q->has_owner, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    bool fifo;
+    if (!gw_sqs_queue_name_valid(q->queue_name, &fifo) ||
+        (q->has_owner && !gw_sqs_tenant_name_valid(q->owner))) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
+    }
+    return SL_OK;
+}
+
+static int decode_list_queues(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_list_queues_req *q = &d->r->u.list_queues;
+    int rc = gw__sqs_member_string(o, "QueueNamePrefix", false, &q->prefix, &q->has_prefix, d->err);
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_string(o, "NextToken", false, &q->next_token, &q->has_next_token,
+                                   d->err);
+    }
+    if (rc == SL_OK) {
+        rc = max_results(d, o, &q->max_results, &q->has_max_results);
+    }
+    return rc;
+}
+
+static int decode_queue_only(struct gw_sqs_dec *d, const json_t *o, struct gw_sqs_queue_only_req *q)
+{
+    return member_queue(d, o, &q->queue);
+}
+
+static int decode_delete_queue(struct gw_sqs_dec *d, const json_t *o)
+{
+    return decode_queue_only(d, o, &d->r->u.delete_queue);
+}
+
+static int decode_purge_queue(struct gw_sqs_dec *d, const json_t *o)
+{
+    return decode_queue_only(d, o, &d->r->u.purge_queue);
+}
+
+static int decode_list_queue_tags(struct gw_sqs_dec *d, const json_t *o)
+{
+    return decode_queue_only(d, o, &d->r->u.list_queue_tags);
+}
+
+static int decode_get_queue_attributes(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_get_queue_attributes_req *q = &d->r->u.get_queue_attributes;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    struct sl_slice *names;
+    size_t n;
+    rc = member_string_list(d, o, "AttributeNames", false, &names, &n);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        enum gw_sqs_qattr a;
+        if (sl_slice_eq_cstr(names[i], "All")) {
+            q->wanted = (1u << GW_SQS_QATTR__COUNT) - 1;
+        } else if (gw_sqs_qattr_lookup(names[i], &a) && gw__sqs_qattr_applies(a, q->queue.fifo)) {
+            q->wanted |= 1u << a;
+        } else {
+            return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_ATTRIBUTE_NAME,
+                                  "Unknown Attribute %.*s.", (int)SL_MIN(names[i].n, 256),
+                                  names[i].p);
+        }
+    }
+    return SL_OK;
+}
+
+static int decode_set_queue_attributes(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_set_queue_attributes_req *q = &d->r->u.set_queue_attributes;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    const json_t *attrs;
+    rc = gw__sqs_member_object(o, "Attributes", true, &attrs, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    return gw_sqs_qattrs_decode(attrs, q->queue.fifo, false, d->r, &q->attributes, d->err);
+}
+
+static int decode_send_message(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_send_message_req *q = &d->r->u.send_message;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    /* one message: a content error is the request's error */
+    rc = gw__sqs_decode_send_entry(d, o, &q->msg, d->err);
+    if (rc == GW__SQS_ENTRY_FAILED) {
+        return SL_EINVAL;
+    }
+    if (rc != SL_OK) {
+        return rc;
+    }
+    if (q->msg.size > GW_SQS_MAX_MESSAGE_BYTES) {
+        return gw__sqs_message_too_long(d->err);
+    }
+    return SL_OK;
+}
+
+static int decode_send_message_batch(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_send_message_batch_req *q = &d->r->u.send_message_batch;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    const json_t *arr;
+    struct sl_slice ids[GW_SQS_MAX_BATCH_ENTRIES];
+    size_t n;
+    rc = batch_entries(d, o, "SendMessageBatchRequestEntry", &arr, ids, &n);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    q->entries = gw__sqs_dec_alloc(d, n, sizeof(*q->entries));
+    if (q->entries == NULL) {
+        return SL_ENOMEM;
+    }
+    q->entry_count = n;
+    for (size_t i = 0; i < n; i++) {
+        struct gw_sqs_send_entry *e = &q->entries[i];
+        struct gw_sqs_err *fail = gw__sqs_dec_alloc(d, 1, sizeof(*fail));
+        if (fail == NULL) {
+            return SL_ENOMEM;
+        }
+        rc = gw__sqs_decode_send_entry(d, json_array_get(arr, i), e, fail);
+        if (rc == GW__SQS_ENTRY_FAILED) {
+            e->fail = fail;
+        } else if (rc != SL_OK) {
+            return rc;
+        } else if (e->size > GW_SQS_MAX_MESSAGE_BYTES) {
+            gw__sqs_message_too_long(fail);
+            e->fail = fail;
+        }
+        e->id = ids[i];
+        q->total_size += e->size;
+    }
+    if (q->total_size > GW_SQS_MAX_MESSAGE_BYTES) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_BATCH_REQUEST_TOO_LONG,
+                              "Batch requests cannot be longer than %u bytes. You have sent %zu "
+                              "bytes.",
+                              GW_SQS_MAX_MESSAGE_BYTES, q->total_size);
+    }
+    return SL_OK;
+}
+
+static int sysattr_names(struct gw_sqs_dec *d, const json_t *o, const char *member_name,
+                         uint32_t *mask)
+{
+    struct sl_slice *names;
+    size_t n;
+    int rc = member_string_list(d, o, member_name, false, &names, &n);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sl_slice_eq_cstr(names[i], "All")) {
+            *mask |= (1u << GW_SQS_SYSATTR__COUNT) - 1;
+            continue;
+        }
+        /* Unknown names are silently ignored by SQS (research 1.3). */
+        for (unsigned k = 0; k < GW_SQS_SYSATTR__COUNT; k++) {
+            if (sl_slice_eq_cstr(names[i], gw_sqs_sysattr_name((enum gw_sqs_sysattr)k))) {
+                *mask |= 1u << k;
+            }
+        }
+    }
+    return SL_OK;
+}
+
+static int decode_receive_message(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_receive_message_req *q = &d->r->u.receive_message;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    bool has_max;
+    rc = gw__sqs_member_int(o, "MaxNumberOfMessages", false, 1, 10,
+                            "Must be between 1 and 10, if provided.", &q->max_number_of_messages,
+                            &has_max, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    if (!has_max) {
+        q->max_number_of_messages = 1;
+    }
+    rc = gw__sqs_member_int(o, "VisibilityTimeout", false, 0, GW_SQS_MAX_VISIBILITY_TIMEOUT,
+                            "Must be >= 0 and <= 43200, if provided.", &q->visibility_timeout,
+                            &q->has_visibility_timeout, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    rc = gw__sqs_member_int(o, "WaitTimeSeconds", false, 0, GW_SQS_MAX_WAIT_TIME_SECONDS,
+                            "Must be >= 0 and <= 20, if provided.", &q->wait_time_seconds,
+                            &q->has_wait_time_seconds, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    /* AttributeNames (deprecated) and MessageSystemAttributeNames: union (1.3) */
+    rc = sysattr_names(d, o, "AttributeNames", &q->system_attributes);
+    if (rc == SL_OK) {
+        rc = sysattr_names(d, o, "MessageSystemAttributeNames", &q->system_attributes);
+    }
+    if (rc == SL_OK) {
+        rc = member_string_list(d, o, "MessageAttributeNames", false, &q->attribute_filters,
+                                &q->attribute_filter_count);
+    }
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_string(o, "ReceiveRequestAttemptId", false,
+                                   &q->receive_request_attempt_id,
+                                   &q->has_receive_request_attempt_id, d->err);
+    }
+    if (rc == SL_OK && q->has_receive_request_attempt_id &&
+        !gw__sqs_token_valid(q->receive_request_attempt_id)) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                              "Value %.*s for parameter ReceiveRequestAttemptId is invalid. "
+                              "Reason: ReceiveRequestAttemptId can only include alphanumeric and "
+                              "punctuation characters. 1 to 128 in length.",
+                              (int)SL_MIN(q->receive_request_attempt_id.n, 128),
+                              q->receive_request_attempt_id.p);
+    }
+    return rc;
+}
+
+static int decode_delete_message(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_delete_message_req *q = &d->r->u.delete_message;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    return gw__sqs_member_string(o, "ReceiptHandle", true, &q->receipt_handle, NULL, d->err);
+}
+
+static int receipt_batch(struct gw_sqs_dec *d, const json_t *o, const char *entry_name,
+                         bool with_visibility, struct gw_sqs_receipt_batch_req *q)
+{
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    const json_t *arr;
+    struct sl_slice ids[GW_SQS_MAX_BATCH_ENTRIES];
+    size_t n;
+    rc = batch_entries(d, o, entry_name, &arr, ids, &n);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    q->entries = gw__sqs_dec_alloc(d, n, sizeof(*q->entries));
+    if (q->entries == NULL) {
+        return SL_ENOMEM;
+    }
+    q->entry_count = n;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(arr, i);
+        struct gw_sqs_receipt_entry *r = &q->entries[i];
+        r->id = ids[i];
+        rc = gw__sqs_member_string(e, "ReceiptHandle", true, &r->receipt_handle, NULL, d->err);
+        if (rc == SL_OK && with_visibility) {
+            rc = gw__sqs_member_int(e, "VisibilityTimeout", false, 0, GW_SQS_MAX_VISIBILITY_TIMEOUT,
+                                    "Must be >= 0 and <= 43200, if provided.",
+                                    &r->visibility_timeout, &r->has_visibility_timeout, d->err);
+        }
+        if (rc != SL_OK) {
+            return rc;
+        }
+    }
+    return SL_OK;
+}
+
+static int decode_delete_message_batch(struct gw_sqs_dec *d, const json_t *o)
+{
+    return receipt_batch(d, o, "DeleteMessageBatchRequestEntry", false,
+                         &d->r->u.delete_message_batch);
+}
+
+static int decode_change_message_visibility_batch(struct gw_sqs_dec *d, const json_t *o)
+{
+    return receipt_batch(d, o, "ChangeMessageVisibilityBatchRequestEntry", true,
+                         &d->r->u.change_message_visibility_batch);
+}
+
+static int decode_change_message_visibility(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_change_message_visibility_req *q = &d->r->u.change_message_visibility;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_string(o, "ReceiptHandle", true, &q->receipt_handle, NULL, d->err);
+    }
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_int(o, "VisibilityTimeout", true, 0, GW_SQS_MAX_VISIBILITY_TIMEOUT,
+                                "Must be >= 0 and <= 43200, if provided.", &q->visibility_timeout,
+                                NULL, d->err);
+    }
+    return rc;
+}
+
+static int decode_list_dead_letter_source_queues(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_list_dead_letter_source_queues_req *q = &d->r->u.list_dead_letter_source_queues;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_string(o, "NextToken", false, &q->next_token, &q->has_next_token,
+                                   d->err);
+    }
+    if (rc == SL_OK) {
+        rc = max_results(d, o, &q->max_results, &q->has_max_results);
+    }
+    return rc;
+}
+
+static int decode_start_message_move_task(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_start_message_move_task_req *q = &d->r->u.start_message_move_task;
+    int rc = gw__sqs_member_string(o, "SourceArn", true, &q->source_arn, NULL, d->err);
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_string(o, "DestinationArn", false, &q->destination_arn,
+                                   &q->has_destination_arn, d->err);
+    }
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_int(o, "MaxNumberOfMessagesPerSecond", false, 1, MOVE_TASK_MAX_RATE,
+                                "Must be between 1 and 500, if provided.", &q->max_per_second,
+                                &q->has_max_per_second, d->err);
+    }
+    return rc;
+}
+
+static int decode_list_message_move_tasks(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_list_message_move_tasks_req *q = &d->r->u.list_message_move_tasks;
+    int rc = gw__sqs_member_string(o, "SourceArn", true, &q->source_arn, NULL, d->err);
+    bool has = false;
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_int(o, "MaxResults", false, 1, MOVE_TASKS_MAX_RESULTS,
+                                "Must be between 1 and 10, if provided.", &q->max_results, &has,
+                                d->err);
+    }
+    if (rc == SL_OK && !has) {
+        q->max_results = 1;
+    }
+    return rc;
+}
+
+static int decode_cancel_message_move_task(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_cancel_message_move_task_req *q = &d->r->u.cancel_message_move_task;
+    return gw__sqs_member_string(o, "TaskHandle", true, &q->task_handle, NULL, d->err);
+}
+
+static int decode_tag_queue(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_tag_queue_req *q = &d->r->u.tag_queue;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    return member_string_map(d, o, "Tags", true, &q->tags, &q->tag_count);
+}
+
+static int decode_untag_queue(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_untag_queue_req *q = &d->r->u.untag_queue;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    return member_string_list(d, o, "TagKeys", true, &q->keys, &q->key_count);
+}
+
+static int decode_add_permission(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_permission_req *q = &d->r->u.add_permission;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_string(o, "Label", true, &q->label, NULL, d->err);
+    }
+    struct sl_slice *list;
+    size_t n;
+    if (rc == SL_OK) {
+        rc = member_string_list(d, o, "AWSAccountIds", true, &list, &n);
+    }
+    if (rc == SL_OK) {
+        rc = member_string_list(d, o, "Actions", true, &list, &n);
+    }
+    return rc;
+}
+
+static int decode_remove_permission(struct gw_sqs_dec *d, const json_t *o)
+{
+    struct gw_sqs_permission_req *q = &d->r->u.remove_permission;
+    int rc = member_queue(d, o, &q->queue);
+    if (rc == SL_OK) {
+        rc = gw__sqs_member_string(o, "Label", true, &q->label, NULL, d->err);
+    }
+    return rc;
+}
+
+typedef int action_decoder(struct gw_sqs_dec *d, const json_t *o);
+
+static action_decoder *const decoders[GW_SQS_ACT__COUNT] = {
+#define GW_SQS_ACTION(name, camel, snake, handler) [GW_SQS_ACT_##name] = decode_##snake,
+#include "gw_actions.def"
+#undef GW_SQS_ACTION
+};
+
+/* ---- entry points -------------------------------------------------------------------- */
+
 int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs_request *out,
                   struct gw_sqs_err *err)
 {
+    SL_ASSERT((unsigned)action < GW_SQS_ACT__COUNT);
     memset(out, 0, sizeof(*out));
     out->action = action;
+    json_t *doc;
     if (body.n == 0) {
-        return SL_OK;
-    }
-    json_error_t jerr;
-    json_t *doc = json_loadb(body.p, body.n, JSON_ALLOW_NUL, &jerr);
-    if (doc == NULL || !json_is_object(doc)) {
-        json_decref(doc);
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION, NULL);
+        doc = json_object();
+    } else {
+        json_error_t jerr;
+        /* JSON_ALLOW_NUL: a U+0000 in a body is InvalidMessageContents, not a
+         * syntax error */
+        doc = json_loadb(body.p, body.n, JSON_ALLOW_NUL, &jerr);
+        if (doc == NULL) {
+            return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION, NULL);
+        }
+        if (!json_is_object(doc)) {
+            int rc = gw__sqs_type_error(doc, "a Structure", err);
+            json_decref(doc);
+            return rc;
+        }
     }
     out->doc_ = doc;
-    return SL_OK;
+    struct gw_sqs_dec d = {.r = out, .err = err};
+    int rc = decoders[action](&d, doc);
+    SL_ASSERT(rc == SL_OK || rc == SL_EINVAL || rc == SL_ENOMEM);
+    return rc;
 }
 
 void gw_sqs_request_fini(struct gw_sqs_request *r)
@@ -57,4 +845,53 @@ void gw_sqs_request_fini(struct gw_sqs_request *r)
     }
     json_decref(r->doc_);
     r->doc_ = NULL;
+}
+
+const struct gw_sqs_queue_ref *gw_sqs_request_queue(const struct gw_sqs_request *r)
+{
+    switch (r->action) {
+    case GW_SQS_ACT_CREATE_QUEUE:
+    case GW_SQS_ACT_GET_QUEUE_URL:
+    case GW_SQS_ACT_LIST_QUEUES:
+    case GW_SQS_ACT_START_MESSAGE_MOVE_TASK:
+    case GW_SQS_ACT_LIST_MESSAGE_MOVE_TASKS:
+    case GW_SQS_ACT_CANCEL_MESSAGE_MOVE_TASK:
+    case GW_SQS_ACT__COUNT:
+        return NULL;
+    case GW_SQS_ACT_DELETE_QUEUE:
+        return &r->u.delete_queue.queue;
+    case GW_SQS_ACT_GET_QUEUE_ATTRIBUTES:
+        return &r->u.get_queue_attributes.queue;
+    case GW_SQS_ACT_SET_QUEUE_ATTRIBUTES:
+        return &r->u.set_queue_attributes.queue;
+    case GW_SQS_ACT_PURGE_QUEUE:
+        return &r->u.purge_queue.queue;
+    case GW_SQS_ACT_SEND_MESSAGE:
+        return &r->u.send_message.queue;
+    case GW_SQS_ACT_SEND_MESSAGE_BATCH:
+        return &r->u.send_message_batch.queue;
+    case GW_SQS_ACT_RECEIVE_MESSAGE:
+        return &r->u.receive_message.queue;
+    case GW_SQS_ACT_DELETE_MESSAGE:
+        return &r->u.delete_message.queue;
+    case GW_SQS_ACT_DELETE_MESSAGE_BATCH:
+        return &r->u.delete_message_batch.queue;
+    case GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY:
+        return &r->u.change_message_visibility.queue;
+    case GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY_BATCH:
+        return &r->u.change_message_visibility_batch.queue;
+    case GW_SQS_ACT_LIST_DEAD_LETTER_SOURCE_QUEUES:
+        return &r->u.list_dead_letter_source_queues.queue;
+    case GW_SQS_ACT_TAG_QUEUE:
+        return &r->u.tag_queue.queue;
+    case GW_SQS_ACT_UNTAG_QUEUE:
+        return &r->u.untag_queue.queue;
+    case GW_SQS_ACT_LIST_QUEUE_TAGS:
+        return &r->u.list_queue_tags.queue;
+    case GW_SQS_ACT_ADD_PERMISSION:
+        return &r->u.add_permission.queue;
+    case GW_SQS_ACT_REMOVE_PERMISSION:
+        return &r->u.remove_permission.queue;
+    }
+    return NULL;
 }
