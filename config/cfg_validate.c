@@ -492,6 +492,9 @@ static int cmp_key_use(const void *a, const void *b)
  * place in the file, naming the first owner. */
 static void check_key_reuse(struct vctx *v)
 {
+    if (v->key_count == 0) {
+        return;
+    }
     qsort(v->keys, v->key_count, sizeof(v->keys[0]), cmp_key_use);
     size_t first = 0;
     for (size_t i = 1; i < v->key_count; i++) {
@@ -846,7 +849,7 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
         } else if (key_is(key, "region")) {
             const char *r = get_string(v, key, val);
             if (r != NULL && (strlen(r) > REGION_MAX || !chars_in(r, "-"))) {
-                REPORT(v, val, "region must be 1 to %d of a-z 0-9 -, not %s", REGION_MAX,
+                REPORT(v, val, "region must be 1 to %d of A-Z a-z 0-9 -, not %s", REGION_MAX,
                        qnode(val));
             } else if (r != NULL) {
                 replace_str(&s->region, r);
