@@ -101,7 +101,7 @@ static int manifest_read(struct part_engine *e, uint32_t *have, char *err, size_
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return SL_EIO;
     }
-    char magic[32] = "", hex[2 * PART_KEY_LEN + 8] = "";
+    char magic[32] = "", hex[2 * PART_KEY_LEN + 16] = "";
     int version = 0;
     unsigned parts = 0;
     int n = fscanf(f, "%31s %d partitions %u key %72s", magic, &version, &parts, hex);
