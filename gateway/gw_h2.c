@@ -326,6 +326,8 @@ struct sl_slice gw__h2c_output(const struct gw_h2c *c)
 void gw__h2c_output_consume(struct gw_h2c *c, size_t n)
 {
     SL_ASSERT(n <= c->out.n);
+    if (n == 0)
+        return;
     memmove(c->out.p, c->out.p + n, c->out.n - n);
     c->out.n -= n;
     if (c->out.p != NULL)
