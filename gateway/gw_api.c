@@ -283,32 +283,20 @@ static int authenticate(struct gw_act_ctx *ctx, struct gw_api_loop *l, struct gw
         return auth_fail(GW_SIGV4_UNKNOWN_KEY, NULL, err);
     }
 
-    /* The verifier sees the regular headers plus the pseudo-header
-     * ":authority" (the JS SDK signs it over h2), and a "host" carrying the
-     * authority when the request has none: HTTP/2 clients that signed
-     * "host" (curl, botocore) send it as :authority. */
-    bool has_host = find_header(req, "host") != NULL;
-    size_t n = req->header_count + 1 + (has_host ? 0 : 1);
-    struct gw_header *headers = sl_xcalloc(n, sizeof(*headers));
-    if (req->header_count > 0) {
-        memcpy(headers, req->headers, req->header_count * sizeof(*headers));
-    }
-    size_t k = req->header_count;
-    headers[k++] = (struct gw_header){SL_SLICE_LIT(":authority"), req->authority};
-    if (!has_host) {
-        headers[k++] = (struct gw_header){SL_SLICE_LIT("host"), req->authority};
-    }
+    /* HTTP/2 carries Host as :authority; the verifier takes a signed
+     * "host" (curl, botocore) or ":authority" (AWS SDK for JavaScript v3)
+     * that is not among the headers from sreq.authority. */
     struct gw_sigv4_request sreq = {
         .method = req->method,
-        .headers = headers,
-        .header_count = k,
+        .headers = req->headers,
+        .header_count = req->header_count,
+        .authority = req->authority,
         .payload = req->body,
     };
     split_path(req->path, &sreq.path, &sreq.query);
     int64_t now_s = (int64_t)(sl_wall_ms() / 1000);
     st = gw_sigv4_verify(&sreq, &auth, ctx->principal.secret_access_key, ctx->snap->region,
                          SIGV4_SERVICE, now_s, l->keys, &why);
-    free(headers);
     if (st != GW_SIGV4_OK) {
         memset(&ctx->principal, 0, sizeof(ctx->principal));
         return auth_fail(st, why, err);
