@@ -238,6 +238,11 @@ bool part_engine_partition_ok(const struct part_engine *e, uint32_t p)
     return p < e->nparts && !atomic_load(&e->writers[p].failed);
 }
 
+int64_t part_engine_partition_queued(const struct part_engine *e, uint32_t p)
+{
+    return p < e->nparts ? atomic_load(&e->writers[p].queued) : 0;
+}
+
 void part_engine_kick(struct part_engine *e)
 {
     for (uint32_t p = 0; p < e->nparts; p++) {

@@ -88,6 +88,9 @@ const uint8_t *part_engine_key(const struct part_engine *e);
 uint32_t part_engine_partitions(const struct part_engine *e);
 /* False when partition p failed to open or hit a storage error. */
 bool part_engine_partition_ok(const struct part_engine *e, uint32_t p);
+/* Jobs waiting at partition p's writer right now (the "least busy writer"
+ * tie-break of the send choice); 0 for a bad p. Any thread. */
+int64_t part_engine_partition_queued(const struct part_engine *e, uint32_t p);
 /* Makes every writer re-read the clock and run due timers now (for an
  * injected clock that jumped; real time needs no kicks). Any thread. */
 void part_engine_kick(struct part_engine *e);

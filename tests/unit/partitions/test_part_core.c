@@ -376,6 +376,8 @@ static void test_grow_and_shrink(void **state)
     t->nparts = 4;
     t_open(t);
     assert_int_equal(part_engine_partitions(t->e), 4);
+    assert_int_equal(part_engine_partition_queued(t->e, 3), 0);
+    assert_int_equal(part_engine_partition_queued(t->e, 99), 0);
     t_send(t, q, 3, "new");
     assert_int_equal(t_counts(t, q).ready, 2);
     t_close(t);
