@@ -987,6 +987,22 @@ static int cmp_name_ci(struct sl_slice a, struct sl_slice b)
     return (a.n > b.n) - (a.n < b.n);
 }
 
+/* A name that can stand in a SignedHeaders list (any case: it is
+ * lower-cased there). */
+static bool valid_header_name(struct sl_slice name)
+{
+    if (name.n == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < name.n; i++) {
+        char c = name.p[i];
+        if (c <= ' ' || c == 0x7f || c == ',' || c == ';' || c == '=') {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Writes the sorted, de-duplicated, lower-cased names of req's headers,
  * joined with ';', into o. */
 static int signed_list_of(const struct gw_sigv4_request *req, struct out *o)
@@ -995,7 +1011,7 @@ static int signed_list_of(const struct gw_sigv4_request *req, struct out *o)
     size_t n = 0;
     for (size_t i = 0; i < req->header_count; i++) {
         struct sl_slice cur = req->headers[i].name;
-        if (cur.n == 0) {
+        if (!valid_header_name(cur)) {
             return SL_EINVAL;
         }
         size_t k = 0;

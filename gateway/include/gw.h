@@ -123,7 +123,8 @@ void gw_sigv4_amz_date(int64_t now_s, char amz_date[17]);
  * carry x-amz-content-sha256 its value is the payload hash, otherwise the
  * SHA-256 of req->payload. Appends the whole Authorization header value to
  * *authorization. Returns SL_OK, SL_EINVAL (a required header missing, bad
- * amz_date) or SL_ETOOBIG (over a GW_SIGV4_MAX_* limit). */
+ * amz_date, a header name that cannot be listed in SignedHeaders) or
+ * SL_ETOOBIG (over a GW_SIGV4_MAX_* limit). */
 int gw_sigv4_sign(const struct gw_sigv4_request *req, const char *access_key_id, const char *secret,
                   const char *region, const char *service, const char amz_date[17],
                   struct sl_buf *authorization);

@@ -669,6 +669,17 @@ static void test_signed_headers_rules(void **state)
     assert_int_equal(
         verify_with(&t.req, no_date, "acme-secret", "us-east-1", "sqs", parse_date(NOW_DATE), &why),
         GW_SIGV4_INCOMPLETE);
+    /* the signer refuses names that cannot be listed in SignedHeaders */
+    treq_add(&t, "host", "localhost:9324");
+    treq_add(&t, "a;b", "1");
+    assert_int_equal(
+        gw_sigv4_sign(&t.req, "AKIDACME", "acme-secret", "us-east-1", "sqs", NOW_DATE, &authz),
+        SL_EINVAL);
+    treq_remove(&t, "a;b");
+    assert_int_equal(
+        gw_sigv4_sign(&t.req, "AKIDACME", "acme-secret", "us-east-1", "sqs", NOW_DATE, &authz),
+        SL_OK);
+    treq_remove(&t, "host");
     /* no date header at all */
     treq_remove(&t, "x-amz-date");
     assert_int_equal(
