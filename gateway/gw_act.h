@@ -54,4 +54,9 @@ gw_act_fn gw__act_not_implemented;
 /* AddPermission / RemovePermission: sluice has no IAM. */
 gw_act_fn gw__act_no_iam;
 
+/* Every handler the action table names (gw_act_queue.c, gw_act_msg.c). */
+#define GW_SQS_ACTION(name, camel, snake, fn) gw_act_fn fn;
+#include "gw_actions.def"
+#undef GW_SQS_ACTION
+
 #endif

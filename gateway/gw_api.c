@@ -29,6 +29,7 @@
  * reference, freed by gw__act_finish.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@
 #include "cfg.h"
 #include "gw.h"
 #include "gw_act.h"
+#include "gw_act_store.h"
 #include "gw_api.h"
 #include "gw_http.h"
 #include "gw_sqs.h"
@@ -45,20 +47,6 @@
 #define SIGV4_KEY_CACHE_SLOTS 256
 #define SIGV4_SERVICE "sqs"
 #define JSON_CONTENT_TYPE "application/x-amz-json-1.0"
-
-struct gw_api {
-    struct cfg_holder *holder; /* borrowed; outlives the api */
-    /* Storage seam: the partition set (part.h) is opened here once the
-     * partitions engine lands, and handed to the action handlers through
-     * ctx->api. Until then every action answers "not implemented yet". */
-};
-
-struct gw_api_loop {
-    struct gw_api *api;
-    struct uv_loop_s *loop;
-    struct gw_sigv4_key_cache *keys;
-    bool draining;
-};
 
 static const struct {
     gw_act_fn *handler;
@@ -70,27 +58,58 @@ static const struct {
 
 /* ---- the api object ---------------------------------------------------- */
 
+static enum part_durability durability_of(const struct cfg_snapshot *snap)
+{
+    return snap->durability == CFG_DURABILITY_FSYNC ? PART_DURABILITY_FSYNC : PART_DURABILITY_OS;
+}
+
 int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t errlen)
 {
     if (holder == NULL) {
         snprintf(err, errlen, "gw_api_new: no configuration holder");
         return SL_EINVAL;
     }
+    struct cfg_snapshot *snap = cfg_holder_get(holder);
+    struct part_options opt = {
+        .data_dir = snap->data_dir,
+        .partitions = snap->partitions,
+        .durability = durability_of(snap),
+    };
+    struct part_engine *engine = NULL;
+    int rc = part_engine_open(&opt, &engine, err, errlen);
+    if (rc != SL_OK) {
+        cfg_snapshot_unref(snap);
+        return rc;
+    }
     struct gw_api *api = sl_xcalloc(1, sizeof(*api));
     api->holder = holder;
+    api->engine = engine;
+    api->limiter = pol_limiter_new(snap, sl_mono_ns());
+    pthread_mutex_init(&api->purge_lock, NULL);
+    cfg_snapshot_unref(snap);
     *out = api;
     return SL_OK;
 }
 
 void gw_api_free(struct gw_api *api)
 {
+    if (api == NULL) {
+        return;
+    }
+    /* Every loop has stopped, so every job has completed: closing the
+     * engine commits what is queued and joins the writers. */
+    part_engine_close(api->engine);
+    pol_limiter_free(api->limiter);
+    pthread_mutex_destroy(&api->purge_lock);
+    free(api->purges);
     free(api);
 }
 
 void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap)
 {
-    (void)api;
-    (void)snap; /* limits follow the snapshot once policy is wired in */
+    /* New rates apply at once; each tenant's bucket keeps its level, so a
+     * reload never hands out a free burst. */
+    pol_limiter_apply(api->limiter, snap, sl_mono_ns());
 }
 
 /* ---- per loop ------------------------------------------------------------ */
@@ -101,19 +120,26 @@ static void *loop_start(void *app, struct uv_loop_s *loop)
     l->api = app;
     l->loop = loop;
     l->keys = gw_sigv4_key_cache_new(SIGV4_KEY_CACHE_SLOTS);
+    l->shards = sl_xcalloc(GW_SHARD_CACHE_SLOTS, sizeof(*l->shards));
+    int rc = part_client_new(l->api->engine, loop, &l->part);
+    SL_ASSERT(rc == SL_OK);
     return l;
 }
 
 static void loop_drain(void *loop_ctx)
 {
     struct gw_api_loop *l = loop_ctx;
-    l->draining = true; /* long polls (not yet) answer empty from here on */
+    l->draining = true;
+    /* Waiting long polls answer empty now, so they do not hold shutdown. */
+    part_client_drain(l->part);
 }
 
 static void loop_stop(void *loop_ctx)
 {
     struct gw_api_loop *l = loop_ctx;
+    part_client_close(l->part);
     gw_sigv4_key_cache_free(l->keys);
+    free(l->shards);
     free(l);
 }
 

@@ -37,6 +37,7 @@ static const char CATALOG_SCHEMA[] =
     " created_ms INTEGER NOT NULL, modified_ms INTEGER NOT NULL,"
     " visibility_s INTEGER NOT NULL, delay_s INTEGER NOT NULL, retention_s INTEGER NOT NULL,"
     " fifo INTEGER NOT NULL, dlq_id INTEGER NOT NULL, max_receive INTEGER NOT NULL,"
+    " max_message_size INTEGER NOT NULL, receive_wait_s INTEGER NOT NULL,"
     " UNIQUE(tenant, name));"
     "CREATE TABLE IF NOT EXISTS queue_attrs(queue_id INTEGER NOT NULL, key TEXT NOT NULL,"
     " value TEXT NOT NULL, PRIMARY KEY(queue_id, key)) WITHOUT ROWID;"
@@ -52,6 +53,8 @@ struct part_queue_config part_queue_config_default(void)
         .fifo = false,
         .dlq_target_id = 0,
         .max_receive_count = 0,
+        .max_message_size = 1048576,
+        .receive_wait_s = 0,
     };
 }
 
@@ -526,6 +529,8 @@ static void row_cfg(sqlite3_stmt *st, int col, struct part_queue_config *cfg)
     cfg->fifo = sqlite3_column_int(st, col + 3) != 0;
     cfg->dlq_target_id = (uint64_t)sqlite3_column_int64(st, col + 4);
     cfg->max_receive_count = (uint32_t)sqlite3_column_int64(st, col + 5);
+    cfg->max_message_size = (uint32_t)sqlite3_column_int64(st, col + 6);
+    cfg->receive_wait_s = (uint32_t)sqlite3_column_int64(st, col + 7);
 }
 
 int part__catalog_open(struct part_engine *e, char *err, size_t errlen)
@@ -556,7 +561,8 @@ int part__catalog_open(struct part_engine *e, char *err, size_t errlen)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(c->db,
                            "SELECT id, tenant, name, created_ms, modified_ms, visibility_s,"
-                           " delay_s, retention_s, fifo, dlq_id, max_receive FROM queues",
+                           " delay_s, retention_s, fifo, dlq_id, max_receive, max_message_size,"
+                           " receive_wait_s FROM queues",
                            -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(c->db));
         return SL_EIO;
@@ -679,8 +685,9 @@ static int exec_create(struct part_engine *e, struct part_job *job, struct part_
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(c->db,
                            "INSERT INTO queues(tenant, name, created_ms, modified_ms,"
-                           " visibility_s, delay_s, retention_s, fifo, dlq_id, max_receive)"
-                           " VALUES(?,?,?,?,?,?,?,?,?,?)",
+                           " visibility_s, delay_s, retention_s, fifo, dlq_id, max_receive,"
+                           " max_message_size, receive_wait_s)"
+                           " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
         return SL_EIO;
     }
@@ -694,6 +701,8 @@ static int exec_create(struct part_engine *e, struct part_job *job, struct part_
     sqlite3_bind_int(st, 8, r->cfg.fifo);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)r->cfg.dlq_target_id);
     sqlite3_bind_int64(st, 10, r->cfg.max_receive_count);
+    sqlite3_bind_int64(st, 11, r->cfg.max_message_size);
+    sqlite3_bind_int64(st, 12, r->cfg.receive_wait_s);
     if (step_done(st) != SL_OK) {
         return SL_EIO;
     }
@@ -716,7 +725,8 @@ static int touch(struct part_engine *e, uint64_t id, const struct part_queue_con
 {
     sqlite3_stmt *st = NULL;
     const char *sql = cfg ? "UPDATE queues SET modified_ms=?, visibility_s=?, delay_s=?,"
-                            " retention_s=?, fifo=?, dlq_id=?, max_receive=? WHERE id=?"
+                            " retention_s=?, fifo=?, dlq_id=?, max_receive=?, max_message_size=?,"
+                            " receive_wait_s=? WHERE id=?"
                           : "UPDATE queues SET modified_ms=? WHERE id=?";
     if (sqlite3_prepare_v2(e->catalog.db, sql, -1, &st, NULL) != SQLITE_OK) {
         return SL_EIO;
@@ -729,7 +739,9 @@ static int touch(struct part_engine *e, uint64_t id, const struct part_queue_con
         sqlite3_bind_int(st, 5, cfg->fifo);
         sqlite3_bind_int64(st, 6, (sqlite3_int64)cfg->dlq_target_id);
         sqlite3_bind_int64(st, 7, cfg->max_receive_count);
-        sqlite3_bind_int64(st, 8, (sqlite3_int64)id);
+        sqlite3_bind_int64(st, 8, cfg->max_message_size);
+        sqlite3_bind_int64(st, 9, cfg->receive_wait_s);
+        sqlite3_bind_int64(st, 10, (sqlite3_int64)id);
     } else {
         sqlite3_bind_int64(st, 2, (sqlite3_int64)id);
     }

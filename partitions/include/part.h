@@ -118,9 +118,14 @@ struct part_queue_config {
     bool fifo;
     uint64_t dlq_target_id;     /* dead-letter queue id, 0 = none */
     uint32_t max_receive_count; /* receives before the move, 0 = none */
+    /* Kept for the gateway, which checks them on the hot path (the engine
+     * itself does not act on them). */
+    uint32_t max_message_size; /* MaximumMessageSize, bytes */
+    uint32_t receive_wait_s;   /* ReceiveMessageWaitTimeSeconds */
 };
 
-/* SQS defaults: 30 s visibility, no delay, 4 days retention, no DLQ. */
+/* SQS defaults: 30 s visibility, no delay, 4 days retention, no DLQ,
+ * 1 MiB messages, no long-poll wait. */
 struct part_queue_config part_queue_config_default(void);
 
 struct part_kv {

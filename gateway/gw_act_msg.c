@@ -1,0 +1,627 @@
+/*
+ * gw_act_msg.c -- the SQS message actions: SendMessage(Batch),
+ * ReceiveMessage, DeleteMessage(Batch), ChangeMessageVisibility(Batch).
+ *
+ * Each handler resolves the queue, asks policy (admission; placement for
+ * sends), submits one partition job, and answers from its completion. A
+ * send is acknowledged only by that completion, which runs after the
+ * commit, so nothing acknowledged can be lost.
+ *
+ * Batch requests keep a small per-request record (struct msg_batch) that
+ * maps the entries the job carries back to the request's entries, so the
+ * reply lists every entry as Successful or Failed in the client's terms.
+ *
+ * Threading: loop threads.
+ */
+#include "gw_act_store.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QUEUE_INFLIGHT_LIMIT 120000 /* SQS: in-flight messages per queue */
+
+struct msg_batch {
+    struct gw_act_ctx *ctx;
+    size_t count;                                  /* entries in the request */
+    size_t job_count;                              /* entries handed to the job */
+    uint32_t job_entry[PART_MAX_BATCH];            /* job entry -> request entry */
+    const struct gw_sqs_err *fail[PART_MAX_BATCH]; /* request entry -> failure, or NULL */
+    struct gw_sqs_err errs[PART_MAX_BATCH];        /* storage for failures found here */
+    /* receive only */
+    uint64_t ticket;
+    struct pol_tenant_state *long_poll; /* a long-poll slot to release, or NULL */
+    uint64_t queue_id;
+};
+
+static struct msg_batch *batch_new(struct gw_act_ctx *ctx, size_t count)
+{
+    struct msg_batch *b = sl_xcalloc(1, sizeof *b);
+    b->ctx = ctx;
+    b->count = count;
+    return b;
+}
+
+static struct part_cookie cookie_of(struct msg_batch *b)
+{
+    return (struct part_cookie){.ptr = b};
+}
+
+/* ---- SendMessage, SendMessageBatch ---------------------------------------- */
+
+/* The partition a tenant's send goes to: of its shard, the one holding the
+ * fewest ready messages of this queue (the least-loaded of k choices). */
+static uint32_t send_partition(struct gw_act_ctx *ctx, const struct gw_queue *q)
+{
+    const uint32_t *shard;
+    uint32_t k = gw__act_shard(ctx, q->tenant, &shard);
+    uint64_t ready[GW_MAX_SHARD];
+    uint32_t depth[GW_MAX_SHARD] = {0};
+    for (uint32_t i = 0; i < k; i++) {
+        struct part_counts c = {0};
+        part_queue_counts(ctx->api->engine, q->id, shard[i], &c);
+        ready[i] = c.ready > 0 ? (uint64_t)c.ready : 0;
+    }
+    return pol_pick_send_partition(shard, k, ready, depth);
+}
+
+static void encode_sys_attrs(const struct gw_act_ctx *ctx, const struct gw_sqs_send_entry *m,
+                             struct sl_buf *out)
+{
+    /* Sorted by name, in the stored-attribute layout. */
+    struct gw_sqs_msg_attr sys[2];
+    size_t n = 0;
+    if (m->has_trace_header) {
+        sys[n++] = (struct gw_sqs_msg_attr){SL_SLICE_LIT("AWSTraceHeader"), SL_SLICE_LIT("String"),
+                                            GW_SQS_ATTR_STRING, m->trace_header};
+    }
+    const char *sender =
+        ctx->principal.kind == CFG_PRINCIPAL_ADMIN ? "admin" : ctx->principal.tenant->name;
+    sys[n++] = (struct gw_sqs_msg_attr){SL_SLICE_LIT("SenderId"), SL_SLICE_LIT("String"),
+                                        GW_SQS_ATTR_STRING, sl_slice_cstr(sender)};
+    gw__attrs_encode(sys, n, out);
+}
+
+static void send_done(struct part_cookie cookie, int status, const struct part_result *res)
+{
+    struct msg_batch *b = cookie.ptr;
+    struct gw_act_ctx *ctx = b->ctx;
+    if (status != SL_OK) {
+        free(b);
+        gw__act_fail_storage(ctx, status);
+        return;
+    }
+    if (ctx->action == GW_SQS_ACT_SEND_MESSAGE) {
+        struct gw_sqs_send_result r = {0};
+        snprintf(r.message_id, sizeof r.message_id, "%s", res->sent[0].message_id);
+        gw_sqs_send_result_digest(&ctx->req.u.send_message.msg, &r);
+        free(b);
+        gw__act_reply(ctx, gw_sqs_encode_send_result(&r));
+        return;
+    }
+    const struct gw_sqs_send_message_batch_req *req = &ctx->req.u.send_message_batch;
+    struct gw_sqs_send_result ok[PART_MAX_BATCH] = {0};
+    struct gw_sqs_batch_failure failed[PART_MAX_BATCH];
+    size_t n_ok = 0;
+    size_t n_failed = 0;
+    for (size_t j = 0; j < b->job_count && j < res->sent_count; j++) {
+        const struct gw_sqs_send_entry *m = &req->entries[b->job_entry[j]];
+        ok[n_ok].id = m->id;
+        snprintf(ok[n_ok].message_id, sizeof ok[n_ok].message_id, "%s", res->sent[j].message_id);
+        gw_sqs_send_result_digest(m, &ok[n_ok]);
+        n_ok++;
+    }
+    for (size_t i = 0; i < b->count; i++) {
+        if (b->fail[i] != NULL) {
+            failed[n_failed++] = (struct gw_sqs_batch_failure){req->entries[i].id, b->fail[i]};
+        }
+    }
+    json_t *body = gw_sqs_encode_send_batch(ok, n_ok, failed, n_failed);
+    free(b);
+    gw__act_reply(ctx, body);
+}
+
+/* Sends the request's entries that passed validation. entries/count are
+ * the request's; single tells SendMessage from SendMessageBatch. */
+static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
+                         const struct gw_sqs_send_entry *entries, size_t count, bool single)
+{
+    struct gw_queue q;
+    if (!gw__act_resolve(ctx, ref, &q)) {
+        return;
+    }
+    struct msg_batch *b = batch_new(ctx, count);
+    uint32_t max_size = q.cfg.max_message_size ? q.cfg.max_message_size : GW_SQS_MAX_MESSAGE_BYTES;
+    for (size_t i = 0; i < count; i++) {
+        b->fail[i] = entries[i].fail;
+        if (b->fail[i] == NULL && entries[i].size > max_size) {
+            gw_sqs_err_set(&b->errs[i], GW_SQS_E_INVALID_PARAMETER_VALUE,
+                           "One or more parameters are invalid. Reason: Message must be shorter "
+                           "than %u bytes.",
+                           max_size);
+            b->fail[i] = &b->errs[i];
+        }
+        if (b->fail[i] == NULL) {
+            b->job_entry[b->job_count++] = (uint32_t)i;
+        }
+    }
+    if (single && b->fail[0] != NULL) {
+        struct gw_sqs_err err = *b->fail[0];
+        free(b);
+        gw__act_fail(ctx, &err);
+        return;
+    }
+    if (b->job_count == 0) {
+        send_done(cookie_of(b), SL_OK, &(struct part_result){0});
+        return;
+    }
+    bool spill = false;
+    if (!gw__act_admit(ctx, q.tenant, POL_ACTION_SEND, (uint32_t)b->job_count, &spill)) {
+        free(b);
+        return;
+    }
+    struct part_send_entry job[PART_MAX_BATCH];
+    struct sl_buf attrs[PART_MAX_BATCH];
+    struct sl_buf sys[PART_MAX_BATCH];
+    uint64_t now_ms = sl_wall_ms();
+    for (size_t j = 0; j < b->job_count; j++) {
+        const struct gw_sqs_send_entry *m = &entries[b->job_entry[j]];
+        sl_buf_init(&attrs[j]);
+        sl_buf_init(&sys[j]);
+        gw__attrs_encode(m->attrs, m->attr_count, &attrs[j]);
+        encode_sys_attrs(ctx, m, &sys[j]);
+        int32_t delay = m->has_delay_seconds ? m->delay_seconds : -1;
+        job[j] = (struct part_send_entry){
+            .body = m->body,
+            .attrs = {attrs[j].p, attrs[j].n},
+            .sys_attrs = {sys[j].p, sys[j].n},
+            .group_id = m->has_group_id ? m->group_id : (struct sl_slice){NULL, 0},
+            .delay_s = delay,
+        };
+        if (spill) {
+            /* The overflow lane: invisible for spill.delay_seconds, and
+             * ordered after the main lane's traffic of the same age. */
+            const struct cfg_spill *sp = &ctx->principal.tenant->spill;
+            int32_t base = delay >= 0 ? delay : (int32_t)q.cfg.delay_s;
+            job[j].delay_s = SL_MAX(base, (int32_t)sp->delay_seconds);
+            job[j].has_priority = true;
+            job[j].priority = (int64_t)pol_spill_visible_at_ms(sp, now_ms);
+        }
+    }
+    uint32_t partition = send_partition(ctx, &q);
+    int rc =
+        part_send(ctx->loop->part, q.id, partition, job, b->job_count, cookie_of(b), send_done);
+    for (size_t j = 0; j < b->job_count; j++) {
+        sl_buf_free(&attrs[j]);
+        sl_buf_free(&sys[j]);
+    }
+    if (rc != SL_OK) {
+        free(b);
+        gw__act_fail_storage(ctx, rc);
+    }
+}
+
+void gw__act_send_message(struct gw_act_ctx *ctx)
+{
+    const struct gw_sqs_send_message_req *r = &ctx->req.u.send_message;
+    send_entries(ctx, &r->queue, &r->msg, 1, true);
+}
+
+void gw__act_send_message_batch(struct gw_act_ctx *ctx)
+{
+    const struct gw_sqs_send_message_batch_req *r = &ctx->req.u.send_message_batch;
+    send_entries(ctx, &r->queue, r->entries, r->entry_count, false);
+}
+
+/* ---- ReceiveMessage --------------------------------------------------------- */
+
+/* The system attributes SQS reports on a received message, as asked. */
+static size_t received_sys_attrs(struct gw_act_ctx *ctx, const struct part_message *m,
+                                 uint32_t wanted, struct gw_sqs_tag *out, char (*num)[32],
+                                 struct sl_buf *arn)
+{
+    struct gw_sqs_msg_attr stored[GW_SYSATTR_MAX];
+    int n_stored = gw__attrs_decode(m->sys_attrs, stored, GW_SYSATTR_MAX);
+    size_t n = 0;
+    for (int a = 0; a < GW_SQS_SYSATTR__COUNT; a++) {
+        if ((wanted & (1u << a)) == 0) {
+            continue;
+        }
+        const char *name = gw_sqs_sysattr_name((enum gw_sqs_sysattr)a);
+        struct sl_slice value = {NULL, 0};
+        switch ((enum gw_sqs_sysattr)a) {
+        case GW_SQS_SYSATTR_SENT_TIMESTAMP:
+            snprintf(num[n], 32, "%llu", (unsigned long long)m->sent_ms);
+            value = sl_slice_cstr(num[n]);
+            break;
+        case GW_SQS_SYSATTR_APPROXIMATE_RECEIVE_COUNT:
+            snprintf(num[n], 32, "%u", m->receive_count);
+            value = sl_slice_cstr(num[n]);
+            break;
+        case GW_SQS_SYSATTR_APPROXIMATE_FIRST_RECEIVE_TIMESTAMP:
+            snprintf(num[n], 32, "%llu", (unsigned long long)m->first_receive_ms);
+            value = sl_slice_cstr(num[n]);
+            break;
+        case GW_SQS_SYSATTR_MESSAGE_GROUP_ID:
+            value = sl_slice_cstr(m->group_id);
+            break;
+        case GW_SQS_SYSATTR_DEAD_LETTER_QUEUE_SOURCE_ARN:
+            if (m->source_queue_id != 0) {
+                struct part_queue_info *src = NULL;
+                if (part_queue_get(ctx->api->engine, m->source_queue_id, &src) == SL_OK) {
+                    sl_buf_reset(arn);
+                    gw__act_queue_arn(ctx, src->tenant, src->name, arn);
+                    value = (struct sl_slice){arn->p, arn->n};
+                    part_queue_info_free(src);
+                }
+            }
+            break;
+        case GW_SQS_SYSATTR_SENDER_ID:
+        case GW_SQS_SYSATTR_AWS_TRACE_HEADER:
+            for (int i = 0; i < n_stored; i++) {
+                if (sl_slice_eq_cstr(stored[i].name, name)) {
+                    value = stored[i].value;
+                }
+            }
+            break;
+        default: /* SequenceNumber, MessageDeduplicationId: FIFO only */
+            break;
+        }
+        if (value.p != NULL) {
+            out[n].key = sl_slice_cstr(name);
+            out[n].value = value;
+            n++;
+        }
+    }
+    return n;
+}
+
+static void receive_finish(struct msg_batch *b)
+{
+    if (b->long_poll != NULL) {
+        pol_long_poll_release(b->long_poll);
+    }
+    gw_exchange_on_cancel(b->ctx->ex, NULL, NULL);
+    free(b);
+}
+
+static void receive_done(struct part_cookie cookie, int status, const struct part_result *res)
+{
+    struct msg_batch *b = cookie.ptr;
+    struct gw_act_ctx *ctx = b->ctx;
+    receive_finish(b);
+    if (status == SL_ECLOSED && gw_exchange_cancelled(ctx->ex)) {
+        gw__act_reply(ctx, NULL); /* the client is gone; this only frees */
+        return;
+    }
+    if (status != SL_OK) {
+        gw__act_fail_storage(ctx, status);
+        return;
+    }
+    const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
+    size_t n = res->message_count;
+    struct gw_sqs_received *out = sl_xcalloc(n + 1, sizeof *out);
+    struct gw_sqs_tag(*sys)[GW_SQS_SYSATTR__COUNT] = sl_xcalloc(n + 1, sizeof *sys);
+    char(*nums)[GW_SQS_SYSATTR__COUNT][32] = sl_xcalloc(n + 1, sizeof *nums);
+    struct gw_sqs_msg_attr(*attrs)[GW_SQS_MAX_MESSAGE_ATTRIBUTES] =
+        sl_xcalloc(n + 1, sizeof *attrs);
+    struct sl_buf *arns = sl_xcalloc(n + 1, sizeof *arns);
+    for (size_t i = 0; i < n; i++) {
+        const struct part_message *m = &res->messages[i];
+        out[i].message_id = sl_slice_cstr(m->message_id);
+        out[i].receipt_handle = sl_slice_cstr(m->receipt);
+        out[i].body = m->body;
+        out[i].system_attributes = sys[i];
+        out[i].system_attribute_count =
+            received_sys_attrs(ctx, m, r->system_attributes, sys[i], nums[i], &arns[i]);
+        struct gw_sqs_msg_attr all[GW_SQS_MAX_MESSAGE_ATTRIBUTES];
+        int count = gw__attrs_decode(m->attrs, all, GW_SQS_MAX_MESSAGE_ATTRIBUTES);
+        size_t kept = 0;
+        for (int a = 0; a < count; a++) {
+            if (gw_sqs_attr_filter_match(r->attribute_filters, r->attribute_filter_count,
+                                         all[a].name)) {
+                attrs[i][kept++] = all[a];
+            }
+        }
+        out[i].attrs = attrs[i];
+        out[i].attr_count = kept;
+    }
+    json_t *body = gw_sqs_encode_messages(out, n);
+    for (size_t i = 0; i < n; i++) {
+        sl_buf_free(&arns[i]);
+    }
+    free(arns);
+    free(attrs);
+    free(nums);
+    free(sys);
+    free(out);
+    gw__act_reply(ctx, body);
+}
+
+static void receive_cancelled(struct gw_exchange *ex, void *data)
+{
+    struct msg_batch *b = data;
+    (void)ex;
+    /* The stream is gone: withdraw the waiting receive so it takes no
+     * message; its completion (SL_ECLOSED) then frees everything. */
+    part_receive_cancel(b->ctx->loop->part, b->ticket);
+}
+
+void gw__act_receive_message(struct gw_act_ctx *ctx)
+{
+    const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
+    struct gw_queue q;
+    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+        return;
+    }
+    struct part_counts total = {0};
+    part_queue_counts(ctx->api->engine, q.id, PART_ALL_PARTITIONS, &total);
+    if (total.inflight >= QUEUE_INFLIGHT_LIMIT) {
+        struct gw_sqs_err err;
+        gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,
+                       "The maximum number of in-flight messages (%d) for this queue has been "
+                       "reached.",
+                       QUEUE_INFLIGHT_LIMIT);
+        gw__act_fail(ctx, &err);
+        return;
+    }
+    bool spill_unused;
+    if (!gw__act_admit(ctx, q.tenant, POL_ACTION_RECEIVE, 1, &spill_unused)) {
+        return;
+    }
+    uint32_t max = (uint32_t)r->max_number_of_messages;
+    if (ctx->principal.tenant != NULL) {
+        int64_t backlog = 0;
+        int64_t inflight = 0;
+        part_tenant_counts(ctx->api->engine, q.tenant, &backlog, &inflight);
+        max = pol_receive_allowance(&ctx->principal.tenant->limits,
+                                    inflight > 0 ? (uint64_t)inflight : 0, max);
+        if (max == 0) {
+            gw__act_reply(ctx, gw_sqs_encode_messages(NULL, 0));
+            return;
+        }
+    }
+    uint32_t wait_s =
+        r->has_wait_time_seconds ? (uint32_t)r->wait_time_seconds : q.cfg.receive_wait_s;
+    struct msg_batch *b = batch_new(ctx, 0);
+    b->queue_id = q.id;
+    if (ctx->loop->draining) {
+        wait_s = 0;
+    }
+    if (wait_s > 0 && ctx->principal.tenant != NULL) {
+        /* A tenant may hold only so many streams in long polls; past its
+         * cap a receive answers at once, as a short poll. */
+        struct pol_tenant_state *st =
+            pol_limiter_find(ctx->api->limiter, q.tenant, strlen(q.tenant));
+        if (st != NULL && pol_long_poll_acquire(st)) {
+            b->long_poll = st;
+        } else if (st != NULL) {
+            wait_s = 0;
+        }
+    }
+
+    /* Read set: the tenant's shard plus any partition that still holds
+     * messages of this queue (after P or k changed). */
+    const uint32_t *shard;
+    uint32_t k = gw__act_shard(ctx, q.tenant, &shard);
+    uint32_t partitions = part_engine_partitions(ctx->api->engine);
+    uint64_t *held = sl_xcalloc(partitions, sizeof *held);
+    uint32_t *read_set = sl_xcalloc(partitions, sizeof *read_set);
+    for (uint32_t p = 0; p < partitions; p++) {
+        struct part_counts c = {0};
+        part_queue_counts(ctx->api->engine, q.id, p, &c);
+        held[p] = (uint64_t)SL_MAX(c.ready + c.inflight + c.delayed, 0);
+    }
+    uint32_t n_read = pol_read_set(shard, k, held, partitions, read_set);
+    struct part_receive_req job = {
+        .queue_id = q.id,
+        .partitions = read_set,
+        .partition_count = n_read,
+        .max_messages = max,
+        .visibility_s = r->has_visibility_timeout ? r->visibility_timeout : -1,
+        .wait_ms = wait_s * 1000u,
+    };
+    int rc = part_receive(ctx->loop->part, &job, cookie_of(b), receive_done, &b->ticket);
+    free(held);
+    free(read_set);
+    if (rc != SL_OK) {
+        if (b->long_poll != NULL) {
+            pol_long_poll_release(b->long_poll);
+        }
+        free(b);
+        gw__act_fail_storage(ctx, rc);
+        return;
+    }
+    gw_exchange_on_cancel(ctx->ex, receive_cancelled, b);
+}
+
+/* ---- DeleteMessage(Batch), ChangeMessageVisibility(Batch) --------------------- */
+
+/* Checks a receipt handle's MAC and that it belongs to queue q. */
+static bool receipt_ok(struct gw_act_ctx *ctx, const struct gw_queue *q, struct sl_slice handle)
+{
+    struct part_receipt rc;
+    return part_receipt_decode(ctx->api->engine, handle.p, handle.n, &rc) == SL_OK &&
+           rc.queue_id == q->id;
+}
+
+static void set_invalid_handle(struct gw_sqs_err *err, struct sl_slice handle)
+{
+    gw_sqs_err_set(err, GW_SQS_E_RECEIPT_HANDLE_IS_INVALID,
+                   "The input receipt handle \"%.*s\" is not a valid receipt handle.",
+                   (int)SL_MIN(handle.n, 200), handle.p);
+}
+
+static void set_not_inflight(struct gw_sqs_err *err, struct sl_slice handle)
+{
+    gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                   "Value %.*s for parameter ReceiptHandle is invalid. Reason: Message does not "
+                   "exist or is not available for visibility timeout change.",
+                   (int)SL_MIN(handle.n, 200), handle.p);
+}
+
+/* The request's entries as (id, handle, timeout) whatever the action. */
+struct receipt_view {
+    struct sl_slice id;
+    struct sl_slice handle;
+    int32_t visibility;
+};
+
+static size_t receipt_views(const struct gw_act_ctx *ctx, struct receipt_view *out,
+                            const struct gw_sqs_queue_ref **queue)
+{
+    const struct gw_sqs_request *r = &ctx->req;
+    switch (ctx->action) {
+    case GW_SQS_ACT_DELETE_MESSAGE:
+        *queue = &r->u.delete_message.queue;
+        out[0] = (struct receipt_view){{NULL, 0}, r->u.delete_message.receipt_handle, 0};
+        return 1;
+    case GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY:
+        *queue = &r->u.change_message_visibility.queue;
+        out[0] = (struct receipt_view){{NULL, 0},
+                                       r->u.change_message_visibility.receipt_handle,
+                                       r->u.change_message_visibility.visibility_timeout};
+        return 1;
+    default: {
+        const struct gw_sqs_receipt_batch_req *b = ctx->action == GW_SQS_ACT_DELETE_MESSAGE_BATCH
+                                                       ? &r->u.delete_message_batch
+                                                       : &r->u.change_message_visibility_batch;
+        *queue = &b->queue;
+        for (size_t i = 0; i < b->entry_count; i++) {
+            out[i] = (struct receipt_view){b->entries[i].id, b->entries[i].receipt_handle,
+                                           b->entries[i].visibility_timeout};
+        }
+        return b->entry_count;
+    }
+    }
+}
+
+static bool is_delete(enum gw_sqs_action a)
+{
+    return a == GW_SQS_ACT_DELETE_MESSAGE || a == GW_SQS_ACT_DELETE_MESSAGE_BATCH;
+}
+
+static bool is_batch(enum gw_sqs_action a)
+{
+    return a == GW_SQS_ACT_DELETE_MESSAGE_BATCH || a == GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY_BATCH;
+}
+
+static void receipts_done(struct part_cookie cookie, int status, const struct part_result *res)
+{
+    struct msg_batch *b = cookie.ptr;
+    struct gw_act_ctx *ctx = b->ctx;
+    if (status != SL_OK) {
+        free(b);
+        gw__act_fail_storage(ctx, status);
+        return;
+    }
+    struct receipt_view views[PART_MAX_BATCH];
+    const struct gw_sqs_queue_ref *queue;
+    receipt_views(ctx, views, &queue);
+    for (size_t j = 0; j < b->job_count && res != NULL && j < res->entry_count; j++) {
+        uint32_t i = b->job_entry[j];
+        int st = res->entry_status[j];
+        if (st == SL_EINVAL) {
+            set_invalid_handle(&b->errs[i], views[i].handle);
+            b->fail[i] = &b->errs[i];
+        } else if (st != SL_OK) {
+            set_not_inflight(&b->errs[i], views[i].handle);
+            b->fail[i] = &b->errs[i];
+        }
+    }
+    if (!is_batch(ctx->action)) {
+        if (b->fail[0] != NULL) {
+            struct gw_sqs_err err = *b->fail[0];
+            free(b);
+            gw__act_fail(ctx, &err);
+            return;
+        }
+        free(b);
+        gw__act_reply(ctx, NULL);
+        return;
+    }
+    struct sl_slice ok[PART_MAX_BATCH];
+    struct gw_sqs_batch_failure failed[PART_MAX_BATCH];
+    size_t n_ok = 0;
+    size_t n_failed = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        if (b->fail[i] != NULL) {
+            failed[n_failed++] = (struct gw_sqs_batch_failure){views[i].id, b->fail[i]};
+        } else {
+            ok[n_ok++] = views[i].id;
+        }
+    }
+    json_t *body = gw_sqs_encode_id_batch(ok, n_ok, failed, n_failed);
+    free(b);
+    gw__act_reply(ctx, body);
+}
+
+/* Every receipt action: pre-check each handle (MAC, queue), submit the
+ * good ones in one job, answer per entry. */
+static void receipts_act(struct gw_act_ctx *ctx)
+{
+    struct receipt_view views[PART_MAX_BATCH];
+    const struct gw_sqs_queue_ref *queue;
+    size_t count = receipt_views(ctx, views, &queue);
+    struct gw_queue q;
+    if (!gw__act_resolve(ctx, queue, &q)) {
+        return;
+    }
+    bool spill_unused;
+    if (!gw__act_admit(ctx, q.tenant, POL_ACTION_OTHER, (uint32_t)count, &spill_unused)) {
+        return;
+    }
+    struct msg_batch *b = batch_new(ctx, count);
+    const char *handles[PART_MAX_BATCH];
+    char *owned[PART_MAX_BATCH];
+    struct part_visibility_entry vis[PART_MAX_BATCH];
+    for (size_t i = 0; i < count; i++) {
+        if (!receipt_ok(ctx, &q, views[i].handle)) {
+            set_invalid_handle(&b->errs[i], views[i].handle);
+            b->fail[i] = &b->errs[i];
+            continue;
+        }
+        size_t j = b->job_count++;
+        b->job_entry[j] = (uint32_t)i;
+        owned[j] = sl_xstrndup(views[i].handle.p, views[i].handle.n);
+        handles[j] = owned[j];
+        vis[j] = (struct part_visibility_entry){owned[j], (uint32_t)SL_MAX(views[i].visibility, 0)};
+    }
+    if (b->job_count == 0) {
+        receipts_done(cookie_of(b), SL_OK, &(struct part_result){0});
+        return;
+    }
+    int rc =
+        is_delete(ctx->action)
+            ? part_delete(ctx->loop->part, q.id, handles, b->job_count, cookie_of(b), receipts_done)
+            : part_change_visibility(ctx->loop->part, q.id, vis, b->job_count, cookie_of(b),
+                                     receipts_done);
+    for (size_t j = 0; j < b->job_count; j++) {
+        free(owned[j]);
+    }
+    if (rc != SL_OK) {
+        free(b);
+        gw__act_fail_storage(ctx, rc);
+    }
+}
+
+void gw__act_delete_message(struct gw_act_ctx *ctx)
+{
+    receipts_act(ctx);
+}
+
+void gw__act_delete_message_batch(struct gw_act_ctx *ctx)
+{
+    receipts_act(ctx);
+}
+
+void gw__act_change_message_visibility(struct gw_act_ctx *ctx)
+{
+    receipts_act(ctx);
+}
+
+void gw__act_change_message_visibility_batch(struct gw_act_ctx *ctx)
+{
+    receipts_act(ctx);
+}
