@@ -303,6 +303,52 @@ static void submitted(struct gw_act_ctx *ctx, int rc)
     }
 }
 
+/* ---- the 60-second rules ---------------------------------------------------- */
+
+/* SQS's two 60-second rules share one small table under purge_lock: one
+ * PurgeQueue per queue (a mark keyed by the queue id), and no CreateQueue
+ * of a name deleted less than 60 s ago (keyed by "tenant/name", with
+ * queue_id 0). The table lives in memory: a restart forgets it. */
+#define MARK_NAME_MAX (64 + 1 + GW_SQS_MAX_QUEUE_NAME_LEN + 1) /* "tenant/name" */
+
+struct gw_purge_mark {
+    uint64_t queue_id;
+    char name[MARK_NAME_MAX];
+    uint64_t at_ms;
+};
+
+/* True when the mark (queue_id, name) is younger than 60 s. When it is not
+ * and record is set, records it as of now_ms. Expired marks are dropped
+ * while scanning, so the table holds only the last minute's. */
+static bool mark_recent(struct gw_api *api, uint64_t queue_id, const char *name, uint64_t now_ms,
+                        bool record)
+{
+    bool recent = false;
+    pthread_mutex_lock(&api->purge_lock);
+    size_t kept = 0;
+    for (size_t j = 0; j < api->purge_count; j++) {
+        const struct gw_purge_mark *m = &api->purges[j];
+        if (now_ms < m->at_ms || now_ms - m->at_ms >= PURGE_INTERVAL_MS) {
+            continue; /* expired (or the wall clock stepped back) */
+        }
+        recent = recent || (m->queue_id == queue_id && strcmp(m->name, name) == 0);
+        api->purges[kept++] = *m;
+    }
+    api->purge_count = kept;
+    if (!recent && record) {
+        if (api->purge_count == api->purge_cap) {
+            api->purge_cap = api->purge_cap ? api->purge_cap * 2 : 16;
+            api->purges = sl_xrealloc(api->purges, api->purge_cap * sizeof *api->purges);
+        }
+        struct gw_purge_mark *m = &api->purges[api->purge_count++];
+        m->queue_id = queue_id;
+        snprintf(m->name, sizeof m->name, "%s", name);
+        m->at_ms = now_ms;
+    }
+    pthread_mutex_unlock(&api->purge_lock);
+    return recent;
+}
+
 /* ---- CreateQueue ---------------------------------------------------------- */
 
 static void create_done(struct part_cookie cookie, int status, const struct part_result *res)
@@ -360,6 +406,13 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     char name[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
     snprintf(name, sizeof name, "%.*s", (int)r->queue_name.n, r->queue_name.p);
 
+    char key[MARK_NAME_MAX];
+    snprintf(key, sizeof key, "%s/%s", tenant, name);
+    if (mark_recent(ctx->api, 0, key, sl_wall_ms(), false)) {
+        gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DELETED_RECENTLY, NULL);
+        gw__act_fail(ctx, &err);
+        return;
+    }
     struct part_queue_config cfg = part_queue_config_default();
     cfg.fifo = r->fifo;
     /* The source does not exist yet, so it cannot be refused by the DLQ's
@@ -501,52 +554,26 @@ void gw__act_list_dead_letter_source_queues(struct gw_act_ctx *ctx)
 
 /* ---- DeleteQueue, PurgeQueue ------------------------------------------------- */
 
+static void delete_queue_done(struct part_cookie cookie, int status, const struct part_result *res)
+{
+    struct gw_act_ctx *ctx = cookie.ptr;
+    if (status == SL_OK) {
+        /* SQS blocks the name for 60 s after a delete. */
+        const struct gw_sqs_queue_ref *ref = &ctx->req.u.delete_queue.queue;
+        char key[MARK_NAME_MAX];
+        snprintf(key, sizeof key, "%.*s/%.*s", (int)ref->tenant.n, ref->tenant.p, (int)ref->name.n,
+                 ref->name.p);
+        mark_recent(ctx->api, 0, key, sl_wall_ms(), true);
+    }
+    done_empty(cookie, status, res);
+}
+
 void gw__act_delete_queue(struct gw_act_ctx *ctx)
 {
     struct gw_queue q;
     if (gw__act_resolve(ctx, &ctx->req.u.delete_queue.queue, &q)) {
-        submitted(ctx, part_queue_delete(ctx->loop->part, q.id, cookie_of(ctx), done_empty));
+        submitted(ctx, part_queue_delete(ctx->loop->part, q.id, cookie_of(ctx), delete_queue_done));
     }
-}
-
-struct gw_purge_mark {
-    uint64_t queue_id;
-    uint64_t at_ms;
-};
-
-/* SQS allows one PurgeQueue per queue every 60 seconds. Returns false when
- * the queue was purged less than that ago; otherwise records now. */
-static bool purge_allowed(struct gw_api *api, uint64_t queue_id, uint64_t now_ms)
-{
-    bool allowed = true;
-    pthread_mutex_lock(&api->purge_lock);
-    size_t i = 0;
-    for (size_t j = 0; j < api->purge_count; j++) {
-        /* Drop marks that have expired while scanning. */
-        if (now_ms - api->purges[j].at_ms >= PURGE_INTERVAL_MS &&
-            api->purges[j].queue_id != queue_id) {
-            continue;
-        }
-        api->purges[i++] = api->purges[j];
-    }
-    api->purge_count = i;
-    for (size_t j = 0; j < api->purge_count; j++) {
-        if (api->purges[j].queue_id == queue_id) {
-            allowed = now_ms - api->purges[j].at_ms >= PURGE_INTERVAL_MS;
-            if (allowed) {
-                api->purges[j].at_ms = now_ms;
-            }
-            pthread_mutex_unlock(&api->purge_lock);
-            return allowed;
-        }
-    }
-    if (api->purge_count == api->purge_cap) {
-        api->purge_cap = api->purge_cap ? api->purge_cap * 2 : 16;
-        api->purges = sl_xrealloc(api->purges, api->purge_cap * sizeof *api->purges);
-    }
-    api->purges[api->purge_count++] = (struct gw_purge_mark){queue_id, now_ms};
-    pthread_mutex_unlock(&api->purge_lock);
-    return allowed;
 }
 
 void gw__act_purge_queue(struct gw_act_ctx *ctx)
@@ -555,7 +582,7 @@ void gw__act_purge_queue(struct gw_act_ctx *ctx)
     if (!gw__act_resolve(ctx, &ctx->req.u.purge_queue.queue, &q)) {
         return;
     }
-    if (!purge_allowed(ctx->api, q.id, sl_wall_ms())) {
+    if (mark_recent(ctx->api, q.id, "", sl_wall_ms(), true)) {
         struct gw_sqs_err err;
         gw_sqs_err_set(&err, GW_SQS_E_PURGE_QUEUE_IN_PROGRESS,
                        "Only one PurgeQueue operation on %s is allowed every 60 seconds.", q.name);

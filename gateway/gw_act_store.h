@@ -30,8 +30,8 @@ struct gw_api {
     struct cfg_holder *holder;    /* borrowed; outlives the api */
     struct part_engine *engine;   /* owned */
     struct pol_limiter *limiter;  /* owned; survives reloads */
-    pthread_mutex_t purge_lock;   /* guards purges (PurgeQueue's 60 s rule) */
-    struct gw_purge_mark *purges; /* queue id -> last purge, small array */
+    pthread_mutex_t purge_lock;   /* guards purges (SQS's 60 s rules) */
+    struct gw_purge_mark *purges; /* last minute's purges and deletes (gw_act_queue.c) */
     size_t purge_count;
     size_t purge_cap;
 };

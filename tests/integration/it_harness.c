@@ -336,8 +336,13 @@ int it_request(const struct it_server *s, const struct it_request *req, struct i
     struct curl_slist *hdrs = NULL;
     for (size_t i = 0; req->headers != NULL && req->headers[i] != NULL; i++)
         hdrs = curl_slist_append(hdrs, req->headers[i]);
-    /* libcurl adds "Expect: 100-continue" to large HTTP/1.1 bodies. */
-    hdrs = curl_slist_append(hdrs, "Expect:");
+    /* libcurl adds "Expect: 100-continue" to large HTTP/1.1 bodies; the
+     * empty "Expect:" that removes it must not go on HTTP/2 requests:
+     * libcurl 7.88 signs it (SigV4) without sending it there, which breaks
+     * every signature. */
+    if (req->http1) {
+        hdrs = curl_slist_append(hdrs, "Expect:");
+    }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     char userpwd[256];
     if (req->access_key != NULL && req->secret != NULL) {

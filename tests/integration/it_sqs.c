@@ -1,0 +1,210 @@
+/*
+ * it_sqs.c -- see it_sqs.h. Builds requests and parses replies with
+ * jansson, sends them through it_sqs() (libcurl, SigV4 by libcurl).
+ *
+ * Threading: any thread, as it_request().
+ */
+#include "it_sqs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static struct it_reply call_text(const struct it_server *s, const char *key, const char *secret,
+                                 const char *action, const char *text)
+{
+    struct it_reply out;
+    memset(&out, 0, sizeof out);
+    struct it_response r;
+    it_sqs(s, action, text, key, secret, &r);
+    out.status = r.status;
+    it_response_header(&r, "x-amzn-query-error", out.query_error, sizeof out.query_error);
+    if (r.body_len > 0) {
+        out.json = json_loadb(r.body, r.body_len, 0, NULL);
+    }
+    out.body = r.body;
+    r.body = NULL;
+    it_response_free(&r);
+    return out;
+}
+
+struct it_reply it_call_raw(const struct it_server *s, const char *action, const char *json)
+{
+    return call_text(s, IT_KEY, IT_SECRET, action, json);
+}
+
+struct it_reply it_call_as(const struct it_server *s, const char *key, const char *secret,
+                           const char *action, json_t *req)
+{
+    if (req == NULL) {
+        req = json_object();
+    }
+    char *text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    struct it_reply out = call_text(s, key, secret, action, text);
+    free(text);
+    return out;
+}
+
+struct it_reply it_call(const struct it_server *s, const char *action, json_t *req)
+{
+    return it_call_as(s, IT_KEY, IT_SECRET, action, req);
+}
+
+void it_reply_free(struct it_reply *r)
+{
+    json_decref(r->json);
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+const char *it_jstr(const json_t *obj, const char *member)
+{
+    return json_string_value(json_object_get(obj, member));
+}
+
+const char *it_str(const struct it_reply *r, const char *member)
+{
+    return it_jstr(r->json, member);
+}
+
+static void fail_at(const char *file, int line, const char *what, const char *body)
+{
+    it_failed++;
+    fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what);
+    if (body != NULL) {
+        fprintf(stderr, "  body: %.600s\n", body);
+    }
+}
+
+bool it_check_ok(const char *file, int line, const struct it_reply *r)
+{
+    if (r->status == 200) {
+        it_passed++;
+        return true;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "status %ld, want 200", r->status);
+    fail_at(file, line, what, r->body);
+    return false;
+}
+
+bool it_check_err(const char *file, int line, const struct it_reply *r, long status,
+                  const char *code, const char *shape, const char *message)
+{
+    char want_qe[256];
+    snprintf(want_qe, sizeof want_qe, "%s;Sender", code);
+    const char *type = it_str(r, "__type");
+    const char *hash = type != NULL ? strrchr(type, '#') : NULL;
+    const char *msg = it_str(r, "message");
+    char what[1400];
+    bool ok = true;
+    if (r->status != status) {
+        snprintf(what, sizeof what, "status %ld, want %ld", r->status, status);
+        ok = false;
+    } else if (strcmp(r->query_error, want_qe) != 0) {
+        snprintf(what, sizeof what, "x-amzn-query-error \"%s\", want \"%s\"", r->query_error,
+                 want_qe);
+        ok = false;
+    } else if (hash == NULL || strcmp(hash + 1, shape) != 0) {
+        snprintf(what, sizeof what, "__type %s, want ...#%s", type != NULL ? type : "(none)",
+                 shape);
+        ok = false;
+    } else if (message != NULL && (msg == NULL || strcmp(msg, message) != 0)) {
+        snprintf(what, sizeof what, "message\n    got:  %s\n    want: %s",
+                 msg != NULL ? msg : "(none)", message);
+        ok = false;
+    }
+    if (ok) {
+        it_passed++;
+    } else {
+        fail_at(file, line, what, r->body);
+    }
+    return ok;
+}
+
+bool it_check_streq(const char *file, int line, const char *what, const char *got, const char *want)
+{
+    if (got != NULL && want != NULL && strcmp(got, want) == 0) {
+        it_passed++;
+        return true;
+    }
+    char text[1200];
+    snprintf(text, sizeof text, "%s = \"%s\", want \"%s\"", what, got != NULL ? got : "(null)",
+             want != NULL ? want : "(null)");
+    fail_at(file, line, text, NULL);
+    return false;
+}
+
+char *it_create_queue(const struct it_server *s, const char *name, json_t *attrs)
+{
+    json_t *req = json_pack("{s:s}", "QueueName", name);
+    if (attrs != NULL) {
+        json_object_set_new(req, "Attributes", attrs);
+    }
+    struct it_reply r = it_call(s, "CreateQueue", req);
+    const char *url = it_str(&r, "QueueUrl");
+    char *out = NULL;
+    if (r.status == 200 && url != NULL) {
+        out = strdup(url);
+    } else {
+        fail_at(__FILE__, __LINE__, "CreateQueue failed", r.body);
+    }
+    it_reply_free(&r);
+    return out;
+}
+
+char *it_send(const struct it_server *s, const char *url, const char *body)
+{
+    struct it_reply r =
+        it_call(s, "SendMessage", json_pack("{s:s,s:s}", "QueueUrl", url, "MessageBody", body));
+    const char *id = it_str(&r, "MessageId");
+    char *out = NULL;
+    if (r.status == 200 && id != NULL) {
+        out = strdup(id);
+    } else {
+        fail_at(__FILE__, __LINE__, "SendMessage failed", r.body);
+    }
+    it_reply_free(&r);
+    return out;
+}
+
+struct it_reply it_receive(const struct it_server *s, const char *url, json_t *extra)
+{
+    json_t *req = json_pack("{s:s}", "QueueUrl", url);
+    if (extra != NULL) {
+        json_object_update(req, extra);
+        json_decref(extra);
+    }
+    return it_call(s, "ReceiveMessage", req);
+}
+
+json_t *it_messages(const struct it_reply *r)
+{
+    json_t *m = json_object_get(r->json, "Messages");
+    return json_is_array(m) ? m : NULL;
+}
+
+size_t it_message_count(const struct it_reply *r)
+{
+    json_t *m = it_messages(r);
+    return m != NULL ? json_array_size(m) : 0;
+}
+
+long long it_queue_attr_int(const struct it_server *s, const char *url, const char *name)
+{
+    struct it_reply r = it_call(s, "GetQueueAttributes",
+                                json_pack("{s:s,s:[s]}", "QueueUrl", url, "AttributeNames", name));
+    const char *v = it_jstr(json_object_get(r.json, "Attributes"), name);
+    long long out = v != NULL ? strtoll(v, NULL, 10) : -1;
+    it_reply_free(&r);
+    return out;
+}
+
+long long it_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
