@@ -328,6 +328,7 @@ static void job_free_now(struct part_job *job)
         recv_free(job->recv);
     }
     part__queue_unref(job->q);
+    part__queue_unref(job->dest_q);
     free(job);
 }
 
@@ -905,6 +906,39 @@ int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cook
         atomic_fetch_add(&q->refs, 1);
         part__submit_partition(e, p, sub);
     }
+    return SL_OK;
+}
+
+int part_move(struct part_client *c, const struct part_move_req *req, struct part_cookie cookie,
+              part_done_fn *done)
+{
+    struct part_engine *e = c->engine;
+    if (req == NULL || done == NULL || req->partition >= e->nparts || req->max_messages == 0 ||
+        req->max_messages > PART_MAX_MOVE || req->dest_queue_id == req->queue_id) {
+        return SL_EINVAL;
+    }
+    struct part_queue *q = NULL;
+    int rc = open_queue(c, req->queue_id, &q);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    struct part_queue *dest = NULL;
+    if (req->dest_queue_id != 0) {
+        /* Moving in place needs the destination on the same partitions,
+         * which only a queue of the same tenant guarantees. */
+        dest = part__queue_ref(e, req->dest_queue_id);
+        if (dest == NULL || strcmp(dest->tenant_name, q->tenant_name) != 0) {
+            part__queue_unref(dest);
+            part__queue_unref(q);
+            return SL_ENOTFOUND;
+        }
+    }
+    struct part_job *job = job_new(c, PART_OP_MOVE, req->queue_id, cookie, done);
+    job->q = q;
+    job->dest_q = dest;
+    job->move_after = req->after_sequence;
+    job->move_max = req->max_messages;
+    part__submit_partition(e, req->partition, job);
     return SL_OK;
 }
 

@@ -95,6 +95,7 @@ enum part_op {
     PART_OP_PURGE,
     PART_OP_BARRIER,
     PART_OP_RELEASE, /* internal: undo the lease of a cancelled receive */
+    PART_OP_MOVE,    /* DLQ redrive: rows change queue in place */
     PART_OP_Q_CREATE,
     PART_OP_Q_SET_ATTRS,
     PART_OP_Q_TAG,
@@ -184,6 +185,11 @@ struct part_job {
     size_t nrh;
     struct part_recv *recv;
     struct part_catalog_req *cat;
+    /* move: the explicit destination (referenced; NULL = each row's
+     * source), the cursor and the row budget */
+    struct part_queue *dest_q;
+    uint64_t move_after;
+    uint32_t move_max;
 };
 
 struct part_heap_item {
@@ -217,7 +223,7 @@ struct part_writer {
     _Atomic int64_t queued; /* jobs waiting: "least busy writer" hint */
     /* writer thread only */
     struct sqlite3 *db;
-    struct sqlite3_stmt *st[16];
+    struct sqlite3_stmt *st[24]; /* prepared statements, by part_writer.c's ST_* */
     struct part_heap timers;
     int wal_pages;
     char path[4096];

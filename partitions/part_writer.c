@@ -32,6 +32,7 @@
  *                               exec_release
  *   READY -> INFLIGHT           exec_receive
  *   READY -> READY (DLQ queue)  exec_receive (move_to_dlq)
+ *   READY -> READY (redrive)    exec_move (DLQ back to a source / destination)
  *   any -> GONE                 exec_delete, fire_timers (EXPIRE), exec_purge
  *
  * Group commit: the thread takes every queued job (up to max_batch_jobs),
@@ -80,11 +81,17 @@ enum {
     ST_PURGE_COUNT,
     ST_PURGE,
     ST_MAKE_READY,
+    ST_MOVE_SCAN,
+    ST_MOVE_ROW,
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
     ST_COUNT_
 };
+
+_Static_assert(ST_COUNT_ <=
+                   sizeof(((struct part_writer *)0)->st) / sizeof(((struct part_writer *)0)->st[0]),
+               "part_writer.st too small");
 
 static const char *const SQL[ST_COUNT_] = {
     [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
@@ -108,6 +115,13 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_PURGE_COUNT] = "SELECT state, count(*) FROM msg WHERE queue_id=? GROUP BY state",
     [ST_PURGE] = "DELETE FROM msg WHERE queue_id=?",
     [ST_MAKE_READY] = "UPDATE msg SET state=1 WHERE id=?",
+    /* Oldest rows first by row id: msg_queue(queue_id, state) ends in the
+     * rowid, so this is an index range, not a sort of the whole queue. */
+    [ST_MOVE_SCAN] = "SELECT id, source_queue_id FROM msg WHERE queue_id=?1 AND state=1 AND id>?2"
+                     " ORDER BY id LIMIT ?3",
+    [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?3, visible_at=?3,"
+                    " sent_at=?3, expires_at=?4, message_id=?5, receive_count=0,"
+                    " first_receive_at=0 WHERE id=?1",
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
@@ -607,6 +621,113 @@ static void exec_purge(struct part_writer *w, struct batch *b, struct part_job *
     }
 }
 
+/* A destination of a move, resolved once per job. */
+struct move_dest {
+    uint64_t id;
+    struct part_queue *q; /* referenced; NULL = unusable */
+    uint32_t retention_s;
+};
+
+#define MOVE_DEST_CACHE 16
+
+static struct move_dest *move_dest_of(struct part_engine *e, struct part_queue *src, uint64_t id,
+                                      struct move_dest *cache, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (cache[i].id == id) {
+            return &cache[i];
+        }
+    }
+    if (*n == MOVE_DEST_CACHE) { /* many distinct sources: forget the oldest */
+        part__queue_unref(cache[0].q);
+        memmove(&cache[0], &cache[1], (MOVE_DEST_CACHE - 1) * sizeof *cache);
+        (*n)--;
+    }
+    struct move_dest *d = &cache[(*n)++];
+    *d = (struct move_dest){.id = id};
+    struct part_queue_config cfg;
+    struct part_queue *q = id != 0 && id != src->id ? part__queue_ref(e, id) : NULL;
+    if (q != NULL && strcmp(q->tenant_name, src->tenant_name) == 0 && part__queue_cfg(e, q, &cfg)) {
+        d->q = q;
+        d->retention_s = cfg.retention_s;
+    } else {
+        part__queue_unref(q);
+    }
+    return d;
+}
+
+/* READY (queue A) -> READY (queue B), the same row: see part_move in
+ * part.h for what a moved message keeps and what it gets anew. */
+static void exec_move(struct part_writer *w, struct batch *b, struct part_job *job, uint64_t now)
+{
+    struct part_engine *e = w->engine;
+    struct part_queue_config cfg;
+    if (!part__queue_cfg(e, job->q, &cfg) ||
+        (job->dest_q != NULL && !part__queue_cfg(e, job->dest_q, &cfg))) {
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    struct {
+        int64_t id;
+        uint64_t source;
+    } *rows = sl_xcalloc(job->move_max, sizeof *rows);
+    size_t nrows = 0;
+    sqlite3_stmt *st = stmt(w, ST_MOVE_SCAN);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)job->move_after);
+    sqlite3_bind_int64(st, 3, job->move_max);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && nrows < job->move_max) {
+        rows[nrows].id = sqlite3_column_int64(st, 0);
+        rows[nrows].source = (uint64_t)sqlite3_column_int64(st, 1);
+        nrows++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        free(rows);
+        return;
+    }
+    struct move_dest cache[MOVE_DEST_CACHE];
+    size_t ncache = 0;
+    struct move_dest fixed = {0};
+    if (job->dest_q != NULL) {
+        fixed = (struct move_dest){job->dest_q->id, job->dest_q, cfg.retention_s};
+    }
+    job->res.move_cursor = job->move_after;
+    for (size_t i = 0; i < nrows && !b->sql_failed; i++) {
+        const struct move_dest *d =
+            job->dest_q != NULL ? &fixed : move_dest_of(e, job->q, rows[i].source, cache, &ncache);
+        job->res.move_cursor = (uint64_t)rows[i].id;
+        if (d->q == NULL) {
+            job->res.move_skipped++;
+            continue;
+        }
+        char mid[PART_MSG_ID_LEN + 1];
+        sl_uuid4(mid);
+        uint64_t expires = now + (uint64_t)d->retention_s * 1000;
+        st = stmt(w, ST_MOVE_ROW);
+        sqlite3_bind_int64(st, 1, rows[i].id);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)d->id);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)expires);
+        sqlite3_bind_text(st, 5, mid, -1, SQLITE_STATIC);
+        if (!run(w, b, st)) {
+            break;
+        }
+        delta_state(b, job->q, PART_STATE_READY, -1);
+        delta_state(b, d->q, PART_STATE_READY, 1);
+        heap_push(&w->timers, expires, rows[i].id, PART_TIMER_EXPIRE);
+        job->res.moved++;
+    }
+    for (size_t i = 0; i < ncache; i++) {
+        part__queue_unref(cache[i].q);
+    }
+    job->res.move_exhausted = nrows < job->move_max;
+    free(rows);
+    job->status = SL_OK;
+}
+
 static void exec_job(struct part_writer *w, struct batch *b, struct part_job *job, uint64_t now)
 {
     switch (job->op) {
@@ -623,6 +744,9 @@ static void exec_job(struct part_writer *w, struct batch *b, struct part_job *jo
         break;
     case PART_OP_PURGE:
         exec_purge(w, b, job);
+        break;
+    case PART_OP_MOVE:
+        exec_move(w, b, job, now);
         break;
     case PART_OP_BARRIER:
         job->status = SL_OK;

@@ -234,6 +234,11 @@ struct part_result {
     size_t entry_count;
     struct part_queue_info *queue; /* catalog ops (also on SL_EEXIST) */
     uint64_t purged;               /* purge / delete queue: messages removed */
+    /* move (part_move) */
+    uint64_t moved;        /* messages moved */
+    uint64_t move_skipped; /* ready messages left in place: no usable destination */
+    uint64_t move_cursor;  /* the last row looked at: resume after it */
+    bool move_exhausted;   /* no ready row of the queue after the cursor remains */
 };
 
 typedef void part_done_fn(struct part_cookie cookie, int status, const struct part_result *res);
@@ -307,6 +312,42 @@ int part_change_visibility(struct part_client *c, uint64_t queue_id,
 /* Removes every message of the queue on every partition; res->purged. */
 int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,
                part_done_fn *done);
+
+/* ---- moving messages between queues (DLQ redrive) ---------------------- */
+
+#define PART_MAX_MOVE 500 /* rows per move job: one transaction stays short */
+
+struct part_move_req {
+    uint64_t queue_id;       /* the queue the messages leave (a DLQ) */
+    uint32_t partition;      /* the one partition this job works on */
+    uint64_t dest_queue_id;  /* 0: each message back to its source_queue_id */
+    uint64_t after_sequence; /* resume after this row; 0: from the oldest */
+    uint32_t max_messages;   /* rows to look at, 1..PART_MAX_MOVE */
+};
+
+/* Moves up to max_messages READY messages of queue_id on one partition,
+ * oldest row first, in one transaction (all of the batch or none of it:
+ * a tenant's queues share its partitions, so the row changes queue in
+ * place). Delayed and in-flight messages stay.
+ *
+ * A moved message is a new message of its destination, as SQS redrive
+ * makes it: a new message id, sent (and prioritised) now, retention
+ * restarted from the destination's, receive count 0, no source queue.
+ * Body, attributes, system attributes and group id are kept.
+ *
+ * The destination is dest_queue_id, or, when 0, each message's own
+ * source_queue_id. A row whose destination is gone, of another tenant,
+ * the queue itself, or unknown (source 0) is skipped and stays ready.
+ *
+ * Completion: SL_OK with res->moved, res->move_skipped, res->move_cursor
+ * (pass it back as after_sequence) and res->move_exhausted (no ready row
+ * after the cursor: this partition is done); SL_ENOTFOUND when queue_id
+ * or an explicit destination was deleted meanwhile (nothing moved);
+ * SL_EIO. Submit returns SL_EINVAL (bad partition or max), SL_ENOTFOUND
+ * (no such queue or destination, or a destination of another tenant),
+ * SL_ECLOSED. */
+int part_move(struct part_client *c, const struct part_move_req *req, struct part_cookie cookie,
+              part_done_fn *done);
 
 /* Completes after every job queued so far on partition p is committed and
  * its due timers have run (tests, shutdown barriers). */
