@@ -1,0 +1,139 @@
+/*
+ * sb_int.h -- (storage-bench internal) what the files of
+ * build/sluice-storage-bench share: options, per-phase results, the
+ * engine driver (sb_engine.c), the raw SQLite ceiling (sb_raw.c), the
+ * commit counter (sb_commits.c), the memory probe (sb_mem.c) and the
+ * reports (sb_report.c). See docs/benchmarks.md, "Storage".
+ *
+ * Threading: main() runs the cells one after another. During a cell the
+ * engine driver runs one libuv loop per client thread, the ceiling one
+ * thread per partition file; results are written by those threads into
+ * their own slots and read by main() only after joining them.
+ *
+ * Ownership: struct sb_run owns its cells; everything is freed by
+ * sb_run_free().
+ */
+#ifndef SLUICE_SB_INT_H
+#define SLUICE_SB_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "part.h"
+#include "sl.h"
+
+/* The phases, in the order a cell runs them: receive needs what send
+ * stored, delete needs what receive leased. */
+enum sb_phase {
+    SB_SEND,
+    SB_RECEIVE,
+    SB_DELETE,
+    SB_CYCLE,
+    SB_PHASES_,
+};
+
+const char *sb_phase_name(enum sb_phase ph);
+
+struct sb_opts {
+    uint32_t partitions[8]; /* the P values of the matrix */
+    size_t npartitions;
+    enum part_durability durability[2];
+    size_t ndurability;
+    bool want[SB_PHASES_]; /* reported phases; earlier ones still run as preload */
+    uint32_t batch;        /* messages per send job, 1..10 */
+    uint64_t count;        /* messages per phase, at most */
+    double seconds;        /* wall time per phase, at most */
+    uint32_t body_size;    /* bytes per message body */
+    uint32_t inflight;     /* jobs outstanding over all client loops */
+    uint32_t loops;        /* client loops (threads), 1..2 */
+    bool ceiling;          /* run the raw SQLite ceiling too */
+    uint64_t memory;       /* >0: the memory probe with this many messages instead */
+    uint32_t memory_partitions;
+    uint32_t memory_body;
+    const char *tmpdir; /* parent of the fresh data dirs */
+    const char *json_path;
+    const char *markdown_path;
+    const char *command; /* the command line, for the record */
+};
+
+/* Parses argv into *o (defaults first). Returns SL_OK, or SL_EINVAL after
+ * printing the problem (or the usage) to stderr. */
+int sb_opts_parse(int argc, char **argv, struct sb_opts *o);
+
+/* One measured phase of one side (engine or ceiling). */
+struct sb_measure {
+    bool ran;
+    uint64_t messages; /* messages sent / received / deleted / cycled */
+    uint64_t jobs;     /* engine: jobs completed; ceiling: jobs executed */
+    uint64_t commits;  /* transactions committed on the partition files */
+    uint64_t errors;   /* failed jobs (engine) or statements (ceiling) */
+    double seconds;
+    double per_commit; /* jobs per commit (engine measured; ceiling used) */
+};
+
+double sb_rate(const struct sb_measure *m);
+
+struct sb_cell {
+    uint32_t partitions;
+    enum part_durability durability;
+    struct sb_measure engine[SB_PHASES_];
+    struct sb_measure ceiling[SB_PHASES_];
+};
+
+struct sb_memory {
+    uint64_t messages;
+    uint32_t partitions;
+    uint32_t body_size;
+    double load_seconds;
+    int64_t rss_base;    /* bytes, engine open with an empty queue */
+    int64_t rss_half;    /* after messages / 2 */
+    int64_t rss_full;    /* after messages */
+    int64_t sqlite_base; /* sqlite3_memory_used() at the same points */
+    int64_t sqlite_half;
+    int64_t sqlite_full;
+};
+
+struct sb_run {
+    struct sb_opts opt;
+    uint64_t started_ms;
+    struct sb_cell *cells;
+    size_t ncells;
+    bool has_memory;
+    struct sb_memory memory;
+};
+
+/* ---- engine driver (sb_engine.c) ---- */
+/* Runs the wanted phases against a fresh engine in a fresh dir under
+ * opt->tmpdir and fills cell->engine. Returns SL_OK or SL_EIO (reason on
+ * stderr). */
+int sb_engine_cell(const struct sb_opts *opt, struct sb_cell *cell);
+
+/* ---- raw SQLite ceiling (sb_raw.c) ---- */
+/* Runs the same phases with plain SQLite calls on P fresh files with P
+ * threads, each transaction as large as the engine's measured
+ * cell->engine[ph].per_commit. Fills cell->ceiling. SL_OK or SL_EIO. */
+int sb_raw_cell(const struct sb_opts *opt, struct sb_cell *cell);
+
+/* ---- commit counter (sb_commits.c) ---- */
+/* Commits so far on the engine's partition files (all of them). */
+uint64_t sb_commits_total(void);
+
+/* ---- memory probe (sb_mem.c) ---- */
+/* VmRSS of this process in bytes, or -1. */
+int64_t sb_rss_bytes(void);
+int sb_memory_probe(const struct sb_opts *opt, struct sb_memory *out);
+
+/* ---- temp dirs ---- */
+/* A fresh directory under parent (mkdtemp); caller frees the string. */
+char *sb_tempdir(const char *parent, const char *tag);
+/* Removes dir and the files directly in it. */
+void sb_rmdir(const char *dir);
+
+/* ---- reports (sb_report.c) ---- */
+int sb_report_json(const struct sb_run *run, const char *path);
+int sb_report_markdown(const struct sb_run *run, const char *path);
+void sb_report_text(const struct sb_run *run);
+
+#endif

@@ -1,0 +1,440 @@
+/*
+ * sb_raw.c -- the raw SQLite ceiling of the storage bench: the engine's
+ * work done with plain SQLite calls and nothing else. P files, P threads
+ * (one connection each, as the engine's writers), the SAME pragmas, schema
+ * and statements as partitions/part_writer.c (copied below: keep them in
+ * step), and transactions as large as the engine's group commits were in
+ * the same cell (its measured jobs per commit), so that the ratio
+ * engine / ceiling is the cost of everything around SQLite: job queues,
+ * copies, completions, counters, timers, receipt MACs, the client loop.
+ *
+ * Per transaction (BEGIN IMMEDIATE ... COMMIT), k jobs of the phase:
+ *   send     opt->batch x ST_INSERT
+ *   receive  ST_SELECT_READY LIMIT 10 (reading every column, copying the
+ *            blobs as the engine does) + ST_LEASE per row
+ *   delete   10 x (ST_ROW + ST_DELETE)
+ *   cycle    k/3 rounds of one send, one receive, one delete job
+ * and after each commit, as the engine does: ST_HEAD for the queue, and a
+ * TRUNCATE checkpoint once the WAL passed 2048 pages.
+ *
+ * Threading: each thread owns its connection during a phase; main() opens
+ * and closes them between phases.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "sb_int.h"
+
+/* ---- copied from partitions/part_writer.c (same text) ------------------ */
+
+static const char PART_SCHEMA[] =
+    "CREATE TABLE IF NOT EXISTS msg("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " queue_id INTEGER NOT NULL, state INTEGER NOT NULL, priority INTEGER NOT NULL,"
+    " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
+    " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
+    " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
+    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB);"
+    "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, priority, id) WHERE state=1;"
+    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
+
+static const char PRAGMAS_FMT[] =
+    "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
+    " PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;"
+    " PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;";
+
+enum {
+    ST_INSERT,
+    ST_SELECT_READY,
+    ST_LEASE,
+    ST_ROW,
+    ST_DELETE,
+    ST_HEAD,
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_COUNT_
+};
+
+static const char *const SQL[ST_COUNT_] = {
+    [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
+                  " message_id, group_id, body, attrs, sys_attrs) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SELECT_READY] = "SELECT id, message_id, body, attrs, sys_attrs, group_id, priority,"
+                        " receive_count, sent_at, first_receive_at, source_queue_id FROM msg"
+                        " WHERE queue_id=?1 AND state=1 ORDER BY priority, id LIMIT ?2",
+    [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
+                 " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE first_receive_at"
+                 " END WHERE id=?1",
+    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at FROM msg WHERE id=?",
+    [ST_DELETE] = "DELETE FROM msg WHERE id=?",
+    [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=? AND state=1 ORDER BY priority, id"
+                " LIMIT 1",
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+};
+
+#define CHECKPOINT_PAGES 2048                  /* the engine's default */
+#define RETENTION_MS (4ull * 24 * 3600 * 1000) /* SQS default retention */
+#define LEASE_MS (3600ull * 1000)              /* the bench's receive visibility */
+
+/* ---- one partition file and its thread --------------------------------- */
+
+struct raw_part {
+    const struct sb_opts *opt;
+    uint32_t index;
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT_];
+    int wal_pages;
+    const char *body;
+    char *scratch; /* receive copies the blobs here, as the engine copies them */
+    int64_t *leased;
+    size_t nleased;
+    size_t leased_cap;
+    size_t leased_next;
+    /* the running phase */
+    pthread_t thread;
+    enum sb_phase phase;
+    uint32_t txn_jobs;
+    uint64_t quota;
+    uint64_t deadline_ns;
+    uint64_t messages;
+    uint64_t jobs;
+    uint64_t commits;
+    uint64_t errors;
+    uint64_t end_ns;
+};
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    struct raw_part *rp = arg;
+    rp->wal_pages = pages;
+    return SQLITE_OK;
+}
+
+static bool step_done(struct raw_part *rp, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        if (rp->errors++ == 0) {
+            fprintf(stderr, "sluice-storage-bench: ceiling %u: %s\n", rp->index,
+                    sqlite3_errmsg(rp->db));
+        }
+        return false;
+    }
+    return true;
+}
+
+static sqlite3_stmt *stmt(struct raw_part *rp, int which)
+{
+    sqlite3_stmt *st = rp->st[which];
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return st;
+}
+
+static uint64_t queue_of(const struct raw_part *rp)
+{
+    return rp->index + 1;
+}
+
+static uint64_t job_send(struct raw_part *rp, uint32_t n)
+{
+    uint64_t now = sl_wall_ms();
+    for (uint32_t i = 0; i < n; i++) {
+        char mid[PART_MSG_ID_LEN + 1];
+        sl_uuid4(mid);
+        sqlite3_stmt *st = stmt(rp, ST_INSERT);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)queue_of(rp));
+        sqlite3_bind_int(st, 2, 1);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)(now + RETENTION_MS));
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
+        sqlite3_bind_text(st, 7, mid, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 9, rp->body, (int)rp->opt->body_size, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 10, "", 0, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 11, "", 0, SQLITE_STATIC);
+        if (!step_done(rp, st)) {
+            return i;
+        }
+    }
+    return n;
+}
+
+static void keep_leased(struct raw_part *rp, int64_t id)
+{
+    if (rp->nleased == rp->leased_cap) {
+        rp->leased_cap = rp->leased_cap ? rp->leased_cap * 2 : 1024;
+        rp->leased = sl_xrealloc(rp->leased, rp->leased_cap * sizeof *rp->leased);
+    }
+    rp->leased[rp->nleased++] = id;
+}
+
+/* Returns the messages leased (0: the partition has none ready). */
+static uint64_t job_receive(struct raw_part *rp, uint32_t max)
+{
+    uint64_t now = sl_wall_ms();
+    int64_t ids[PART_MAX_BATCH];
+    size_t n = 0;
+    sqlite3_stmt *st = stmt(rp, ST_SELECT_READY);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)queue_of(rp));
+    sqlite3_bind_int(st, 2, (int)max);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < PART_MAX_BATCH) {
+        ids[n++] = sqlite3_column_int64(st, 0);
+        size_t off = 0;
+        const unsigned char *mid = sqlite3_column_text(st, 1);
+        memcpy(rp->scratch, mid ? (const char *)mid : "", mid ? strlen((const char *)mid) : 0);
+        for (int c = 2; c <= 4; c++) {
+            size_t len = (size_t)sqlite3_column_bytes(st, c);
+            const void *p = sqlite3_column_blob(st, c);
+            if (p != NULL && off + len <= (size_t)rp->opt->body_size + 64) {
+                memcpy(rp->scratch + off, p, len);
+                off += len;
+            }
+        }
+        (void)sqlite3_column_text(st, 5);
+        for (int c = 6; c <= 10; c++) {
+            (void)sqlite3_column_int64(st, c);
+        }
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        rp->errors++;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *ls = stmt(rp, ST_LEASE);
+        sqlite3_bind_int64(ls, 1, ids[i]);
+        sqlite3_bind_int64(ls, 2, (sqlite3_int64)(now + LEASE_MS));
+        sqlite3_bind_int64(ls, 3, (sqlite3_int64)now);
+        if (!step_done(rp, ls)) {
+            return i;
+        }
+        keep_leased(rp, ids[i]);
+    }
+    return n;
+}
+
+/* Deletes up to 10 leased rows, oldest lease first. */
+static uint64_t job_delete(struct raw_part *rp)
+{
+    uint64_t done = 0;
+    while (done < PART_MAX_BATCH && rp->leased_next < rp->nleased) {
+        int64_t id = rp->leased[rp->leased_next++];
+        sqlite3_stmt *st = stmt(rp, ST_ROW);
+        sqlite3_bind_int64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            for (int c = 0; c < 5; c++) {
+                (void)sqlite3_column_int64(st, c);
+            }
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW) {
+            rp->errors++;
+            return done;
+        }
+        st = stmt(rp, ST_DELETE);
+        sqlite3_bind_int64(st, 1, id);
+        if (!step_done(rp, st)) {
+            return done;
+        }
+        done++;
+    }
+    return done;
+}
+
+static void after_commit(struct raw_part *rp)
+{
+    sqlite3_stmt *st = stmt(rp, ST_HEAD);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)queue_of(rp));
+    (void)sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rp->wal_pages >= CHECKPOINT_PAGES) {
+        sqlite3_wal_checkpoint_v2(rp->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        rp->wal_pages = 0;
+        sqlite3_stmt *fl = NULL;
+        if (sqlite3_prepare_v2(rp->db, "PRAGMA freelist_count", -1, &fl, NULL) == SQLITE_OK &&
+            sqlite3_step(fl) == SQLITE_ROW && sqlite3_column_int64(fl, 0) > 1024) {
+            sqlite3_exec(rp->db, "PRAGMA incremental_vacuum(512)", NULL, NULL, NULL);
+        }
+        sqlite3_finalize(fl);
+    }
+}
+
+/* One transaction of the phase. Returns false when the phase has nothing
+ * left to do here. */
+static bool one_txn(struct raw_part *rp)
+{
+    if (!step_done(rp, stmt(rp, ST_BEGIN))) {
+        return false;
+    }
+    bool more = true;
+    uint32_t jobs = rp->phase == SB_CYCLE ? SL_MAX(1, rp->txn_jobs / 3) : rp->txn_jobs;
+    for (uint32_t j = 0; j < jobs && more && rp->messages < rp->quota; j++) {
+        uint64_t left = rp->quota - rp->messages;
+        uint64_t got = 0;
+        switch (rp->phase) {
+        case SB_SEND:
+            got = job_send(rp, (uint32_t)SL_MIN(rp->opt->batch, left));
+            rp->jobs++;
+            break;
+        case SB_RECEIVE:
+            got = job_receive(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, left));
+            more = got > 0;
+            rp->jobs += got > 0;
+            break;
+        case SB_DELETE:
+            got = job_delete(rp);
+            more = got > 0;
+            rp->jobs += got > 0;
+            break;
+        case SB_CYCLE: /* the steady state: one send, one receive, one delete */
+            job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, left));
+            job_receive(rp, PART_MAX_BATCH);
+            got = job_delete(rp);
+            rp->jobs += 3;
+            break;
+        default:
+            break;
+        }
+        rp->messages += got;
+    }
+    if (!step_done(rp, stmt(rp, ST_COMMIT))) {
+        return false;
+    }
+    rp->commits++;
+    after_commit(rp);
+    return more && rp->errors == 0;
+}
+
+static void *raw_main(void *arg)
+{
+    struct raw_part *rp = arg;
+    while (rp->messages < rp->quota && sl_mono_ns() < rp->deadline_ns && one_txn(rp)) {
+    }
+    rp->end_ns = sl_mono_ns();
+    return NULL;
+}
+
+/* ---- open / close ------------------------------------------------------ */
+
+static int raw_open(struct raw_part *rp, const char *dir, enum part_durability dur)
+{
+    char path[4096 + 32];
+    snprintf(path, sizeof path, "%s/raw-%04u.db", dir, rp->index);
+    if (sqlite3_open_v2(path, &rp->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        goto fail;
+    }
+    char pragmas[512];
+    snprintf(pragmas, sizeof pragmas, PRAGMAS_FMT,
+             dur == PART_DURABILITY_FSYNC ? "FULL" : "NORMAL");
+    if (sqlite3_exec(rp->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(rp->db, PART_SCHEMA, NULL, NULL, NULL) != SQLITE_OK) {
+        goto fail;
+    }
+    for (int i = 0; i < ST_COUNT_; i++) {
+        if (sqlite3_prepare_v3(rp->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &rp->st[i], NULL) !=
+            SQLITE_OK) {
+            goto fail;
+        }
+    }
+    sqlite3_wal_hook(rp->db, wal_hook, rp);
+    rp->scratch = sl_xmalloc((size_t)rp->opt->body_size + 64 + PART_MSG_ID_LEN);
+    return SL_OK;
+fail:
+    fprintf(stderr, "sluice-storage-bench: ceiling %s: %s\n", path,
+            rp->db ? sqlite3_errmsg(rp->db) : "cannot open");
+    return SL_EIO;
+}
+
+static void raw_close(struct raw_part *rp)
+{
+    for (int i = 0; i < ST_COUNT_; i++) {
+        sqlite3_finalize(rp->st[i]);
+    }
+    sqlite3_close(rp->db);
+    free(rp->leased);
+    free(rp->scratch);
+}
+
+static bool phase_needed(const struct sb_opts *opt, enum sb_phase ph)
+{
+    if (ph == SB_SEND) {
+        return opt->want[SB_SEND] || opt->want[SB_RECEIVE] || opt->want[SB_DELETE];
+    }
+    if (ph == SB_RECEIVE) {
+        return opt->want[SB_RECEIVE] || opt->want[SB_DELETE];
+    }
+    return opt->want[ph];
+}
+
+int sb_raw_cell(const struct sb_opts *opt, struct sb_cell *cell)
+{
+    uint32_t np = cell->partitions;
+    char *dir = sb_tempdir(opt->tmpdir, "ceiling");
+    if (dir == NULL) {
+        return SL_EIO;
+    }
+    char *body = sl_xmalloc(opt->body_size + 1);
+    for (uint32_t i = 0; i < opt->body_size; i++) {
+        body[i] = (char)('a' + i % 26);
+    }
+    struct raw_part *parts = sl_xcalloc(np, sizeof *parts);
+    int rc = SL_OK;
+    for (uint32_t p = 0; p < np && rc == SL_OK; p++) {
+        parts[p].opt = opt;
+        parts[p].index = p;
+        parts[p].body = body;
+        rc = raw_open(&parts[p], dir, cell->durability);
+    }
+    for (int ph = 0; rc == SL_OK && ph < SB_PHASES_; ph++) {
+        if (!phase_needed(opt, (enum sb_phase)ph)) {
+            continue;
+        }
+        /* the engine's measured group size, in jobs per transaction */
+        double per = cell->engine[ph].per_commit;
+        uint32_t txn = per >= 1.0 ? (uint32_t)lround(per) : 1;
+        uint64_t t0 = sl_mono_ns();
+        uint64_t deadline = t0 + (uint64_t)(opt->seconds * 1e9);
+        for (uint32_t p = 0; p < np; p++) {
+            struct raw_part *rp = &parts[p];
+            rp->phase = (enum sb_phase)ph;
+            rp->txn_jobs = txn;
+            rp->quota = opt->count / np + (p == 0 ? opt->count % np : 0);
+            rp->deadline_ns = deadline;
+            rp->messages = rp->jobs = rp->commits = rp->errors = 0;
+            pthread_create(&rp->thread, NULL, raw_main, rp);
+        }
+        struct sb_measure *m = &cell->ceiling[ph];
+        *m = (struct sb_measure){.ran = true, .per_commit = txn};
+        uint64_t last = t0;
+        for (uint32_t p = 0; p < np; p++) {
+            pthread_join(parts[p].thread, NULL);
+            m->messages += parts[p].messages;
+            m->jobs += parts[p].jobs;
+            m->commits += parts[p].commits;
+            m->errors += parts[p].errors;
+            last = SL_MAX(last, parts[p].end_ns);
+        }
+        m->seconds = (double)(last - t0) / 1e9;
+        if (m->errors > 0) {
+            rc = SL_EIO;
+        }
+    }
+    for (uint32_t p = 0; p < np; p++) {
+        raw_close(&parts[p]);
+    }
+    free(parts);
+    free(body);
+    sb_rmdir(dir);
+    free(dir);
+    return rc;
+}
