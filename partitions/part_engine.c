@@ -346,6 +346,12 @@ void part__job_free(struct part_job *job)
     job_free_now(job);
 }
 
+static void client_free(struct part_client *c)
+{
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
 void part__complete(struct part_job *job)
 {
     struct part_job *parent = job->parent;
@@ -367,6 +373,17 @@ void part__complete(struct part_job *job)
         return;
     }
     pthread_mutex_lock(&c->mu);
+    c->pending--;
+    if (c->closed) {
+        /* Its loop closed the client first: nobody is left to call back. */
+        bool last = c->pending == 0 && c->handle_closed;
+        pthread_mutex_unlock(&c->mu);
+        job_free_now(job);
+        if (last) {
+            client_free(c);
+        }
+        return;
+    }
     job->next = NULL;
     if (c->done_tail) {
         c->done_tail->next = job;
@@ -390,7 +407,20 @@ static struct part_job *job_new(struct part_client *c, enum part_op op, uint64_t
     job->cookie = cookie;
     job->done = done;
     job->queue_id = queue_id;
+    pthread_mutex_lock(&c->mu);
+    c->pending++;
+    pthread_mutex_unlock(&c->mu);
     return job;
+}
+
+/* Frees a job that job_new made but that was never submitted. */
+static void job_discard(struct part_job *job)
+{
+    struct part_client *c = job->client;
+    pthread_mutex_lock(&c->mu);
+    c->pending--;
+    pthread_mutex_unlock(&c->mu);
+    part__job_free(job);
 }
 
 static void recv_unlist(struct part_client *c, struct part_job *job)
@@ -492,8 +522,13 @@ int part_client_new(struct part_engine *e, uv_loop_t *loop, struct part_client *
 static void on_client_closed(uv_handle_t *h)
 {
     struct part_client *c = h->data;
-    pthread_mutex_destroy(&c->mu);
-    free(c);
+    pthread_mutex_lock(&c->mu);
+    c->handle_closed = true;
+    bool last = c->pending == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (last) {
+        client_free(c);
+    }
 }
 
 void part_client_close(struct part_client *c)
@@ -502,6 +537,18 @@ void part_client_close(struct part_client *c)
         return;
     }
     SL_ASSERT(c->recv_head == NULL);
+    /* Completions already queued for the loop will not be called back;
+     * later ones are dropped by part__complete. */
+    pthread_mutex_lock(&c->mu);
+    c->closed = true;
+    struct part_job *list = c->done_head;
+    c->done_head = c->done_tail = NULL;
+    pthread_mutex_unlock(&c->mu);
+    while (list != NULL) {
+        struct part_job *job = list;
+        list = job->next;
+        part__job_free(job);
+    }
     uv_close((uv_handle_t *)&c->async, on_client_closed);
 }
 
@@ -984,7 +1031,7 @@ static bool kvs_valid(const struct part_kv *kv, size_t n, bool need_values)
 static int submit_catalog(struct part_client *c, struct part_job *job)
 {
     if (atomic_load(&c->engine->closing)) {
-        part__job_free(job);
+        job_discard(job);
         return SL_ECLOSED;
     }
     part__writer_submit(&c->engine->catw, job);

@@ -236,6 +236,12 @@ struct part_client {
     pthread_mutex_t mu;
     struct part_job *done_head;
     struct part_job *done_tail;
+    /* guarded by mu: jobs submitted and not yet handed to the loop, and
+     * the two halves of a close (part_client_close may come before the
+     * last completion; whichever finishes second frees the client) */
+    int64_t pending;
+    bool closed;
+    bool handle_closed;
     /* loop thread only */
     struct part_job *recv_head; /* pending receives, for cancel/drain */
     uint64_t next_ticket;

@@ -104,8 +104,10 @@ void part_engine_drain_polls(struct part_engine *e);
 int part_client_new(struct part_engine *e, struct uv_loop_s *loop, struct part_client **out);
 /* Answers this client's waiting receives empty now (loop_drain). */
 void part_client_drain(struct part_client *c);
-/* Closes the client's uv handles; the memory is freed when the loop runs
- * the close callbacks. Every job of the client must have completed. */
+/* Closes the client's uv handles. No receive may be pending. Other jobs
+ * still running (a background move, say) finish and commit as usual, but
+ * their completions are no longer called; the memory is freed once the
+ * loop ran the close callbacks and the last such job finished. */
 void part_client_close(struct part_client *c);
 
 /* ---- queue catalog ----------------------------------------------------- */

@@ -375,6 +375,29 @@ static void test_destination_deleted_meanwhile(void **state)
     assert_int_equal(part_move(t->c, &req, (struct part_cookie){&m, 0, 0}, on_move), SL_ENOTFOUND);
 }
 
+/* A loop may close its client while a background move is in flight (a
+ * shutdown): the move still commits, its callback is not called, and
+ * nothing leaks (ASan). */
+static void test_client_closed_while_moving(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t dlq = t_create(t, "acme", "dead", NULL);
+    uint64_t dest = t_create(t, "acme", "dest", NULL);
+    t_send(t, dlq, 0, "m1");
+    t_send(t, dlq, 0, "m2");
+    struct move_done m = {0};
+    struct part_move_req req = {
+        .queue_id = dlq, .partition = 0, .dest_queue_id = dest, .max_messages = 10};
+    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&m, 0, 0}, on_move), SL_OK);
+    part_client_close(t->c);
+    uv_run(&t->loop, UV_RUN_NOWAIT);
+    assert_int_equal(part_client_new(t->e, &t->loop, &t->c), SL_OK);
+    t_sync(t);
+    assert_false(m.done);
+    assert_int_equal(t_counts(t, dlq).ready, 0);
+    assert_int_equal(t_counts(t, dest).ready, 2);
+}
+
 static void test_submit_errors(void **state)
 {
     struct t_env *t = *state;
@@ -411,6 +434,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cursor_resumes, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_batch_is_atomic, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_destination_deleted_meanwhile, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_client_closed_while_moving, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_submit_errors, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
