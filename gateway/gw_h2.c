@@ -253,7 +253,7 @@ static bool looks_like_http1(const uint8_t *p, size_t n)
 static int check_preface(struct gw_h2c *c, const uint8_t *data, size_t n)
 {
     size_t take = SL_MIN(n, H2_PREFACE_LEN - c->preface_seen);
-    if (memcmp(data, H2_PREFACE + c->preface_seen, take) == 0) {
+    if (memcmp(data, &H2_PREFACE[c->preface_seen], take) == 0) {
         c->preface_seen += take;
         return SL_OK;
     }
