@@ -422,7 +422,8 @@ static void oversize_declared_body_gets_413(void **state)
     assert_true(st->closed);
     assert_int_equal(fx->requests, 0);
     sl_buf_append_byte(&st->body, '\0');
-    assert_non_null(strstr(st->body.p, "\"__type\":\"com.amazon.coral.service#RequestEntityTooLarge\""));
+    assert_non_null(
+        strstr(st->body.p, "\"__type\":\"com.amazon.coral.service#RequestEntityTooLarge\""));
 }
 
 static void oversize_streamed_body_gets_413(void **state)
