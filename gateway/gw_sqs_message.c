@@ -106,6 +106,15 @@ static int entry_fail(struct gw_sqs_err *fail, enum gw_sqs_error code, const cha
 
 /* ---- message attributes --------------------------------------------------- */
 
+/* SQS also takes accented Latin letters (U+00C0..U+017F, UTF-8 lead bytes
+ * C3..C5) in attribute names, though its documentation lists only ASCII
+ * (research 4.28; LocalStack's AWS-validated rule). */
+static bool latin_letter_at(struct sl_slice n, size_t i)
+{
+    uint8_t lead = (uint8_t)n.p[i];
+    return lead >= 0xc3 && lead <= 0xc5 && i + 1 < n.n && ((uint8_t)n.p[i + 1] & 0xc0) == 0x80;
+}
+
 /* SQS's attribute name rule (research 1.8). */
 static bool attr_name_valid(struct sl_slice n)
 {
@@ -121,6 +130,10 @@ static bool attr_name_valid(struct sl_slice n)
     }
     for (size_t i = 0; i < n.n; i++) {
         char c = n.p[i];
+        if (latin_letter_at(n, i)) {
+            i++; /* a two-byte letter */
+            continue;
+        }
         bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                   c == '_' || c == '-' || c == '.';
         if (!ok || (c == '.' && i + 1 < n.n && n.p[i + 1] == '.')) {

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/evp.h>
+
 static struct it_reply call_text(const struct it_server *s, const char *key, const char *secret,
                                  const char *action, const char *text)
 {
@@ -207,4 +209,38 @@ long long it_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void it_md5_hex(const void *data, size_t n, char out[33])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(data, n, md, &len, EVP_md5(), NULL);
+    for (unsigned int i = 0; i < len && i < 16; i++) {
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    }
+    out[32] = '\0';
+}
+
+static size_t put_field(unsigned char *p, const char *s)
+{
+    size_t n = strlen(s);
+    p[0] = (unsigned char)(n >> 24);
+    p[1] = (unsigned char)(n >> 16);
+    p[2] = (unsigned char)(n >> 8);
+    p[3] = (unsigned char)n;
+    memcpy(p + 4, s, n);
+    return 4 + n;
+}
+
+void it_md5_one_string_attr(const char *name, const char *value, char out[33])
+{
+    size_t cap = strlen(name) + strlen(value) + 32;
+    unsigned char *buf = malloc(cap);
+    size_t n = put_field(buf, name);
+    n += put_field(buf + n, "String");
+    buf[n++] = 1; /* transport: String/Number */
+    n += put_field(buf + n, value);
+    it_md5_hex(buf, n, out);
+    free(buf);
 }

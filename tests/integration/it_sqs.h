@@ -76,6 +76,12 @@ size_t it_message_count(const struct it_reply *r);
 /* GetQueueAttributes of one attribute as an integer (-1 when missing). */
 long long it_queue_attr_int(const struct it_server *s, const char *url, const char *name);
 
+/* Lower-case hex MD5 of bytes (OpenSSL, independent of sluice's). */
+void it_md5_hex(const void *data, size_t n, char out[33]);
+/* MD5 of one String attribute as SQS hashes attributes (research
+ * sqs-peers.md 1.5): the vector for AWSTraceHeader and similar. */
+void it_md5_one_string_attr(const char *name, const char *value, char out[33]);
+
 /* Milliseconds since the epoch (to bound the timestamps SQS returns). */
 long long it_now_ms(void);
 
