@@ -89,6 +89,10 @@ int sl_base64url_decode(const char *in, size_t n, uint8_t *out, size_t *out_len)
     if (n % 4 == 1) {
         return SL_EINVAL;
     }
+    if (n == 0) {
+        *out_len = 0;
+        return SL_OK;
+    }
     size_t padded = (n + 3) / 4 * 4;
     char stackbuf[512];
     char *tmp = padded <= sizeof stackbuf ? stackbuf : sl_trymalloc(padded);
