@@ -34,6 +34,7 @@ struct gw_api {
     struct gw_purge_mark *purges; /* last minute's purges and deletes (gw_act_queue.c) */
     size_t purge_count;
     size_t purge_cap;
+    struct gw_move_registry *moves; /* message move tasks (gw_act_move.c); lazily made */
 };
 
 /* One tenant's shard, cached per loop: placement costs a keyed hash per
@@ -114,5 +115,15 @@ int gw__attrs_decode(struct sl_slice blob, struct gw_sqs_msg_attr *out, size_t c
 /* System attributes kept with a message (AWSTraceHeader, SenderId) use the
  * same layout with String values. */
 #define GW_SYSATTR_MAX 4
+
+/* ---- message move tasks (gw_act_move.c) --------------------------------- */
+
+/* Shutdown of loop l (call from its loop_drain): its move tasks stop
+ * taking batches. A batch in flight still commits. Loop thread. */
+void gw__move_loop_drain(struct gw_api_loop *l);
+/* Frees the task registry after every loop stopped (from gw_api_free,
+ * before the engine closes). Task history lives in memory only and does
+ * not survive a restart; moved messages do (each batch is a commit). */
+void gw__move_api_free(struct gw_api *api);
 
 #endif

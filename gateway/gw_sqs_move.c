@@ -1,0 +1,101 @@
+/*
+ * gw_sqs_move.c -- reply bodies and the TaskHandle of SQS message move
+ * tasks (see gw_sqs_move.h). Shapes follow the SQS Smithy model:
+ * ListMessageMoveTasksResultEntry has StartedTimestamp as an epoch-ms
+ * number and the counters as numbers (research/sqs-peers.md 1.1).
+ *
+ * Threading: any thread. Ownership: every encoder returns one new
+ * reference.
+ */
+#include "gw_sqs_move.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+json_t *gw_sqs_encode_task_handle(const char *handle)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "TaskHandle", json_string(handle));
+    return o;
+}
+
+json_t *gw_sqs_encode_moved(int64_t moved)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "ApproximateNumberOfMessagesMoved", json_integer(moved));
+    return o;
+}
+
+json_t *gw_sqs_encode_move_tasks(const struct gw_sqs_move_task *tasks, size_t n)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_sqs_move_task *t = &tasks[i];
+        json_t *o = json_object();
+        if (t->task_handle != NULL) {
+            json_object_set_new(o, "TaskHandle", json_string(t->task_handle));
+        }
+        json_object_set_new(o, "Status", json_string(t->status));
+        json_object_set_new(o, "SourceArn", json_string(t->source_arn));
+        if (t->destination_arn != NULL) {
+            json_object_set_new(o, "DestinationArn", json_string(t->destination_arn));
+        }
+        if (t->max_per_second > 0) {
+            json_object_set_new(o, "MaxNumberOfMessagesPerSecond", json_integer(t->max_per_second));
+        }
+        json_object_set_new(o, "ApproximateNumberOfMessagesMoved", json_integer(t->moved));
+        json_object_set_new(o, "ApproximateNumberOfMessagesToMove", json_integer(t->to_move));
+        if (t->failure_reason != NULL) {
+            json_object_set_new(o, "FailureReason", json_string(t->failure_reason));
+        }
+        json_object_set_new(o, "StartedTimestamp", json_integer((json_int_t)t->started_ms));
+        json_array_append_new(list, o);
+    }
+    json_t *body = json_object();
+    json_object_set_new(body, "Results", list);
+    return body;
+}
+
+void gw_sqs_move_handle_encode(const char *task_id, const char *source_arn, struct sl_buf *out)
+{
+    json_t *doc = json_object();
+    json_object_set_new(doc, "taskId", json_string(task_id));
+    json_object_set_new(doc, "sourceArn", json_string(source_arn));
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    size_t n = strlen(text);
+    size_t at = out->n;
+    sl_buf_reserve(out, sl_base64_encoded_len(n) + 1);
+    sl_base64_encode((const uint8_t *)text, n, out->p + at);
+    out->n = at + sl_base64_encoded_len(n);
+    out->p[out->n] = '\0';
+    free(text);
+}
+
+#define MAX_HANDLE_LEN 2048
+
+bool gw_sqs_move_handle_decode(struct sl_slice handle, char task_id[GW_SQS_TASK_ID_LEN + 1],
+                               struct sl_buf *source_arn)
+{
+    sl_buf_reset(source_arn);
+    if (handle.n == 0 || handle.n > MAX_HANDLE_LEN) {
+        return false;
+    }
+    uint8_t raw[MAX_HANDLE_LEN];
+    size_t len = 0;
+    if (sl_base64_decode(handle.p, handle.n, raw, &len) != SL_OK) {
+        return false;
+    }
+    json_t *doc = json_loadb((const char *)raw, len, JSON_REJECT_DUPLICATES, NULL);
+    const char *id = json_string_value(json_object_get(doc, "taskId"));
+    const char *arn = json_string_value(json_object_get(doc, "sourceArn"));
+    bool ok = id != NULL && arn != NULL && strlen(id) == GW_SQS_TASK_ID_LEN && arn[0] != '\0';
+    if (ok) {
+        memcpy(task_id, id, GW_SQS_TASK_ID_LEN + 1);
+        sl_buf_append_cstr(source_arn, arn);
+    }
+    json_decref(doc);
+    return ok;
+}
