@@ -84,7 +84,9 @@ enum gw_sigv4_status {
  * steady client costs one HMAC chain per day, not four HMACs per request.
  * A slot also remembers a fingerprint (SHA-256) of the secret it was
  * derived from, so a rotated secret is never answered with a stale key.
- * Least recently used slots are evicted. One cache belongs to one thread. */
+ * Least recently used slots are evicted. The cache also holds reusable
+ * OpenSSL digest and MAC contexts, so verify with a cache is several times
+ * cheaper than without. One cache belongs to one thread. */
 struct gw_sigv4_key_cache;
 /* slots == 0 picks a default (64). */
 struct gw_sigv4_key_cache *gw_sigv4_key_cache_new(size_t slots);

@@ -33,6 +33,8 @@ def main():
     seeds["no-signature"] = seed(v, v["authorization"].split(", Signature=")[0])
     seeds["token"] = seed(v, extra_headers=["x-amz-security-token:abc"])
     seeds["unsigned-payload"] = seed(v, extra_headers=["x-amz-content-sha256:UNSIGNED-PAYLOAD"])
+    # Only an Authorization line: every other field is an empty (NULL) slice.
+    seeds["authorization-only"] = v["authorization"].encode()
     seeds["garbage"] = b"AWS4-HMAC-SHA256 Credential=/,,,;;==\n\xff\n/../%zz/.\n&&=&%\n\n\n\x00"
     for name, data in seeds.items():
         with open(os.path.join(OUT, name), "wb") as fh:
