@@ -30,7 +30,8 @@
  *   send -> DELAYED/READY       exec_send
  *   DELAYED/INFLIGHT -> READY   fire_timers (VISIBLE), exec_change_vis (0),
  *                               exec_release
- *   READY -> INFLIGHT           exec_receive
+ *   READY -> INFLIGHT           exec_receive; exec_change_vis (> 0) with a
+ *                               lapsed handle of a standard queue
  *   READY -> READY (DLQ queue)  exec_receive (move_to_dlq)
  *   READY -> READY (redrive)    exec_move (DLQ back to a source / destination)
  *   any -> GONE                 exec_delete, fire_timers (EXPIRE), exec_purge
@@ -561,7 +562,11 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
                 delta_state(b, job->q, r.state, -1);
             }
         } else if (job->op == PART_OP_CHANGE_VIS) {
-            if (!current) {
+            /* SQS standard: a handle whose lease has run out still changes
+             * the message as long as nobody has received it since. */
+            bool expired = present && !cfg.fifo && r.state == PART_STATE_READY &&
+                           r.receive_count == en->rh.receive_gen;
+            if (!current && !expired) {
                 *status = SL_ENOTFOUND;
                 continue;
             }
@@ -575,10 +580,11 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
                 return;
             }
             *status = SL_OK;
-            if (state == PART_STATE_READY) {
-                delta_state(b, job->q, PART_STATE_INFLIGHT, -1);
-                delta_state(b, job->q, PART_STATE_READY, 1);
-            } else {
+            if (state != r.state) {
+                delta_state(b, job->q, r.state, -1);
+                delta_state(b, job->q, state, 1);
+            }
+            if (state == PART_STATE_INFLIGHT) {
                 heap_push(&w->timers, at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
             }
         } else { /* PART_OP_RELEASE: undo a lease nobody will see */

@@ -305,8 +305,10 @@ struct part_visibility_entry {
     uint32_t visibility_s; /* new lease from now; 0: ready again now */
 };
 /* res->entry_status per entry: SL_OK; SL_EINVAL receipt handle invalid;
- * SL_ENOTFOUND message not in flight under this handle (gone, ready
- * again, or re-received since). */
+ * SL_ENOTFOUND message not in flight under this handle (gone, or
+ * re-received since; on FIFO queues also ready again). On a standard queue
+ * a handle whose lease lapsed still changes the message while nobody has
+ * received it since, as SQS does. */
 int part_change_visibility(struct part_client *c, uint64_t queue_id,
                            const struct part_visibility_entry *entries, size_t n,
                            struct part_cookie cookie, part_done_fn *done);

@@ -402,6 +402,21 @@ static void change_visibility(void)
     it_reply_free(&r);
     free(h);
 
+    /* After its lease ran out (not received since): 200 on a standard
+     * queue (LS test_change_message_visibility_after_visibility_timeout_expiration). */
+    free(it_send(&srv, url, "expired"));
+    r = it_receive(&srv, url, json_pack("{s:i}", "VisibilityTimeout", 0));
+    h = handle_of(&r);
+    it_reply_free(&r);
+    r = call_q("ChangeMessageVisibility", url,
+               json_pack("{s:s,s:i}", "ReceiptHandle", h, "VisibilityTimeout", 600));
+    IT_OK(&r);
+    it_reply_free(&r);
+    r = it_receive(&srv, url, NULL);
+    IT_CHECK(it_message_count(&r) == 0); /* hidden again by the change */
+    it_reply_free(&r);
+    free(h);
+
     /* ChangeMessageVisibilityBatch: one good entry, one garbage. */
     r = call_q("PurgeQueue", url, json_object());
     it_reply_free(&r);
