@@ -1,0 +1,209 @@
+/*
+ * ctl_client.c -- sluicectl's signed SQS calls (see ctl_client.h). The
+ * request is signed by gw_sigv4_sign, the signer that shares its
+ * canonicalisation with the gateway's verifier, over exactly the headers
+ * sent: content-type, host (the endpoint's authority, which HTTP/2 sends
+ * as :authority), x-amz-date and x-amz-target.
+ */
+#include "ctl_client.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "gw.h"
+
+#define SQS_JSON "application/x-amz-json-1.0"
+
+struct sink {
+    struct sl_buf body;
+    char query_error[128];
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+    struct sink *s = arg;
+    sl_buf_append(&s->body, p, size * n);
+    return size * n;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    struct sink *s = arg;
+    size_t len = size * n;
+    static const char name[] = "x-amzn-query-error:";
+    if (len > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0) {
+        const char *v = p + sizeof name - 1;
+        while (*v == ' ') {
+            v++;
+        }
+        size_t vn = strcspn(v, ";\r\n");
+        snprintf(s->query_error, sizeof s->query_error, "%.*s", (int)vn, v);
+    }
+    return len;
+}
+
+/* "HOST[:PORT]" as the URL names it: what curl sends as :authority. */
+static bool authority_of(const char *url, char *out, size_t cap)
+{
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL;
+    bool ok = curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK;
+    if (ok) {
+        bool has_port = curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK;
+        snprintf(out, cap, "%s%s%s", host, has_port ? ":" : "", has_port ? port : "");
+    }
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+static void fail_transport(struct ctl_reply *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void fail_transport(struct ctl_reply *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->transport, sizeof out->transport, fmt, ap);
+    va_end(ap);
+    snprintf(out->code, sizeof out->code, "ConnectionError");
+    out->message = out->transport;
+}
+
+bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, struct ctl_reply *out)
+{
+    memset(out, 0, sizeof *out);
+    if (req == NULL) {
+        req = json_object();
+    }
+    char *payload = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    char authority[256], amz_date[17], target[128];
+    if (!authority_of(ep->url, authority, sizeof authority)) {
+        free(payload);
+        fail_transport(out, "bad endpoint URL %s", ep->url);
+        return false;
+    }
+    gw_sigv4_amz_date((int64_t)time(NULL), amz_date);
+    snprintf(target, sizeof target, "AmazonSQS.%s", action);
+    struct gw_header h[] = {
+        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(SQS_JSON)},
+        {SL_SLICE_LIT("host"), sl_slice_cstr(authority)},
+        {SL_SLICE_LIT("x-amz-date"), sl_slice_cstr(amz_date)},
+        {SL_SLICE_LIT("x-amz-target"), sl_slice_cstr(target)},
+    };
+    struct gw_sigv4_request sreq = {
+        .method = SL_SLICE_LIT("POST"),
+        .path = SL_SLICE_LIT("/"),
+        .query = SL_SLICE_LIT(""),
+        .headers = h,
+        .header_count = SL_ARRAY_LEN(h),
+        .payload = sl_slice_cstr(payload),
+        .authority = sl_slice_cstr(authority),
+    };
+    struct sl_buf auth;
+    sl_buf_init(&auth);
+    if (gw_sigv4_sign(&sreq, ep->access_key_id, ep->secret, ep->region, "sqs", amz_date, &auth) !=
+        SL_OK) {
+        sl_buf_free(&auth);
+        free(payload);
+        fail_transport(out, "cannot sign the request (%s)", "check the keys and region");
+        return false;
+    }
+    char url[512], host_h[300], date_h[64], target_h[160];
+    size_t authz_cap = auth.n + 32;
+    char *authz_h = sl_xmalloc(authz_cap);
+    snprintf(url, sizeof url, "%s/", ep->url);
+    size_t ul = strlen(ep->url);
+    if (ul > 0 && ep->url[ul - 1] == '/') {
+        snprintf(url, sizeof url, "%s", ep->url);
+    }
+    snprintf(host_h, sizeof host_h, "host: %s", authority);
+    snprintf(date_h, sizeof date_h, "x-amz-date: %s", amz_date);
+    snprintf(target_h, sizeof target_h, "x-amz-target: %s", target);
+    snprintf(authz_h, authz_cap, "authorization: %s", auth.p);
+    struct curl_slist *hl = NULL;
+    hl = curl_slist_append(hl, "content-type: " SQS_JSON);
+    hl = curl_slist_append(hl, host_h);
+    hl = curl_slist_append(hl, date_h);
+    hl = curl_slist_append(hl, target_h);
+    hl = curl_slist_append(hl, authz_h);
+    hl = curl_slist_append(hl, "expect:");
+
+    struct sink sink = {0};
+    sl_buf_init(&sink.body);
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
+                     strncmp(ep->url, "https://", 8) == 0
+                         ? (long)CURL_HTTP_VERSION_2TLS
+                         : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &sink);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ep->timeout_ms > 0 ? ep->timeout_ms : 30000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    }
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    free(authz_h);
+    sl_buf_free(&auth);
+    free(payload);
+
+    if (rc != CURLE_OK) {
+        sl_buf_free(&sink.body);
+        snprintf(out->transport, sizeof out->transport, "cannot reach %s: %s", ep->url,
+                 curl_easy_strerror(rc));
+        snprintf(out->code, sizeof out->code, "ConnectionError");
+        out->message = out->transport;
+        return false;
+    }
+    out->body = sl_buf_take(&sink.body, NULL);
+    if (out->body == NULL) {
+        out->body = sl_xstrdup("");
+    }
+    out->json = json_loads(out->body, 0, NULL);
+    if (out->status >= 200 && out->status < 300) {
+        return true;
+    }
+    const char *type = json_string_value(json_object_get(out->json, "__type"));
+    const char *hash = type != NULL ? strrchr(type, '#') : NULL;
+    if (sink.query_error[0] != '\0') {
+        snprintf(out->code, sizeof out->code, "%s", sink.query_error);
+    } else if (type != NULL) {
+        snprintf(out->code, sizeof out->code, "%s", hash != NULL ? hash + 1 : type);
+    } else {
+        snprintf(out->code, sizeof out->code, "HTTP%ld", out->status);
+    }
+    out->message = json_string_value(json_object_get(out->json, "message"));
+    if (out->message == NULL) {
+        out->message = json_string_value(json_object_get(out->json, "Message"));
+    }
+    if (out->message == NULL) {
+        out->message = out->body;
+    }
+    return false;
+}
+
+void ctl_reply_free(struct ctl_reply *r)
+{
+    json_decref(r->json);
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
