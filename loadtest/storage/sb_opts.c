@@ -52,7 +52,7 @@ static bool parse_list(const char *arg, bool (*item)(const char *, void *), void
 static bool item_partitions(const char *t, void *ctx)
 {
     struct sb_opts *o = ctx;
-    uint64_t v;
+    uint64_t v = 0;
     if (o->npartitions == SL_ARRAY_LEN(o->partitions) || !parse_u64(t, 1, 256, &v)) {
         return false;
     }
@@ -125,7 +125,7 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
         {NULL, 0, NULL, 0},
     };
     int c;
-    uint64_t v;
+    uint64_t v = 0;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         bool ok = true;
         switch (c) {
