@@ -66,15 +66,28 @@ static uint32_t send_partition(struct gw_act_ctx *ctx, const struct gw_queue *q)
     return pol_pick_send_partition(shard, k, ready, depth);
 }
 
+/* SQS takes the X-Amzn-Trace-Id request header as the AWSTraceHeader of
+ * messages that do not carry one themselves (research 4.31). */
+static struct sl_slice trace_id_header(const struct gw_request *http)
+{
+    for (size_t i = 0; i < http->header_count; i++) {
+        if (sl_slice_eq_cstr(http->headers[i].name, "x-amzn-trace-id")) {
+            return http->headers[i].value;
+        }
+    }
+    return (struct sl_slice){NULL, 0};
+}
+
 static void encode_sys_attrs(const struct gw_act_ctx *ctx, const struct gw_sqs_send_entry *m,
                              struct sl_buf *out)
 {
     /* Sorted by name, in the stored-attribute layout. */
     struct gw_sqs_msg_attr sys[2];
     size_t n = 0;
-    if (m->has_trace_header) {
+    struct sl_slice trace = m->has_trace_header ? m->trace_header : trace_id_header(ctx->http);
+    if (trace.n > 0) {
         sys[n++] = (struct gw_sqs_msg_attr){SL_SLICE_LIT("AWSTraceHeader"), SL_SLICE_LIT("String"),
-                                            GW_SQS_ATTR_STRING, m->trace_header};
+                                            GW_SQS_ATTR_STRING, trace};
     }
     const char *sender =
         ctx->principal.kind == CFG_PRINCIPAL_ADMIN ? "admin" : ctx->principal.tenant->name;
