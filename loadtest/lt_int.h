@@ -1,0 +1,331 @@
+/*
+ * lt_int.h -- internals of the load generator (build/sluice-load), shared by
+ * its files and its unit tests. The load generator is a tool, not a module:
+ * nothing outside loadtest/ and tests/unit/loadtest/ includes this header.
+ *
+ * Layers, bottom up:
+ *   lt_hist.c    log-bucketed latency histogram (pure)
+ *   lt_sched.c   open-loop schedule: intended send times (pure, clock given)
+ *   lt_sign.c    the SigV4 headers of one SQS request, via gw_sigv4_sign()
+ *   lt_errors.c  SQS error codes out of a reply, and their tally (pure)
+ *   lt_report.c  the run's result as a table, a JSON record and a picture
+ *   lt_opts.c    command line -> struct lt_opts
+ *   lt_conn.c    one HTTP/2 client connection: libuv TCP, optional TLS via
+ *                memory BIOs, an nghttp2 client session fed from memory
+ *   lt_run.c     scenarios: groups of connections x streams driving flows
+ *
+ * Threading: everything runs on one libuv loop thread; nothing is shared.
+ * Ownership: a struct lt_req belongs to its caller until lt_conn_submit()
+ * returns SL_OK, then to the connection until its done callback has run;
+ * the callback gets it back (and frees or reuses it).
+ */
+#ifndef SLUICE_LT_INT_H
+#define SLUICE_LT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "gw.h"
+#include "sl.h"
+
+/* ===== histogram ======================================================== */
+
+/* HDR-style: values below 2^LT_HIST_SUB_BITS are counted exactly; above,
+ * each power of two is split into 2^(LT_HIST_SUB_BITS-1) equal buckets, so
+ * a reported value is never more than 1/512 (0.2 %) above the true one.
+ * Values are microseconds; anything above LT_HIST_MAX_VALUE (19 hours) is
+ * counted as LT_HIST_MAX_VALUE. */
+#define LT_HIST_SUB_BITS 10
+#define LT_HIST_MAX_VALUE ((UINT64_C(1) << 36) - 1)
+
+struct lt_hist {
+    uint64_t *counts;
+    size_t nbuckets;
+    uint64_t total;
+    uint64_t min;
+    uint64_t max;
+    double sum;
+};
+
+void lt_hist_init(struct lt_hist *h);
+void lt_hist_fini(struct lt_hist *h);
+void lt_hist_reset(struct lt_hist *h);
+void lt_hist_record(struct lt_hist *h, uint64_t value);
+void lt_hist_merge(struct lt_hist *dst, const struct lt_hist *src);
+/* The nearest-rank percentile (p in [0, 100]): the smallest recorded value
+ * v such that at least p % of the values are <= v, reported as the highest
+ * value of v's bucket, never above the exact maximum. 0 when empty. */
+uint64_t lt_hist_percentile(const struct lt_hist *h, double p);
+double lt_hist_mean(const struct lt_hist *h);
+/* Bucket index of a value and the highest value that bucket holds. */
+size_t lt_hist_bucket(uint64_t value);
+uint64_t lt_hist_bucket_high(size_t bucket);
+
+/* ===== open-loop schedule =============================================== */
+
+/* Operation i of a run at rate R is intended to start at start + i / R,
+ * whether or not the previous ones have finished. Latency is measured from
+ * that intended time, so a stalled server shows up as latency instead of
+ * silently slowing the generator down (no coordinated omission). */
+struct lt_sched {
+    uint64_t start_ns;
+    double rate; /* operations per second, > 0 */
+    uint64_t taken;
+};
+
+void lt_sched_init(struct lt_sched *s, uint64_t start_ns, double rate_per_s);
+uint64_t lt_sched_intended(const struct lt_sched *s, uint64_t i);
+/* How many operations are due at now_ns and not taken yet. */
+uint64_t lt_sched_due(const struct lt_sched *s, uint64_t now_ns);
+/* Takes the next operation; returns its intended start time. */
+uint64_t lt_sched_take(struct lt_sched *s);
+/* Latency in microseconds from when an operation was meant to start (open
+ * loop) or did start (closed loop) to when it finished. */
+uint64_t lt_latency_us(uint64_t start_ns, uint64_t done_ns);
+
+/* ===== signing ========================================================== */
+
+/* The SigV4 headers of one request: x-amz-date and authorization for the
+ * given method, path, authority (signed as "host", the way curl signs its
+ * HTTP/2 requests) and extra headers (lower-case names; all signed). */
+struct lt_credentials {
+    const char *access_key_id;
+    const char *secret;
+    const char *region;
+    const char *service;
+};
+
+int lt_sign(const struct lt_credentials *cred, const char *method, const char *path,
+            const char *authority, const struct gw_header *extra, size_t extra_count,
+            struct sl_slice body, int64_t now_s, char amz_date[17], struct sl_buf *authorization);
+
+/* ===== SQS errors ======================================================= */
+
+#define LT_MAX_ERROR_CODES 32
+#define LT_ERROR_CODE_MAX 96
+
+struct lt_error_count {
+    char code[LT_ERROR_CODE_MAX];
+    uint64_t n;
+};
+
+struct lt_errors {
+    struct lt_error_count e[LT_MAX_ERROR_CODES];
+    size_t n;
+    uint64_t other; /* codes beyond the table */
+};
+
+/* The SQS error code of a failed reply: the `__type` of a JSON body
+ * without its namespace, else the code of x-amzn-query-error (before ';'),
+ * else "HTTP_<status>". status 0 is a transport failure described by body. */
+void lt_error_code(int status, const char *query_error, struct sl_slice body, char *out,
+                   size_t cap);
+void lt_errors_add(struct lt_errors *e, const char *code);
+uint64_t lt_errors_total(const struct lt_errors *e);
+
+/* ===== options ========================================================== */
+
+enum lt_scenario {
+    LT_SC_SEND,
+    LT_SC_RECEIVE_DELETE,
+    LT_SC_ROUNDTRIP,
+    LT_SC_LONGPOLL,
+    LT_SC_NOISY,
+    LT_SC_RAW,
+};
+
+struct lt_tenant {
+    char *access_key_id;
+    char *secret;
+};
+
+struct lt_opts {
+    enum lt_scenario scenario;
+    const char *scenario_name;
+    char *raw_action; /* raw-action ACTION JSON, and --print-signed-headers */
+    char *raw_json;
+    char *host; /* from --target HOST:PORT */
+    int port;
+    char *authority; /* "HOST:PORT" as sent in :authority */
+    bool allow_remote;
+    bool tls;
+    char *cacert;
+    char *region;
+    unsigned connections;
+    unsigned streams;
+    unsigned consumer_streams; /* roundtrip consumers */
+    double duration_s;         /* 0 = not bounded by time */
+    uint64_t count;            /* 0 = not bounded by count */
+    double rate;               /* 0 = closed loop */
+    double flood_rate;         /* noisy: the first tenant's rate */
+    unsigned batch;            /* 1 or 10 */
+    size_t message_size;
+    struct lt_tenant *tenants;
+    size_t tenant_count;
+    unsigned queues;
+    char *queue_prefix;
+    int wait_s; /* ReceiveMessage WaitTimeSeconds; -1 = scenario default */
+    uint64_t prefill;
+    unsigned gap_ms; /* longpoll: receive waiting before the send */
+    char *json_path;
+    char *plot_path;
+    int server_pid;
+    bool quiet;
+    bool print_signed_headers;
+};
+
+void lt_opts_init(struct lt_opts *o);
+void lt_opts_fini(struct lt_opts *o);
+/* Parses argv; on failure returns SL_EINVAL with a message in err. The
+ * result is always bounded (duration or count) and targets loopback unless
+ * --allow-remote. */
+int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t errlen);
+void lt_opts_usage(FILE *out);
+
+/* ===== results ========================================================== */
+
+enum lt_metric {
+    LT_M_OP,      /* one whole flow, from its intended start */
+    LT_M_SEND,    /* SendMessage / SendMessageBatch */
+    LT_M_RECEIVE, /* ReceiveMessage */
+    LT_M_DELETE,  /* DeleteMessageBatch */
+    LT_M_E2E,     /* send timestamp in the body -> received */
+    LT_M_WAKE,    /* longpoll: send issued -> waiting receive answered */
+    LT_M_COUNT,
+};
+
+const char *lt_metric_name(enum lt_metric m);
+
+struct lt_timeline_point {
+    double t_s;
+    uint64_t n;
+    uint64_t p50_us;
+    uint64_t p99_us;
+    uint64_t max_us;
+};
+
+struct lt_metric_stats {
+    bool used;
+    struct lt_hist all;
+    struct lt_hist interval;
+    struct lt_timeline_point *timeline;
+    size_t timeline_n;
+    size_t timeline_cap;
+};
+
+struct lt_group_stats {
+    char name[64];
+    char tenant[128];
+    struct lt_metric_stats m[LT_M_COUNT];
+    uint64_t requests; /* HTTP requests answered, any status */
+    uint64_t errors;   /* non-2xx replies and transport failures */
+    uint64_t messages; /* messages sent (producers) or deleted (consumers) */
+    uint64_t empty_receives;
+    uint64_t late_max;  /* open loop: most operations ever overdue at once */
+    double target_rate; /* 0 = closed loop */
+    double elapsed_s;   /* from its first operation to its last */
+    uint64_t unstarted; /* open loop: due at the end but never started */
+    struct lt_errors error_codes;
+    uint64_t interval_requests;
+    uint64_t interval_messages;
+};
+
+void lt_group_stats_init(struct lt_group_stats *g, const char *name, const char *tenant);
+void lt_group_stats_fini(struct lt_group_stats *g);
+void lt_group_stats_record(struct lt_group_stats *g, enum lt_metric m, uint64_t us);
+/* Closes a progress interval at t_s: appends a timeline point per metric. */
+void lt_group_stats_tick(struct lt_group_stats *g, double t_s);
+
+struct lt_result {
+    const struct lt_opts *opts;
+    double elapsed_s;
+    struct lt_group_stats *groups;
+    size_t group_count;
+    char setup_error[256]; /* why the scenario could not run, or empty */
+    bool have_cpu;
+    int server_pid;
+    double server_cpu_s;
+};
+
+/* The JSON record (new reference). */
+json_t *lt_result_json(const struct lt_result *r);
+int lt_result_write_json(const struct lt_result *r, const char *path);
+void lt_result_print(const struct lt_result *r, FILE *out);
+/* Draws latency over time and the latency distribution with gnuplot. */
+int lt_result_plot(const struct lt_result *r, const char *png_path);
+
+/* CPU seconds (user + system) a process has used, from /proc/PID/stat. */
+int lt_proc_cpu_seconds(int pid, double *out);
+
+/* ===== HTTP/2 client ==================================================== */
+
+struct lt_client;
+struct lt_conn;
+struct lt_req;
+
+typedef void lt_req_done_cb(struct lt_req *req);
+
+/* One request. Fill body, action and cred, then lt_conn_submit(). */
+struct lt_req {
+    struct lt_conn *conn;
+    struct lt_req *next; /* in the connection's in-flight list */
+    struct lt_req *prev;
+    int32_t stream_id;
+    const char *action; /* "SendMessage": becomes x-amz-target AmazonSQS.<action> */
+    const struct lt_credentials *cred;
+    struct sl_buf body;
+    size_t body_off;
+    uint64_t issued_ns;
+    uint64_t done_ns;
+    int status; /* HTTP status, 0 = no reply (transport failure) */
+    char query_error[128];
+    char transport_error[64];
+    struct sl_buf resp;
+    lt_req_done_cb *cb;
+    void *data;
+};
+
+void lt_req_init(struct lt_req *r);
+void lt_req_fini(struct lt_req *r);
+/* Clears the reply and the body for reuse. */
+void lt_req_reset(struct lt_req *r);
+
+struct uv_loop_s;
+/* tls_ctx is an SSL_CTX * or NULL for h2c. */
+struct lt_client *lt_client_new(struct uv_loop_s *loop, const struct lt_opts *o, void *tls_ctx);
+void lt_client_free(struct lt_client *c);
+/* Builds the TLS context of --tls (ALPN h2), or NULL with a message. */
+void *lt_tls_ctx_new(const struct lt_opts *o, char *err, size_t errlen);
+void lt_tls_ctx_free(void *ctx);
+
+typedef void lt_conn_ready_cb(struct lt_conn *conn, int status, void *data);
+/* Connects; ready runs once, with SL_OK when the HTTP/2 session is up. */
+struct lt_conn *lt_conn_open(struct lt_client *c, lt_conn_ready_cb *ready, void *data);
+/* Fails what is in flight (their callbacks run) and closes the socket; the
+ * connection is freed once libuv is done with it. */
+void lt_conn_close(struct lt_conn *conn);
+bool lt_conn_usable(const struct lt_conn *conn);
+unsigned lt_conn_inflight(const struct lt_conn *conn);
+/* Signs and sends r. SL_OK: r belongs to the connection until r->cb runs.
+ * SL_ECLOSED: the connection is dead; r is still the caller's. */
+int lt_conn_submit(struct lt_conn *conn, struct lt_req *r);
+
+/* ===== scenarios ======================================================== */
+
+/* Runs the scenario of o; fills r (groups owned by r, freed with
+ * lt_result_fini). Returns SL_OK, or SL_ECLOSED when the gateway cannot run
+ * it (r->setup_error says why), or SL_EIO when no connection came up. */
+int lt_run(const struct lt_opts *o, struct lt_result *r);
+void lt_result_fini(struct lt_result *r);
+
+/* Request bodies, exposed for tests. */
+void lt_body_send(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
+                  uint64_t wall_us);
+/* The send timestamp (µs) a body starts with, or 0. */
+uint64_t lt_body_timestamp(const char *body, size_t n);
+
+#endif

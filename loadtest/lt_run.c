@@ -1,0 +1,987 @@
+/*
+ * lt_run.c -- the scenarios of sluice-load.
+ *
+ * A run is a few groups; a group is one tenant's N connections x M flow
+ * slots doing one role (send, receive+delete, long poll, or a raw action),
+ * with its own bounds, schedule and statistics. A flow is one operation in
+ * progress: one request, or a short chain (receive, then delete the batch).
+ *
+ *   send            one group: "send"
+ *   receive-delete  "prefill" (if --prefill) then "consumers"
+ *   roundtrip       "producers" and "consumers" together, same queues
+ *   longpoll        "longpoll": each flow owns a queue, waits in a receive,
+ *                   sends after --gap-ms and times the wake-up
+ *   noisy           one group per tenant; the first floods
+ *   raw-action      "raw": the given action and JSON, repeated
+ *
+ * Phases: connect -> setup (CreateQueue for every queue) -> [prefill] ->
+ * measure -> drain -> done. Results of a run are what lt_run fills into
+ * struct lt_result.
+ *
+ * Open loop: a 1 ms pacer takes every due operation off the group's
+ * schedule as long as a slot is free; an operation waiting for a slot is
+ * still timed from its intended start (see lt_sched.c).
+ *
+ * Threading: one libuv loop on the calling thread.
+ */
+#include "lt_int.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#define PACER_MS 1
+#define DRAIN_GRACE_NS (5ull * 1000000000ull)
+#define COUNT_ONLY_CAP_NS (3600ull * 1000000000ull)
+
+enum role { ROLE_SEND, ROLE_RECV_DELETE, ROLE_RAW, ROLE_LONGPOLL };
+enum { REQ_MAIN, REQ_DELETE, REQ_LP_SEND, REQ_COUNT };
+
+struct run;
+struct group;
+
+struct flow {
+    struct group *g;
+    bool busy;
+    bool retired; /* its connection died */
+    uint64_t intended_ns;
+    unsigned pending; /* requests in flight, plus an armed timer */
+    struct lt_req req[REQ_COUNT];
+    uv_timer_t timer;
+    bool timer_armed;
+    size_t queue;
+    uint64_t send_issued_ns;
+    bool sent;
+    struct lt_conn *conn;
+};
+
+struct group {
+    struct run *run;
+    struct lt_group_stats *stats;
+    enum role role;
+    struct lt_credentials cred;
+    bool roundtrip;
+    unsigned batch;
+    struct lt_conn **conns;
+    size_t conn_count;
+    struct flow *flows;
+    size_t flow_count;
+    size_t *free_slots;
+    size_t free_count;
+    size_t busy;
+    bool active;  /* begun, not stopped */
+    bool stopped; /* starts no more flows */
+    bool open_loop;
+    struct lt_sched sched;
+    uint64_t start_ns;
+    uint64_t end_ns; /* 0 = no time bound */
+    uint64_t last_done_ns;
+    uint64_t count_limit;
+    uint64_t started;
+    uint64_t expect_messages; /* consumers: stop once this many are deleted */
+    struct group *feeder;     /* roundtrip consumers: the producers */
+    char **queue_urls;
+    size_t queue_count;
+    bool owns_queues;
+    bool time_bound; /* stops at --duration (not prefill, not roundtrip consumers) */
+    bool prefill;
+    size_t next_queue;
+    struct lt_req *setup;
+    size_t setup_count;
+};
+
+struct run {
+    uv_loop_t loop;
+    const struct lt_opts *o;
+    struct lt_client *client;
+    void *tls;
+    struct group *groups;
+    size_t group_count;
+    struct lt_result *result;
+    uv_timer_t pacer;
+    uv_timer_t ticker;
+    uint64_t t0_ns;
+    uint64_t hard_end_ns;
+    size_t conns_pending;
+    size_t setup_pending;
+    int phase; /* 0 connect, 1 setup, 2 prefill, 3 measure, 4 done */
+    bool finishing;
+    bool cpu_started;
+    double cpu_start_s;
+    char setup_error[256];
+    int status;
+};
+
+static void group_pump(struct group *g);
+static void flow_begin(struct group *g, struct flow *f, uint64_t intended_ns);
+static void run_finish(struct run *run);
+
+/* ===== bodies =========================================================== */
+
+void lt_body_send(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
+                  uint64_t wall_us)
+{
+    char ts[32];
+    int tn = snprintf(ts, sizeof(ts), "ts=%020" PRIu64 ";", wall_us);
+    size_t pad = size > (size_t)tn ? size - (size_t)tn : 0;
+    sl_buf_printf(b, "{\"QueueUrl\":\"%s\",", queue_url);
+    if (batch > 1) {
+        sl_buf_append_cstr(b, "\"Entries\":[");
+    }
+    for (unsigned i = 0; i < batch; i++) {
+        if (batch > 1) {
+            sl_buf_printf(b, "%s{\"Id\":\"m%u\",", i ? "," : "", i);
+        }
+        sl_buf_append_cstr(b, "\"MessageBody\":\"");
+        sl_buf_append(b, ts, (size_t)tn);
+        sl_buf_reserve(b, pad);
+        memset(b->p + b->n, 'x', pad);
+        b->n += pad;
+        b->p[b->n] = '\0';
+        sl_buf_append_byte(b, '"');
+        if (batch > 1) {
+            sl_buf_append_byte(b, '}');
+        }
+    }
+    sl_buf_append_cstr(b, batch > 1 ? "]}" : "}");
+}
+
+uint64_t lt_body_timestamp(const char *body, size_t n)
+{
+    if (n < 24 || memcmp(body, "ts=", 3) != 0 || body[23] != ';') {
+        return 0;
+    }
+    uint64_t v = 0;
+    for (size_t i = 3; i < 23; i++) {
+        if (body[i] < '0' || body[i] > '9') {
+            return 0;
+        }
+        v = v * 10 + (uint64_t)(body[i] - '0');
+    }
+    return v;
+}
+
+static void body_receive(struct sl_buf *b, const char *url, unsigned max, int wait_s)
+{
+    sl_buf_printf(b,
+                  "{\"QueueUrl\":\"%s\",\"MaxNumberOfMessages\":%u,\"WaitTimeSeconds\":%d,"
+                  "\"VisibilityTimeout\":30}",
+                  url, max, wait_s);
+}
+
+/* ===== accounting ======================================================= */
+
+static bool req_ok(const struct lt_req *r)
+{
+    return r->status >= 200 && r->status < 300;
+}
+
+/* Counts a reply; returns true when it is a success. */
+static bool account_reply(struct group *g, struct lt_req *r)
+{
+    struct lt_group_stats *s = g->stats;
+    s->requests++;
+    s->interval_requests++;
+    g->last_done_ns = r->done_ns;
+    if (req_ok(r)) {
+        return true;
+    }
+    char code[LT_ERROR_CODE_MAX];
+    struct sl_slice body = r->status == 0 ? sl_slice_cstr(r->transport_error)
+                                          : (struct sl_slice){r->resp.p, r->resp.n};
+    lt_error_code(r->status, r->query_error, body, code, sizeof(code));
+    s->errors++;
+    lt_errors_add(&s->error_codes, code);
+    return false;
+}
+
+/* For batch replies: counts Successful entries, and each Failed entry as an
+ * error by its Code. */
+static uint64_t account_batch(struct group *g, const struct lt_req *r)
+{
+    json_t *root = json_loadb(r->resp.p, r->resp.n, 0, NULL);
+    if (root == NULL) {
+        return 0;
+    }
+    uint64_t ok = json_array_size(json_object_get(root, "Successful"));
+    json_t *failed = json_object_get(root, "Failed");
+    size_t i;
+    json_t *e;
+    json_array_foreach(failed, i, e)
+    {
+        const char *code = json_string_value(json_object_get(e, "Code"));
+        g->stats->errors++;
+        lt_errors_add(&g->stats->error_codes, code ? code : "BatchEntryFailed");
+    }
+    json_decref(root);
+    return ok;
+}
+
+static void add_messages(struct group *g, uint64_t n)
+{
+    g->stats->messages += n;
+    g->stats->interval_messages += n;
+}
+
+/* ===== flows ============================================================ */
+
+static void flow_end(struct flow *f)
+{
+    struct group *g = f->g;
+    if (f->pending > 0) {
+        return;
+    }
+    if (!g->run->finishing && g->role != ROLE_SEND && g->role != ROLE_RAW) {
+        lt_group_stats_record(g->stats, LT_M_OP, lt_latency_us(f->intended_ns, sl_mono_ns()));
+    }
+    f->busy = false;
+    g->busy--;
+    if (!f->retired) {
+        g->free_slots[g->free_count++] = (size_t)(f - g->flows);
+    }
+    if (!g->run->finishing) {
+        group_pump(g);
+    }
+}
+
+static bool flow_submit(struct flow *f, struct lt_req *r)
+{
+    r->cred = &f->g->cred;
+    r->data = f;
+    if (lt_conn_submit(f->conn, r) != SL_OK) {
+        f->retired = true;
+        return false;
+    }
+    f->pending++;
+    return true;
+}
+
+static void on_delete_done(struct lt_req *r)
+{
+    struct flow *f = r->data;
+    struct group *g = f->g;
+    f->pending--;
+    if (!g->run->finishing && account_reply(g, r)) {
+        lt_group_stats_record(g->stats, LT_M_DELETE, lt_latency_us(r->issued_ns, r->done_ns));
+        add_messages(g, g->role == ROLE_LONGPOLL ? 1 : account_batch(g, r));
+    }
+    flow_end(f);
+}
+
+/* Receives: records e2e per message and deletes what came back in one
+ * DeleteMessageBatch. Returns the number of messages. */
+static size_t handle_receive(struct flow *f, struct lt_req *r, bool record_e2e)
+{
+    struct group *g = f->g;
+    json_t *root = json_loadb(r->resp.p, r->resp.n, 0, NULL);
+    json_t *msgs = root ? json_object_get(root, "Messages") : NULL;
+    size_t n = json_array_size(msgs);
+    if (n == 0) {
+        json_decref(root);
+        return 0;
+    }
+    uint64_t now_us = sl_wall_us();
+    json_t *entries = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        const char *body = json_string_value(json_object_get(m, "Body"));
+        uint64_t ts = body ? lt_body_timestamp(body, strlen(body)) : 0;
+        if (record_e2e && ts != 0) {
+            lt_group_stats_record(g->stats, LT_M_E2E, now_us > ts ? now_us - ts : 0);
+        }
+        char id[32];
+        snprintf(id, sizeof(id), "d%zu", i);
+        json_t *handle = json_object_get(m, "ReceiptHandle");
+        json_array_append_new(entries, json_pack("{s:s,s:O}", "Id", id, "ReceiptHandle",
+                                                 handle ? handle : json_null()));
+    }
+    json_t *del = json_pack("{s:s,s:o}", "QueueUrl", g->queue_urls[f->queue], "Entries", entries);
+    char *text = json_dumps(del, JSON_COMPACT);
+    json_decref(del);
+    json_decref(root);
+    struct lt_req *d = &f->req[REQ_DELETE];
+    lt_req_reset(d);
+    sl_buf_append_cstr(&d->body, text);
+    free(text);
+    d->action = "DeleteMessageBatch";
+    d->cb = on_delete_done;
+    flow_submit(f, d);
+    return n;
+}
+
+static void on_main_done(struct lt_req *r)
+{
+    struct flow *f = r->data;
+    struct group *g = f->g;
+    f->pending--;
+    if (g->run->finishing) {
+        flow_end(f);
+        return;
+    }
+    bool ok = account_reply(g, r);
+    uint64_t from_intended = lt_latency_us(f->intended_ns, r->done_ns);
+    switch (g->role) {
+    case ROLE_SEND:
+        lt_group_stats_record(g->stats, LT_M_SEND, from_intended);
+        lt_group_stats_record(g->stats, LT_M_OP, from_intended);
+        if (ok) {
+            add_messages(g, g->batch > 1 ? account_batch(g, r) : 1);
+        }
+        break;
+    case ROLE_RAW:
+        lt_group_stats_record(g->stats, LT_M_OP, from_intended);
+        break;
+    case ROLE_RECV_DELETE:
+        lt_group_stats_record(g->stats, LT_M_RECEIVE, from_intended);
+        if (ok && handle_receive(f, r, g->roundtrip) == 0) {
+            g->stats->empty_receives++;
+        }
+        break;
+    case ROLE_LONGPOLL:
+        lt_group_stats_record(g->stats, LT_M_RECEIVE, lt_latency_us(r->issued_ns, r->done_ns));
+        if (f->timer_armed) {
+            uv_timer_stop(&f->timer);
+            f->timer_armed = false;
+            f->pending--;
+        }
+        if (ok && handle_receive(f, r, false) > 0) {
+            if (f->sent) {
+                lt_group_stats_record(g->stats, LT_M_WAKE,
+                                      lt_latency_us(f->send_issued_ns, r->done_ns));
+            }
+        } else if (ok) {
+            g->stats->empty_receives++;
+        }
+        break;
+    }
+    flow_end(f);
+}
+
+static void on_lp_send_done(struct lt_req *r)
+{
+    struct flow *f = r->data;
+    struct group *g = f->g;
+    f->pending--;
+    if (!g->run->finishing && account_reply(g, r)) {
+        lt_group_stats_record(g->stats, LT_M_SEND, lt_latency_us(r->issued_ns, r->done_ns));
+    }
+    flow_end(f);
+}
+
+static void on_lp_timer(uv_timer_t *t)
+{
+    struct flow *f = t->data;
+    struct group *g = f->g;
+    f->timer_armed = false;
+    f->pending--;
+    if (!g->run->finishing) {
+        struct lt_req *s = &f->req[REQ_LP_SEND];
+        lt_req_reset(s);
+        lt_body_send(&s->body, g->queue_urls[f->queue], g->run->o->message_size, 1, sl_wall_us());
+        s->action = "SendMessage";
+        s->cb = on_lp_send_done;
+        if (flow_submit(f, s)) {
+            f->sent = true;
+            f->send_issued_ns = s->issued_ns;
+        }
+    }
+    flow_end(f);
+}
+
+static void flow_begin(struct group *g, struct flow *f, uint64_t intended_ns)
+{
+    const struct lt_opts *o = g->run->o;
+    f->busy = true;
+    f->pending = 0;
+    f->sent = false;
+    f->intended_ns = intended_ns;
+    g->busy++;
+    g->started++;
+    if (g->role == ROLE_LONGPOLL) {
+        f->queue = (size_t)(f - g->flows) % g->queue_count;
+    } else {
+        f->queue = g->next_queue++ % g->queue_count;
+    }
+    const char *url = g->queue_urls[f->queue];
+    struct lt_req *r = &f->req[REQ_MAIN];
+    lt_req_reset(r);
+    r->cb = on_main_done;
+    switch (g->role) {
+    case ROLE_SEND:
+        lt_body_send(&r->body, url, o->message_size, g->batch, sl_wall_us());
+        r->action = g->batch > 1 ? "SendMessageBatch" : "SendMessage";
+        break;
+    case ROLE_RAW:
+        sl_buf_append_cstr(&r->body, o->raw_json);
+        r->action = o->raw_action;
+        break;
+    case ROLE_RECV_DELETE:
+        body_receive(&r->body, url, 10, o->wait_s);
+        r->action = "ReceiveMessage";
+        break;
+    case ROLE_LONGPOLL:
+        body_receive(&r->body, url, 1, 20);
+        r->action = "ReceiveMessage";
+        break;
+    }
+    if (flow_submit(f, r) && g->role == ROLE_LONGPOLL) {
+        uv_timer_start(&f->timer, on_lp_timer, o->gap_ms, 0);
+        f->timer_armed = true;
+        f->pending++;
+    }
+    if (f->pending == 0) {
+        /* The connection is gone: this slot retires, its operation is an
+         * error. */
+        g->stats->errors++;
+        lt_errors_add(&g->stats->error_codes, "transport:ConnectionDead");
+    }
+    flow_end(f);
+}
+
+/* ===== groups =========================================================== */
+
+static bool group_done_starting(struct group *g, uint64_t now)
+{
+    if (g->end_ns != 0 && now >= g->end_ns) {
+        return true;
+    }
+    if (g->count_limit != 0 && g->started >= g->count_limit) {
+        return true;
+    }
+    if (g->expect_messages != 0 && g->stats->messages >= g->expect_messages) {
+        return true;
+    }
+    if (g->feeder != NULL && g->feeder->stopped && g->feeder->busy == 0 &&
+        g->stats->messages >= g->feeder->stats->messages) {
+        return true; /* roundtrip: every message sent has been consumed */
+    }
+    if (g->feeder != NULL && g->feeder->stopped &&
+        now >= g->feeder->last_done_ns + DRAIN_GRACE_NS) {
+        return true;
+    }
+    return false;
+}
+
+static void group_stop(struct group *g, uint64_t now)
+{
+    if (g->stopped) {
+        return;
+    }
+    g->stopped = true;
+    if (g->open_loop) {
+        uint64_t due = lt_sched_due(&g->sched, now);
+        g->stats->unstarted = due;
+    }
+}
+
+static void group_pump(struct group *g)
+{
+    if (!g->active || g->stopped) {
+        return;
+    }
+    uint64_t now = sl_mono_ns();
+    while (g->free_count > 0) {
+        if (group_done_starting(g, now)) {
+            group_stop(g, now);
+            return;
+        }
+        uint64_t intended = now;
+        if (g->open_loop) {
+            uint64_t due = lt_sched_due(&g->sched, now);
+            if (due == 0) {
+                return;
+            }
+            g->stats->late_max = SL_MAX(g->stats->late_max, due);
+            intended = lt_sched_take(&g->sched);
+        }
+        struct flow *f = &g->flows[g->free_slots[--g->free_count]];
+        flow_begin(g, f, intended);
+    }
+    if (group_done_starting(g, now)) {
+        group_stop(g, now);
+    } else if (g->open_loop) {
+        uint64_t due = lt_sched_due(&g->sched, now);
+        g->stats->late_max = SL_MAX(g->stats->late_max, due);
+    }
+    if (g->free_count == 0 && g->busy == 0) {
+        group_stop(g, now); /* every slot retired */
+    }
+}
+
+static void group_begin(struct group *g, uint64_t now)
+{
+    const struct lt_opts *o = g->run->o;
+    g->active = true;
+    g->start_ns = now;
+    g->last_done_ns = now;
+    if (o->duration_s > 0 && g->time_bound) {
+        g->end_ns = now + (uint64_t)(o->duration_s * 1e9);
+    }
+    if (g->open_loop) {
+        lt_sched_init(&g->sched, now, g->stats->target_rate);
+    }
+    group_pump(g);
+}
+
+/* ===== run: timers ====================================================== */
+
+static bool all_idle(const struct run *run)
+{
+    for (size_t i = 0; i < run->group_count; i++) {
+        const struct group *g = &run->groups[i];
+        if (g->active && (!g->stopped || g->busy > 0)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void begin_measure(struct run *run);
+
+static void on_pacer(uv_timer_t *t)
+{
+    struct run *run = t->data;
+    uint64_t now = sl_mono_ns();
+    for (size_t i = 0; i < run->group_count; i++) {
+        group_pump(&run->groups[i]);
+    }
+    if (run->phase == 2 && all_idle(run)) {
+        begin_measure(run);
+        return;
+    }
+    if (run->phase == 3 && (all_idle(run) || now >= run->hard_end_ns)) {
+        run_finish(run);
+    }
+}
+
+static void print_progress(struct run *run, double t)
+{
+    if (run->o->quiet) {
+        return;
+    }
+    fprintf(stderr, "[%5.0fs]", t);
+    for (size_t i = 0; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        if (!g->active) {
+            continue;
+        }
+        struct lt_group_stats *s = g->stats;
+        struct lt_metric_stats *m = &s->m[LT_M_OP];
+        fprintf(stderr, " %s: %" PRIu64 " req/s %" PRIu64 " msg/s p99 %.2f ms err %" PRIu64 " |",
+                s->name, s->interval_requests, s->interval_messages,
+                m->timeline_n ? (double)m->timeline[m->timeline_n - 1].p99_us / 1000.0 : 0.0,
+                s->errors);
+    }
+    fputc('\n', stderr);
+}
+
+static void on_ticker(uv_timer_t *t)
+{
+    struct run *run = t->data;
+    double secs = (double)(sl_mono_ns() - run->t0_ns) / 1e9;
+    for (size_t i = 0; i < run->group_count; i++) {
+        if (run->groups[i].active) {
+            lt_group_stats_tick(run->groups[i].stats, secs);
+        }
+    }
+    print_progress(run, secs);
+    for (size_t i = 0; i < run->group_count; i++) {
+        run->groups[i].stats->interval_requests = 0;
+        run->groups[i].stats->interval_messages = 0;
+    }
+}
+
+static void on_flow_timer_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void on_run_timer_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void run_finish(struct run *run)
+{
+    if (run->phase == 4) {
+        return;
+    }
+    run->phase = 4;
+    run->finishing = true;
+    uint64_t now = sl_mono_ns();
+    struct lt_result *res = run->result;
+    if (run->cpu_started) {
+        double end_s;
+        if (lt_proc_cpu_seconds(run->o->server_pid, &end_s) == SL_OK) {
+            res->have_cpu = true;
+            res->server_pid = run->o->server_pid;
+            res->server_cpu_s = end_s - run->cpu_start_s;
+        }
+    }
+    res->elapsed_s = (double)(now - run->t0_ns) / 1e9;
+    for (size_t i = 0; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        if (g->active) {
+            group_stop(g, now);
+            uint64_t end = g->last_done_ns > g->start_ns ? g->last_done_ns : now;
+            g->stats->elapsed_s = (double)(end - g->start_ns) / 1e9;
+        }
+    }
+    uv_timer_stop(&run->pacer);
+    uv_timer_stop(&run->ticker);
+    lt_client_free(run->client); /* fails what is still in flight; not counted */
+    run->client = NULL;
+    for (size_t i = 0; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        for (size_t k = 0; k < g->flow_count; k++) {
+            uv_timer_stop(&g->flows[k].timer);
+            uv_close((uv_handle_t *)&g->flows[k].timer, on_flow_timer_closed);
+        }
+    }
+    uv_close((uv_handle_t *)&run->pacer, on_run_timer_closed);
+    uv_close((uv_handle_t *)&run->ticker, on_run_timer_closed);
+}
+
+static void begin_measure(struct run *run)
+{
+    run->phase = 3;
+    uint64_t now = sl_mono_ns();
+    run->t0_ns = now;
+    uint64_t bound =
+        run->o->duration_s > 0 ? (uint64_t)(run->o->duration_s * 1e9) : COUNT_ONLY_CAP_NS;
+    run->hard_end_ns = now + bound + DRAIN_GRACE_NS + 21ull * 1000000000ull;
+    if (run->o->server_pid > 0 &&
+        lt_proc_cpu_seconds(run->o->server_pid, &run->cpu_start_s) == SL_OK) {
+        run->cpu_started = true;
+    }
+    for (size_t i = 0; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        if (g->prefill) {
+            g->active = false;
+            continue;
+        }
+        group_begin(g, now);
+    }
+    uv_timer_start(&run->ticker, on_ticker, 1000, 1000);
+}
+
+/* ===== run: setup ======================================================= */
+
+static void begin_after_setup(struct run *run)
+{
+    if (run->setup_error[0] != '\0') {
+        run->status = SL_ECLOSED;
+        snprintf(run->result->setup_error, sizeof(run->result->setup_error), "%s",
+                 run->setup_error);
+        run_finish(run);
+        return;
+    }
+    uv_timer_start(&run->pacer, on_pacer, PACER_MS, PACER_MS);
+    for (size_t i = 0; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        if (g->prefill) {
+            run->phase = 2;
+            group_begin(g, sl_mono_ns());
+            return;
+        }
+    }
+    begin_measure(run);
+}
+
+static void on_setup_done(struct lt_req *r)
+{
+    struct group *g = r->data;
+    struct run *run = g->run;
+    size_t i = (size_t)(r - g->setup);
+    if (req_ok(r)) {
+        json_t *root = json_loadb(r->resp.p, r->resp.n, 0, NULL);
+        const char *url = root ? json_string_value(json_object_get(root, "QueueUrl")) : NULL;
+        if (url != NULL) {
+            g->queue_urls[i] = sl_xstrdup(url);
+        }
+        json_decref(root);
+    }
+    if (g->queue_urls[i] == NULL && run->setup_error[0] == '\0') {
+        char code[LT_ERROR_CODE_MAX];
+        struct sl_slice body = r->status == 0 ? sl_slice_cstr(r->transport_error)
+                                              : (struct sl_slice){r->resp.p, r->resp.n};
+        lt_error_code(r->status, r->query_error, body, code, sizeof(code));
+        snprintf(run->setup_error, sizeof(run->setup_error),
+                 "CreateQueue failed for tenant %s: %s (HTTP %d)", g->cred.access_key_id, code,
+                 r->status);
+    }
+    if (--run->setup_pending == 0 && !run->finishing) {
+        begin_after_setup(run);
+    }
+}
+
+static void queue_name(const struct run *run, const struct group *g, size_t i, char *out,
+                       size_t cap)
+{
+    const char *suffix = g->role == ROLE_LONGPOLL ? "-lp" : "";
+    snprintf(out, cap, "%s%s-%zu", run->o->queue_prefix, suffix, i);
+}
+
+static void begin_setup(struct run *run)
+{
+    run->phase = 1;
+    for (size_t i = 0; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        if (!g->owns_queues || g->role == ROLE_RAW) {
+            continue;
+        }
+        g->setup = sl_xcalloc(g->queue_count, sizeof(*g->setup));
+        for (size_t q = 0; q < g->queue_count; q++) {
+            struct lt_req *r = &g->setup[q];
+            lt_req_init(r);
+            char name[128];
+            queue_name(run, g, q, name, sizeof(name));
+            json_t *body = json_pack("{s:s}", "QueueName", name);
+            char *text = json_dumps(body, JSON_COMPACT);
+            sl_buf_append_cstr(&r->body, text);
+            free(text);
+            json_decref(body);
+            r->action = "CreateQueue";
+            r->cred = &g->cred;
+            r->cb = on_setup_done;
+            r->data = g;
+            if (lt_conn_submit(g->conns[q % g->conn_count], r) == SL_OK) {
+                run->setup_pending++;
+            } else if (run->setup_error[0] == '\0') {
+                snprintf(run->setup_error, sizeof(run->setup_error), "connection lost in setup");
+            }
+        }
+    }
+    if (run->setup_pending == 0) {
+        begin_after_setup(run);
+    }
+}
+
+static void on_conn_ready(struct lt_conn *c, int status, void *data)
+{
+    struct run *run = data;
+    if (status != SL_OK && run->setup_error[0] == '\0') {
+        snprintf(run->setup_error, sizeof(run->setup_error), "cannot connect to %s (HTTP/2%s)",
+                 run->o->authority, run->o->tls ? " over TLS" : " cleartext");
+        run->status = SL_EIO;
+    }
+    if (--run->conns_pending == 0) {
+        if (run->setup_error[0] != '\0') {
+            snprintf(run->result->setup_error, sizeof(run->result->setup_error), "%s",
+                     run->setup_error);
+            run_finish(run);
+            return;
+        }
+        begin_setup(run);
+    }
+}
+
+/* ===== run: building the groups ========================================= */
+
+static struct group *add_group(struct run *run, const char *name, const struct lt_tenant *t,
+                               enum role role, unsigned streams, double rate)
+{
+    const struct lt_opts *o = run->o;
+    size_t idx = run->group_count++;
+    struct group *g = &run->groups[idx];
+    struct lt_group_stats *s = &run->result->groups[idx];
+    run->result->group_count = run->group_count;
+    memset(g, 0, sizeof(*g));
+    lt_group_stats_init(s, name, t->access_key_id);
+    s->target_rate = rate;
+    g->run = run;
+    g->stats = s;
+    g->role = role;
+    g->batch = o->batch;
+    g->cred = (struct lt_credentials){t->access_key_id, t->secret, o->region, "sqs"};
+    g->open_loop = rate > 0;
+    g->count_limit = o->count;
+    g->conn_count = o->connections;
+    g->conns = sl_xcalloc(g->conn_count, sizeof(*g->conns));
+    g->flow_count = (size_t)o->connections * streams;
+    g->flows = sl_xcalloc(g->flow_count, sizeof(*g->flows));
+    g->free_slots = sl_xcalloc(g->flow_count, sizeof(*g->free_slots));
+    for (size_t i = 0; i < g->flow_count; i++) {
+        struct flow *f = &g->flows[i];
+        f->g = g;
+        for (int k = 0; k < REQ_COUNT; k++) {
+            lt_req_init(&f->req[k]);
+        }
+        uv_timer_init(&run->loop, &f->timer);
+        f->timer.data = f;
+        g->free_slots[g->free_count++] = g->flow_count - 1 - i;
+    }
+    g->owns_queues = true;
+    g->time_bound = true;
+    g->queue_count = role == ROLE_LONGPOLL ? g->flow_count : o->queues;
+    g->queue_urls = sl_xcalloc(g->queue_count, sizeof(*g->queue_urls));
+    return g;
+}
+
+static void share_queues(struct group *dst, struct group *src)
+{
+    free(dst->queue_urls);
+    dst->owns_queues = false;
+    dst->queue_urls = NULL;
+    dst->queue_count = src->queue_count;
+    dst->feeder = NULL;
+}
+
+static void build_groups(struct run *run)
+{
+    const struct lt_opts *o = run->o;
+    size_t max = o->tenant_count + 2;
+    run->groups = sl_xcalloc(max, sizeof(*run->groups));
+    run->result->groups = sl_xcalloc(max, sizeof(*run->result->groups));
+    const struct lt_tenant *t0 = &o->tenants[0];
+    struct group *p;
+    struct group *c;
+    switch (o->scenario) {
+    case LT_SC_SEND:
+        add_group(run, "send", t0, ROLE_SEND, o->streams, o->rate);
+        break;
+    case LT_SC_RAW:
+        add_group(run, "raw", t0, ROLE_RAW, o->streams, o->rate);
+        run->groups[0].owns_queues = false;
+        run->groups[0].queue_count = 1;
+        run->groups[0].queue_urls[0] = sl_xstrdup("");
+        break;
+    case LT_SC_RECEIVE_DELETE:
+        if (o->prefill > 0) {
+            p = add_group(run, "prefill", t0, ROLE_SEND, o->streams, 0);
+            p->batch = 10;
+            p->prefill = true;
+            p->time_bound = false;
+            p->count_limit = (o->prefill + 9) / 10;
+            c = add_group(run, "consumers", t0, ROLE_RECV_DELETE, o->streams, o->rate);
+            c->expect_messages = o->prefill;
+            share_queues(c, p);
+        } else {
+            add_group(run, "consumers", t0, ROLE_RECV_DELETE, o->streams, o->rate);
+        }
+        break;
+    case LT_SC_ROUNDTRIP:
+        p = add_group(run, "producers", t0, ROLE_SEND, o->streams, o->rate);
+        c = add_group(run, "consumers", t0, ROLE_RECV_DELETE, o->consumer_streams, 0);
+        c->roundtrip = true;
+        c->time_bound = false;
+        c->count_limit = 0;
+        share_queues(c, p);
+        c->feeder = p;
+        break;
+    case LT_SC_LONGPOLL:
+        add_group(run, "longpoll", t0, ROLE_LONGPOLL, o->streams, o->rate);
+        break;
+    case LT_SC_NOISY:
+        for (size_t i = 0; i < o->tenant_count; i++) {
+            char name[96];
+            snprintf(name, sizeof(name), "%s%s",
+                     i == 0 ? "flood:" : "quiet:", o->tenants[i].access_key_id);
+            add_group(run, name, &o->tenants[i], ROLE_SEND, o->streams,
+                      i == 0 ? o->flood_rate : o->rate);
+        }
+        break;
+    }
+}
+
+/* Groups that share queues borrow the owner's URL array once setup is
+ * done; done here, after setup, since the array is filled then. */
+static void link_shared_queues(struct run *run)
+{
+    for (size_t i = 1; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        if (!g->owns_queues && g->queue_urls == NULL) {
+            g->queue_urls = run->groups[0].queue_urls;
+        }
+    }
+}
+
+static void free_groups(struct run *run)
+{
+    for (size_t i = 0; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        for (size_t k = 0; k < g->flow_count; k++) {
+            for (int j = 0; j < REQ_COUNT; j++) {
+                lt_req_fini(&g->flows[k].req[j]);
+            }
+        }
+        if (g->owns_queues || g->role == ROLE_RAW) {
+            for (size_t q = 0; q < g->queue_count; q++) {
+                free(g->queue_urls[q]);
+            }
+            free(g->queue_urls);
+        }
+        if (g->setup != NULL) {
+            for (size_t q = 0; q < g->queue_count; q++) {
+                lt_req_fini(&g->setup[q]);
+            }
+            free(g->setup);
+        }
+        free(g->flows);
+        free(g->free_slots);
+        free(g->conns);
+    }
+    free(run->groups);
+}
+
+int lt_run(const struct lt_opts *o, struct lt_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    res->opts = o;
+    struct run *run = sl_xcalloc(1, sizeof(*run));
+    run->o = o;
+    run->result = res;
+    run->status = SL_OK;
+    uv_loop_init(&run->loop);
+    if (o->tls) {
+        char err[256];
+        run->tls = lt_tls_ctx_new(o, err, sizeof(err));
+        if (run->tls == NULL) {
+            fprintf(stderr, "sluice-load: %s\n", err);
+            uv_loop_close(&run->loop);
+            free(run);
+            return SL_EINVAL;
+        }
+    }
+    run->client = lt_client_new(&run->loop, o, run->tls);
+    build_groups(run);
+    link_shared_queues(run);
+    uv_timer_init(&run->loop, &run->pacer);
+    run->pacer.data = run;
+    uv_timer_init(&run->loop, &run->ticker);
+    run->ticker.data = run;
+    run->t0_ns = sl_mono_ns();
+    run->conns_pending = 1; /* held until every open is issued */
+    for (size_t i = 0; i < run->group_count; i++) {
+        struct group *g = &run->groups[i];
+        for (size_t k = 0; k < g->conn_count; k++) {
+            run->conns_pending++;
+            g->conns[k] = lt_conn_open(run->client, on_conn_ready, run);
+        }
+        for (size_t k = 0; k < g->flow_count; k++) {
+            g->flows[k].conn = g->conns[k % g->conn_count];
+        }
+    }
+    on_conn_ready(NULL, SL_OK, run);
+    uv_run(&run->loop, UV_RUN_DEFAULT);
+    int status = run->status;
+    free_groups(run);
+    uv_loop_close(&run->loop);
+    lt_tls_ctx_free(run->tls);
+    free(run);
+    return status;
+}
+
+void lt_result_fini(struct lt_result *r)
+{
+    for (size_t i = 0; i < r->group_count; i++) {
+        lt_group_stats_fini(&r->groups[i]);
+    }
+    free(r->groups);
+    r->groups = NULL;
+    r->group_count = 0;
+}

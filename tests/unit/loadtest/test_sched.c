@@ -1,0 +1,89 @@
+/*
+ * test_sched.c -- open-loop accounting: operations are due at their
+ * intended times whatever happened before, and latency runs from the
+ * intended time, so a stall shows up in every operation it delayed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "lt_int.h"
+
+#define MS 1000000ull
+
+static void due_follows_the_rate(void **state)
+{
+    struct lt_sched s;
+    lt_sched_init(&s, 5 * MS, 1000.0); /* one every ms from t = 5 ms */
+    assert_int_equal(lt_sched_due(&s, 0), 0);
+    assert_int_equal(lt_sched_due(&s, 5 * MS - 1), 0);
+    assert_int_equal(lt_sched_due(&s, 5 * MS), 1);
+    assert_int_equal(lt_sched_due(&s, 5 * MS + MS - 1), 1);
+    assert_int_equal(lt_sched_due(&s, 10 * MS + MS / 2), 6); /* 5,6,7,8,9,10 ms */
+    for (uint64_t i = 0; i < 6; i++) {
+        assert_int_equal(lt_sched_take(&s), 5 * MS + i * MS);
+    }
+    assert_int_equal(lt_sched_due(&s, 10 * MS + MS / 2), 0);
+    assert_int_equal(lt_sched_due(&s, 11 * MS), 1);
+}
+
+static void stall_is_charged_to_every_delayed_operation(void **state)
+{
+    /* 100/s; the only slot is busy from 0 to 50 ms (the server stalled).
+     * A closed-loop tool would report one slow request; open loop charges
+     * each of the operations that should have started meanwhile. */
+    struct lt_sched s;
+    lt_sched_init(&s, 0, 100.0);
+    uint64_t first = lt_sched_take(&s);
+    uint64_t now = 50 * MS; /* the first operation completes here */
+    assert_int_equal(lt_latency_us(first, now), 50000);
+    assert_int_equal(lt_sched_due(&s, now), 5); /* 10,20,30,40,50 ms */
+    uint64_t lat_sum = 0;
+    while (lt_sched_due(&s, now) > 0) {
+        uint64_t intended = lt_sched_take(&s);
+        now += MS; /* each then takes 1 ms */
+        lat_sum += lt_latency_us(intended, now);
+    }
+    /* completions at 51..55 ms for intended 10..50 ms: 41+32+23+14+5 ms */
+    assert_int_equal(lat_sum, (41 + 32 + 23 + 14 + 5) * 1000);
+    assert_int_equal(s.taken, 6);
+}
+
+static void fractional_rates_and_rounding(void **state)
+{
+    struct lt_sched s;
+    lt_sched_init(&s, 0, 3.0); /* 0, 333.33 ms, 666.67 ms, 1 s */
+    assert_int_equal(lt_sched_intended(&s, 1), 333333333);
+    assert_int_equal(lt_sched_intended(&s, 3), 1000000000);
+    assert_int_equal(lt_sched_due(&s, 999999999), 3);
+    assert_int_equal(lt_sched_due(&s, 1000000000), 4);
+    lt_sched_init(&s, 0, 7919.0);
+    for (uint64_t t = 0; t < 2000000000ull; t += 123456789ull) {
+        uint64_t due = lt_sched_due(&s, t);
+        /* exactly the operations intended at or before t */
+        assert_true(lt_sched_intended(&s, due - 1) <= t);
+        assert_true(lt_sched_intended(&s, due) > t);
+    }
+}
+
+static void latency_rounds_and_never_goes_negative(void **state)
+{
+    assert_int_equal(lt_latency_us(1000, 1000), 0);
+    assert_int_equal(lt_latency_us(2000, 1000), 0);
+    assert_int_equal(lt_latency_us(0, 1499), 1);
+    assert_int_equal(lt_latency_us(0, 1500), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(due_follows_the_rate),
+        cmocka_unit_test(stall_is_charged_to_every_delayed_operation),
+        cmocka_unit_test(fractional_rates_and_rounding),
+        cmocka_unit_test(latency_rounds_and_never_goes_negative),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
