@@ -221,6 +221,12 @@ struct part_writer {
     bool kicked;
     _Atomic bool failed;
     _Atomic int64_t queued; /* jobs waiting: "least busy writer" hint */
+    /* part_engine_stats: written by the writer thread after each COMMIT,
+     * read from any thread; relaxed (monotonic counters, no ordering). */
+    _Atomic uint64_t stat_commits;
+    _Atomic uint64_t stat_jobs;
+    _Atomic uint64_t stat_commit_us;
+    _Atomic uint64_t stat_batch_us;
     /* writer thread only */
     struct sqlite3 *db;
     struct sqlite3_stmt *st[24]; /* prepared statements, by part_writer.c's ST_* */

@@ -850,10 +850,41 @@ static bool step_simple(struct part_writer *w, int which)
     return true;
 }
 
+/* Statistics of one successful COMMIT (part_engine_stats). */
+static void count_commit(struct part_writer *w, const struct part_job *jobs, uint64_t begin_ns,
+                         uint64_t commit_ns)
+{
+    uint64_t end_ns = sl_mono_ns();
+    uint64_t n = 0;
+    for (const struct part_job *j = jobs; j != NULL; j = j->next) {
+        n++;
+    }
+    atomic_fetch_add_explicit(&w->stat_commits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->stat_jobs, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->stat_commit_us, (end_ns - commit_ns) / 1000,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->stat_batch_us, (end_ns - begin_ns) / 1000, memory_order_relaxed);
+}
+
+int part_engine_stats(const struct part_engine *e, uint32_t p, struct part_partition_stats *out)
+{
+    if (p >= e->nparts) {
+        return SL_EINVAL;
+    }
+    struct part_writer *w = &e->writers[p];
+    out->commits = atomic_load_explicit(&w->stat_commits, memory_order_relaxed);
+    out->jobs = atomic_load_explicit(&w->stat_jobs, memory_order_relaxed);
+    out->commit_us = atomic_load_explicit(&w->stat_commit_us, memory_order_relaxed);
+    out->batch_us = atomic_load_explicit(&w->stat_batch_us, memory_order_relaxed);
+    out->failed = atomic_load(&w->failed);
+    return SL_OK;
+}
+
 static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch *b)
 {
     struct part_engine *e = w->engine;
     uint64_t now = part__now(e);
+    uint64_t begin_ns = sl_mono_ns();
     bool ok = !atomic_load(&w->failed) && step_simple(w, ST_BEGIN);
     if (ok) {
         fire_timers(w, b, now);
@@ -863,9 +894,12 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch
         if (b->sql_failed) {
             mark_failed(w, sqlite3_extended_errcode(w->db));
         }
+        uint64_t commit_ns = sl_mono_ns();
         ok = !b->sql_failed && step_simple(w, ST_COMMIT);
         if (!ok) {
             step_simple(w, ST_ROLLBACK);
+        } else {
+            count_commit(w, jobs, begin_ns, commit_ns);
         }
     }
     if (ok) {

@@ -395,4 +395,20 @@ struct part_receipt {
 int part_receipt_decode(const struct part_engine *e, const char *handle, size_t len,
                         struct part_receipt *out);
 
+/* ---- statistics -------------------------------------------------------- */
+
+/* One partition writer's group commits since the engine opened (for
+ * metrics). Counters only grow; jobs / commits is the average batch size.
+ * A batch that only ran timers counts as a commit of 0 jobs. */
+struct part_partition_stats {
+    uint64_t commits;   /* successful COMMITs */
+    uint64_t jobs;      /* jobs in them (the sum of batch sizes) */
+    uint64_t commit_us; /* time inside COMMIT (the fsync with durability fsync) */
+    uint64_t batch_us;  /* time from BEGIN to the end of COMMIT */
+    bool failed;        /* the partition hit a storage error (sticky) */
+};
+/* Fills *out for partition p. Returns SL_OK or SL_EINVAL (bad p). Any
+ * thread; each counter is read on its own (no snapshot across them). */
+int part_engine_stats(const struct part_engine *e, uint32_t p, struct part_partition_stats *out);
+
 #endif
