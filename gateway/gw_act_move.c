@@ -141,6 +141,13 @@ static struct gw_move_registry *registry_of(struct gw_api *api)
     return reg;
 }
 
+/* The registry if any task was ever started, else NULL (List and Cancel
+ * then have nothing to find and make nothing). */
+static struct gw_move_registry *registry_if_any(struct gw_api *api)
+{
+    return __atomic_load_n(&api->moves, __ATOMIC_ACQUIRE);
+}
+
 static void record_free(struct move_record *r)
 {
     free(r->handle);
@@ -516,7 +523,11 @@ void gw__act_list_message_move_tasks(struct gw_act_ctx *ctx)
     if (!admit(ctx, src.tenant)) {
         return;
     }
-    struct gw_move_registry *reg = registry_of(ctx->api);
+    struct gw_move_registry *reg = registry_if_any(ctx->api);
+    if (reg == NULL) {
+        gw__act_reply(ctx, gw_sqs_encode_move_tasks(NULL, 0));
+        return;
+    }
     struct gw_sqs_move_task out[MOVE_HISTORY];
     size_t n = 0;
     size_t max = (size_t)SL_MIN(SL_MAX(q->max_results, 1), MOVE_HISTORY);
@@ -567,11 +578,13 @@ void gw__act_cancel_message_move_task(struct gw_act_ctx *ctx)
     if (!admit(ctx, src.tenant)) {
         return;
     }
-    struct gw_move_registry *reg = registry_of(ctx->api);
+    struct gw_move_registry *reg = registry_if_any(ctx->api);
     bool cancelled = false;
     int64_t moved = 0;
-    pthread_mutex_lock(&reg->mu);
-    for (struct move_record *r = reg->records; r != NULL; r = r->next) {
+    if (reg != NULL) {
+        pthread_mutex_lock(&reg->mu);
+    }
+    for (struct move_record *r = reg != NULL ? reg->records : NULL; r != NULL; r = r->next) {
         if (r->source_id == src.id && strcmp(r->id, task_id) == 0 && r->status == MOVE_RUNNING) {
             /* The runner sees it at its next tick (or when its batch in
              * flight commits): CANCELLING until then. */
@@ -581,7 +594,9 @@ void gw__act_cancel_message_move_task(struct gw_act_ctx *ctx)
             break;
         }
     }
-    pthread_mutex_unlock(&reg->mu);
+    if (reg != NULL) {
+        pthread_mutex_unlock(&reg->mu);
+    }
     if (!cancelled) {
         /* Only a RUNNING task can be cancelled, as SQS answers. */
         fail(ctx, GW_SQS_E_RESOURCE_NOT_FOUND, "Task does not exist.");
@@ -594,7 +609,7 @@ void gw__act_cancel_message_move_task(struct gw_act_ctx *ctx)
 
 void gw__move_loop_drain(struct gw_api_loop *l)
 {
-    struct gw_move_registry *reg = __atomic_load_n(&l->api->moves, __ATOMIC_ACQUIRE);
+    struct gw_move_registry *reg = registry_if_any(l->api);
     if (reg == NULL) {
         return;
     }
