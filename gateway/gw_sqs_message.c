@@ -392,7 +392,7 @@ static int token_member(struct gw_sqs_dec *d, const json_t *obj, const char *nam
         return entry_fail(fail, GW_SQS_E_INVALID_PARAMETER_VALUE,
                           "Value %.*s for parameter %s is invalid. Reason: %s can only include "
                           "alphanumeric and punctuation characters. 1 to 128 in length.",
-                          (int)SL_MIN(out->n, 128), out->p, name, name);
+                          (int)SL_MIN(out->n, 256), out->p, name, name);
     }
     return SL_OK;
 }

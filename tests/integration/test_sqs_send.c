@@ -489,7 +489,12 @@ static void group_id_on_standard(void)
         req = send_req(url, "fair", NULL);
         json_object_set_new(req, "MessageGroupId", json_string(bad[i]));
         r = it_call(&srv, "SendMessage", req);
-        IT_ERR(&r, 400, IPV, IPV_SHAPE, NULL);
+        char want[512];
+        snprintf(want, sizeof want,
+                 "Value %s for parameter MessageGroupId is invalid. Reason: MessageGroupId can "
+                 "only include alphanumeric and punctuation characters. 1 to 128 in length.",
+                 bad[i]);
+        IT_ERR(&r, 400, IPV, IPV_SHAPE, i > 0 ? want : NULL);
         it_reply_free(&r);
     }
     free(url);
