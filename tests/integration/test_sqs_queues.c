@@ -554,6 +554,22 @@ static void unknown_queues(void)
     }
 }
 
+/* Raw requests an SDK would not send. */
+static void raw_inputs(void)
+{
+    struct it_reply r = it_call_raw(&srv, "DeleteQueue", "{}");
+    IT_ERR(&r, 400, "MissingParameter", "MissingRequiredParameterException",
+           "The request must contain the parameter QueueUrl.");
+    it_reply_free(&r);
+    r = it_call_raw(&srv, "GetQueueUrl", "{}");
+    IT_ERR(&r, 400, "MissingParameter", "MissingRequiredParameterException",
+           "The request must contain the parameter QueueName.");
+    it_reply_free(&r);
+    r = it_call_raw(&srv, "PurgeQueue", "{\"QueueUrl\":\"not a url\"}");
+    IT_ERR(&r, 404, "InvalidAddress", "InvalidAddress", NULL);
+    it_reply_free(&r);
+}
+
 int main(void)
 {
     struct it_options opt = {.tls = false};
@@ -570,6 +586,7 @@ int main(void)
     approximate_counters();
     purge_queue();
     unknown_queues();
+    raw_inputs();
     IT_CHECK(it_healthz(&srv));
     IT_CHECK(it_server_stop(&srv) == 0);
     it_server_cleanup(&srv);
