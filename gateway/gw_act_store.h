@@ -35,6 +35,7 @@ struct gw_api {
     size_t purge_count;
     size_t purge_cap;
     struct gw_move_registry *moves; /* message move tasks (gw_act_move.c); lazily made */
+    struct gw_metrics *metrics;     /* owned; request counters (gw_metrics.h) */
 };
 
 /* One tenant's shard, cached per loop: placement costs a keyed hash per

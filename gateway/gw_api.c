@@ -39,8 +39,10 @@
 #include "gw.h"
 #include "gw_act.h"
 #include "gw_act_store.h"
+#include "gw_admin.h"
 #include "gw_api.h"
 #include "gw_http.h"
+#include "gw_metrics.h"
 #include "gw_sqs.h"
 
 #define LOG_MODULE "api"
@@ -85,6 +87,7 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     api->holder = holder;
     api->engine = engine;
     api->limiter = pol_limiter_new(snap, sl_mono_ns());
+    api->metrics = gw_metrics_new();
     pthread_mutex_init(&api->purge_lock, NULL);
     cfg_snapshot_unref(snap);
     *out = api;
@@ -100,6 +103,7 @@ void gw_api_free(struct gw_api *api)
      * engine commits what is queued and joins the writers. */
     part_engine_close(api->engine);
     pol_limiter_free(api->limiter);
+    gw_metrics_free(api->metrics);
     pthread_mutex_destroy(&api->purge_lock);
     free(api->purges);
     free(api);
@@ -177,6 +181,16 @@ static void split_path(struct sl_slice full, struct sl_slice *path, struct sl_sl
     }
 }
 
+/* The tenant label of ctx's principal: its name, the admin's label, or
+ * NULL before authentication succeeded. */
+static const char *principal_label(const struct gw_act_ctx *ctx)
+{
+    if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN && ctx->principal.secret_access_key != NULL) {
+        return GW_METRICS_ADMIN_TENANT;
+    }
+    return ctx->principal.tenant != NULL ? ctx->principal.tenant->name : NULL;
+}
+
 static void log_request(struct gw_act_ctx *ctx, int status, enum gw_sqs_error error)
 {
     if (ctx->snap != NULL && !ctx->snap->log_requests) {
@@ -217,6 +231,9 @@ void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
     struct gw_header headers[2];
     size_t n = gw_sqs_reply_headers(reply, headers);
     log_request(ctx, reply->status, reply->error);
+    uint64_t now = sl_mono_ns();
+    gw_metrics_count_request(ctx->api->metrics, principal_label(ctx), ctx->action, reply->error,
+                             now > ctx->http->start_mono_ns ? now - ctx->http->start_mono_ns : 0);
     gw_exchange_respond(ctx->ex, reply->status, headers, n, reply->body.p, reply->body.n);
     ctx_free(ctx);
 }
@@ -407,6 +424,5 @@ struct gw_handler gw_api_sqs_handler(struct gw_api *api)
 
 struct gw_handler gw_api_admin_handler(struct gw_api *api)
 {
-    /* The admin API (issue: operations) is not built yet. */
-    return (struct gw_handler){.app = api};
+    return gw_admin_handler(api);
 }

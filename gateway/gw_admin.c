@@ -1,0 +1,299 @@
+/*
+ * gw_admin.c -- the admin listener: authentication, GET /metrics (see
+ * gw_metrics.c for the numbers), GET /tenants and GET /healthz.
+ *
+ * Authentication (docs/policy.md, "Admin API and metrics"), against the
+ * configuration snapshot the request started with:
+ *  - "Authorization: Bearer TOKEN" is accepted when admin.bearer_token is
+ *    set and TOKEN equals it; the comparison is of SHA-256 digests with
+ *    CRYPTO_memcmp, so its time says nothing about the token (not even its
+ *    length).
+ *  - Otherwise the request must carry a SigV4 signature by the admin's
+ *    access key (service "sqs", the configured region), verified as the
+ *    SQS listener verifies its requests (same 15-minute clock window).
+ *  - No credentials, a malformed header or a bearer token when none is
+ *    configured: 401. A wrong token, a tenant's key, or a bad signature:
+ *    403. Both with a JSON body {"error": CODE, "message": TEXT}.
+ * GET /healthz answers without authentication, as on the SQS listener.
+ *
+ * Threading: loop threads; each loop has its own SigV4 key cache.
+ * Ownership: everything a request builds is freed before it returns; the
+ * snapshot reference is dropped at the end of on_request.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include "cfg.h"
+#include "gw.h"
+#include "gw_act_store.h"
+#include "gw_admin.h"
+#include "gw_metrics.h"
+
+#define ADMIN_KEY_CACHE_SLOTS 16
+#define SIGV4_SERVICE "sqs"
+
+struct admin_loop {
+    struct gw_api *api;
+    struct gw_sigv4_key_cache *keys;
+};
+
+static void *loop_start(void *app, struct uv_loop_s *loop)
+{
+    (void)loop;
+    struct admin_loop *l = sl_xcalloc(1, sizeof(*l));
+    l->api = app;
+    l->keys = gw_sigv4_key_cache_new(ADMIN_KEY_CACHE_SLOTS);
+    return l;
+}
+
+static void loop_drain(void *loop_ctx)
+{
+    (void)loop_ctx; /* every admin request is answered at once */
+}
+
+static void loop_stop(void *loop_ctx)
+{
+    struct admin_loop *l = loop_ctx;
+    gw_sigv4_key_cache_free(l->keys);
+    free(l);
+}
+
+/* ---- answers ------------------------------------------------------------- */
+
+static void respond_text(struct gw_exchange *ex, int status, const char *ctype, const void *body,
+                         size_t n)
+{
+    const struct gw_header h[] = {
+        {SL_SLICE_LIT("content-type"), {ctype, strlen(ctype)}},
+    };
+    gw_exchange_respond(ex, status, h, SL_ARRAY_LEN(h), body, n);
+}
+
+/* Answers {"error": code, "message": message} with status. */
+static void respond_error(struct gw_exchange *ex, int status, const char *code, const char *message)
+{
+    json_t *o = json_pack("{s:s, s:s}", "error", code, "message", message);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    struct gw_header h[] = {
+        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("application/json")},
+        {SL_SLICE_LIT("www-authenticate"), SL_SLICE_LIT("Bearer realm=\"sluice-admin\"")},
+    };
+    gw_exchange_respond(ex, status, h, status == 401 ? 2 : 1, text, strlen(text));
+    free(text);
+}
+
+/* ---- authentication ----------------------------------------------------------- */
+
+static const struct gw_header *find_header(const struct gw_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (sl_slice_eq_cstr(req->headers[i].name, name)) {
+            return &req->headers[i];
+        }
+    }
+    return NULL;
+}
+
+static void split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
+{
+    const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
+    if (q == NULL) {
+        *path = full;
+        *query = (struct sl_slice){"", 0};
+    } else {
+        *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
+        *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
+    }
+}
+
+/* Constant-time equality of a presented token and the configured one. */
+static bool token_equal(struct sl_slice presented, const char *configured)
+{
+    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)presented.p, presented.n, a);
+    SHA256((const unsigned char *)configured, strlen(configured), b);
+    return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
+}
+
+struct auth_failure {
+    int status; /* 401 or 403 */
+    const char *code;
+    const char *message;
+};
+
+static bool auth_fail(struct auth_failure *f, int status, const char *code, const char *message)
+{
+    *f = (struct auth_failure){status, code, message};
+    return false;
+}
+
+static bool authenticate_bearer(const struct cfg_snapshot *snap, struct sl_slice token,
+                                struct auth_failure *f)
+{
+    if (snap->admin.bearer_token == NULL) {
+        return auth_fail(f, 401, "Unauthorized",
+                         "Bearer tokens are not enabled (admin.bearer_token is not set); sign "
+                         "the request with the admin's SigV4 credentials.");
+    }
+    if (!token_equal(token, snap->admin.bearer_token)) {
+        return auth_fail(f, 403, "AccessDenied", "The bearer token is not valid.");
+    }
+    return true;
+}
+
+static bool authenticate_sigv4(struct admin_loop *l, const struct cfg_snapshot *snap,
+                               const struct gw_request *req, struct sl_slice value,
+                               struct auth_failure *f)
+{
+    const char *why = NULL;
+    struct gw_sigv4_auth auth;
+    if (gw_sigv4_parse_authorization(value, &auth, &why) != GW_SIGV4_OK) {
+        return auth_fail(f, 401, "Unauthorized",
+                         "The Authorization header is neither a Bearer token nor an AWS "
+                         "Signature Version 4.");
+    }
+    struct cfg_principal who;
+    if (!cfg_find_principal(snap, auth.access_key_id.p, auth.access_key_id.n, &who) ||
+        who.kind != CFG_PRINCIPAL_ADMIN) {
+        return auth_fail(f, 403, "AccessDenied",
+                         "Only the admin credentials may use the admin listener.");
+    }
+    struct gw_sigv4_request sreq = {
+        .method = req->method,
+        .headers = req->headers,
+        .header_count = req->header_count,
+        .authority = req->authority,
+        .payload = req->body,
+    };
+    split_path(req->path, &sreq.path, &sreq.query);
+    int64_t now_s = (int64_t)(sl_wall_ms() / 1000);
+    if (gw_sigv4_verify(&sreq, &auth, who.secret_access_key, snap->region, SIGV4_SERVICE, now_s,
+                        l->keys, &why) != GW_SIGV4_OK) {
+        return auth_fail(f, 403, "AccessDenied",
+                         "The request signature is not valid for the admin credentials (or is "
+                         "dated more than 15 minutes from the server's clock).");
+    }
+    return true;
+}
+
+static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
+                         const struct gw_request *req, struct auth_failure *f)
+{
+    if (find_header(req, "x-amz-security-token") != NULL) {
+        return auth_fail(f, 403, "AccessDenied", "Session tokens are not supported.");
+    }
+    const struct gw_header *authz = find_header(req, "authorization");
+    if (authz == NULL || authz->value.n == 0) {
+        return auth_fail(f, 401, "Unauthorized",
+                         "The admin listener requires the admin credentials: SigV4 or "
+                         "Authorization: Bearer.");
+    }
+    struct sl_slice v = authz->value;
+    if (v.n > 7 && strncasecmp(v.p, "Bearer ", 7) == 0) {
+        return authenticate_bearer(snap, (struct sl_slice){v.p + 7, v.n - 7}, f);
+    }
+    return authenticate_sigv4(l, snap, req, v, f);
+}
+
+/* ---- GET /metrics ---------------------------------------------------------------- */
+
+static void answer_metrics(struct admin_loop *l, const struct cfg_snapshot *snap,
+                           struct gw_exchange *ex)
+{
+    struct gw_metrics_sources src = {
+        .snap = snap,
+        .engine = l->api->engine,
+        .limiter = l->api->limiter,
+        .now_ns = sl_mono_ns(),
+    };
+    struct sl_buf out;
+    sl_buf_init(&out);
+    gw_metrics_render(l->api->metrics, &src, &out);
+    respond_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8", out.p, out.n);
+    sl_buf_free(&out);
+}
+
+/* ---- GET /tenants ------------------------------------------------------------------ */
+
+static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uint64_t now_ns)
+{
+    int64_t backlog = 0, inflight = 0;
+    part_tenant_counts(l->api->engine, t->name, &backlog, &inflight);
+    struct pol_tenant_state *st = pol_limiter_find(l->api->limiter, t->name, strlen(t->name));
+    uint64_t tokens = st != NULL ? pol_gcra_available(&st->rate, now_ns) : 0;
+    uint32_t polls = st != NULL ? pol_slots_used(&st->long_polls) : 0;
+    const struct cfg_limits *lim = &t->limits;
+    return json_pack(
+        "{s:s, s:{s:f, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}", "name",
+        t->name, "limits", "requests_per_second", lim->requests_per_second, "burst",
+        (json_int_t)lim->burst, "max_inflight", (json_int_t)lim->max_inflight, "max_backlog",
+        (json_int_t)lim->max_backlog, "max_long_polls", (json_int_t)lim->max_long_polls,
+        "on_excess", t->on_excess == CFG_EXCESS_SPILL ? "spill" : "reject", "spill",
+        "delay_seconds", (json_int_t)t->spill.delay_seconds, "aged_after_seconds",
+        (json_int_t)t->spill.aged_after_seconds, "usage", "tokens_available",
+        (json_int_t)SL_MIN(tokens, (uint64_t)INT64_MAX), "long_polls", (json_int_t)polls, "backlog",
+        (json_int_t)backlog, "inflight", (json_int_t)inflight);
+}
+
+static void answer_tenants(struct admin_loop *l, const struct cfg_snapshot *snap,
+                           struct gw_exchange *ex)
+{
+    uint64_t now_ns = sl_mono_ns();
+    json_t *list = json_array();
+    for (size_t i = 0; i < snap->tenant_count; i++) {
+        json_array_append_new(list, tenant_json(l, &snap->tenants[i], now_ns));
+    }
+    json_t *o = json_pack("{s:o}", "tenants", list);
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    respond_text(ex, 200, "application/json", text, strlen(text));
+    free(text);
+}
+
+/* ---- routing ------------------------------------------------------------------------- */
+
+static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req)
+{
+    struct admin_loop *l = loop_ctx;
+    struct sl_slice path, query;
+    split_path(req->path, &path, &query);
+    bool get = sl_slice_eq_cstr(req->method, "GET");
+    if (get && sl_slice_eq_cstr(path, "/healthz")) {
+        respond_text(ex, 200, "text/plain", "ok", 2);
+        return;
+    }
+
+    struct cfg_snapshot *snap = cfg_holder_get(l->api->holder);
+    struct auth_failure f;
+    if (!authenticate(l, snap, req, &f)) {
+        respond_error(ex, f.status, f.code, f.message);
+    } else if (!sl_slice_eq_cstr(path, "/metrics") && !sl_slice_eq_cstr(path, "/tenants")) {
+        respond_error(ex, 404, "NotFound",
+                      "The admin listener serves GET /metrics, GET /tenants and GET /healthz.");
+    } else if (!get) {
+        respond_error(ex, 405, "MethodNotAllowed", "Only GET is supported here.");
+    } else if (sl_slice_eq_cstr(path, "/metrics")) {
+        answer_metrics(l, snap, ex);
+    } else {
+        answer_tenants(l, snap, ex);
+    }
+    cfg_snapshot_unref(snap);
+}
+
+struct gw_handler gw_admin_handler(struct gw_api *api)
+{
+    return (struct gw_handler){
+        .app = api,
+        .loop_start = loop_start,
+        .loop_drain = loop_drain,
+        .loop_stop = loop_stop,
+        .on_request = on_request,
+    };
+}

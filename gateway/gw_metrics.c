@@ -1,0 +1,563 @@
+/*
+ * gw_metrics.c -- request counters per tenant (lock-free on the hot path)
+ * and the Prometheus text rendering of GET /metrics. See gw_metrics.h.
+ *
+ * The tenant table is open addressing over atomic pointers. A lookup
+ * probes without a lock; a miss takes grow_lock, probes again and inserts.
+ * When the table passes half full it is replaced by one twice the size;
+ * the old table stays allocated (chained through `older`) until
+ * gw_metrics_free, so a reader still probing it is never left dangling --
+ * at worst it misses and takes the lock. Tenant blocks are never freed
+ * before gw_metrics_free either: counters of a tenant removed by a reload
+ * keep counting up, as Prometheus counters must.
+ *
+ * Every counter is a relaxed atomic: counts need no ordering, and a
+ * scrape reads each number on its own (a scrape racing a request may see
+ * the request's count without its duration; the next scrape agrees).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+#include "gw_metrics.h"
+#include "part.h"
+#include "pol.h"
+
+#define ACTION_SLOTS (GW_SQS_ACT__COUNT + 1) /* + "never routed" */
+#define HIST_MAX_BOUNDS 16
+#define TABLE_INITIAL 64
+
+/* Histogram upper bounds in microseconds (le="..." in seconds). */
+static const uint64_t duration_bounds_us[] = {
+    500,    1000,   2500,    5000,    10000,   25000,    50000,    100000,
+    250000, 500000, 1000000, 2500000, 5000000, 10000000, 20000000,
+};
+static const uint64_t age_bounds_us[] = {
+    100000,    500000,    1000000,    5000000,    10000000,    30000000,    60000000,
+    300000000, 900000000, 1800000000, 3600000000, 21600000000, 86400000000,
+};
+
+struct hist_spec {
+    const uint64_t *bounds_us;
+    size_t n;
+};
+static const struct hist_spec duration_spec = {duration_bounds_us,
+                                               SL_ARRAY_LEN(duration_bounds_us)};
+static const struct hist_spec age_spec = {age_bounds_us, SL_ARRAY_LEN(age_bounds_us)};
+
+/* Non-cumulative bucket counts (the last is +Inf) and the sum; cumulated
+ * when rendered. */
+struct hist {
+    _Atomic uint64_t bucket[HIST_MAX_BOUNDS + 1];
+    _Atomic uint64_t sum_us;
+};
+
+struct tenant_block {
+    char name[72];
+    _Atomic uint64_t requests[ACTION_SLOTS][GW_SQS_E__COUNT];
+    _Atomic uint64_t spilled;
+    struct hist first_receive_age;
+    struct hist receive_latency;
+};
+
+struct tenant_table {
+    size_t cap; /* power of two */
+    _Atomic(struct tenant_block *) *slots;
+    struct tenant_table *older;
+};
+
+struct gw_metrics {
+    _Atomic(struct tenant_table *) table;
+    pthread_mutex_t grow_lock;
+    size_t tenant_count; /* guarded by grow_lock */
+    struct hist duration[ACTION_SLOTS];
+};
+
+/* ---- the table ------------------------------------------------------------ */
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s != '\0'; s++) {
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    }
+    return h;
+}
+
+static struct tenant_table *table_new(size_t cap, struct tenant_table *older)
+{
+    struct tenant_table *t = sl_xcalloc(1, sizeof(*t));
+    t->cap = cap;
+    t->slots = sl_xcalloc(cap, sizeof(*t->slots));
+    t->older = older;
+    return t;
+}
+
+/* The block of name in t, or NULL; *free_slot gets the first empty slot. */
+static struct tenant_block *table_probe(struct tenant_table *t, const char *name, uint64_t h,
+                                        size_t *free_slot)
+{
+    size_t mask = t->cap - 1;
+    for (size_t i = 0; i < t->cap; i++) {
+        size_t at = (h + i) & mask;
+        struct tenant_block *b = atomic_load_explicit(&t->slots[at], memory_order_acquire);
+        if (b == NULL) {
+            *free_slot = at;
+            return NULL;
+        }
+        if (strcmp(b->name, name) == 0) {
+            return b;
+        }
+    }
+    *free_slot = SIZE_MAX; /* cannot happen below half full */
+    return NULL;
+}
+
+static void table_put(struct tenant_table *t, struct tenant_block *b)
+{
+    size_t slot;
+    SL_ASSERT(table_probe(t, b->name, hash_name(b->name), &slot) == NULL && slot != SIZE_MAX);
+    atomic_store_explicit(&t->slots[slot], b, memory_order_release);
+}
+
+static struct tenant_block *tenant_get(struct gw_metrics *m, const char *name)
+{
+    if (name == NULL || name[0] == '\0') {
+        name = GW_METRICS_NO_TENANT;
+    }
+    uint64_t h = hash_name(name);
+    size_t slot;
+    struct tenant_table *t = atomic_load_explicit(&m->table, memory_order_acquire);
+    struct tenant_block *b = table_probe(t, name, h, &slot);
+    if (b != NULL) {
+        return b;
+    }
+    pthread_mutex_lock(&m->grow_lock);
+    t = atomic_load_explicit(&m->table, memory_order_acquire);
+    b = table_probe(t, name, h, &slot);
+    if (b == NULL) {
+        b = sl_xcalloc(1, sizeof(*b));
+        snprintf(b->name, sizeof(b->name), "%s", name);
+        if ((m->tenant_count + 1) * 2 > t->cap) {
+            struct tenant_table *bigger = table_new(t->cap * 2, t);
+            for (size_t i = 0; i < t->cap; i++) {
+                struct tenant_block *old = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
+                if (old != NULL) {
+                    table_put(bigger, old);
+                }
+            }
+            table_put(bigger, b);
+            atomic_store_explicit(&m->table, bigger, memory_order_release);
+        } else {
+            table_put(t, b);
+        }
+        m->tenant_count++;
+    }
+    pthread_mutex_unlock(&m->grow_lock);
+    return b;
+}
+
+struct gw_metrics *gw_metrics_new(void)
+{
+    struct gw_metrics *m = sl_xcalloc(1, sizeof(*m));
+    atomic_init(&m->table, table_new(TABLE_INITIAL, NULL));
+    pthread_mutex_init(&m->grow_lock, NULL);
+    return m;
+}
+
+void gw_metrics_free(struct gw_metrics *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    struct tenant_table *t = atomic_load(&m->table);
+    for (size_t i = 0; i < t->cap; i++) {
+        free(atomic_load(&t->slots[i]));
+    }
+    while (t != NULL) {
+        struct tenant_table *older = t->older;
+        free(t->slots);
+        free(t);
+        t = older;
+    }
+    pthread_mutex_destroy(&m->grow_lock);
+    free(m);
+}
+
+/* ---- counting ---------------------------------------------------------------- */
+
+static void hist_observe(struct hist *h, const struct hist_spec *spec, uint64_t us)
+{
+    size_t i = 0;
+    while (i < spec->n && us > spec->bounds_us[i]) {
+        i++;
+    }
+    atomic_fetch_add_explicit(&h->bucket[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
+}
+
+void gw_metrics_count_request(struct gw_metrics *m, const char *tenant, enum gw_sqs_action action,
+                              enum gw_sqs_error outcome, uint64_t duration_ns)
+{
+    size_t a = (size_t)action < ACTION_SLOTS ? (size_t)action : GW_SQS_ACT__COUNT;
+    size_t o = (size_t)outcome < GW_SQS_E__COUNT ? (size_t)outcome : GW_SQS_OK;
+    struct tenant_block *b = tenant_get(m, tenant);
+    atomic_fetch_add_explicit(&b->requests[a][o], 1, memory_order_relaxed);
+    hist_observe(&m->duration[a], &duration_spec, duration_ns / 1000);
+}
+
+void gw_metrics_count_spill(struct gw_metrics *m, const char *tenant, uint64_t n)
+{
+    atomic_fetch_add_explicit(&tenant_get(m, tenant)->spilled, n, memory_order_relaxed);
+}
+
+void gw_metrics_observe_first_receive_age(struct gw_metrics *m, const char *tenant, uint64_t age_ms)
+{
+    hist_observe(&tenant_get(m, tenant)->first_receive_age, &age_spec, age_ms * 1000);
+}
+
+void gw_metrics_observe_receive_latency(struct gw_metrics *m, const char *tenant,
+                                        uint64_t duration_ns)
+{
+    hist_observe(&tenant_get(m, tenant)->receive_latency, &duration_spec, duration_ns / 1000);
+}
+
+/* ---- rendering ------------------------------------------------------------------ */
+
+static uint64_t load(_Atomic uint64_t *v)
+{
+    return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+void gw_metrics_append_label_value(struct sl_buf *out, const char *v)
+{
+    for (; *v != '\0'; v++) {
+        switch (*v) {
+        case '\\':
+            sl_buf_append_cstr(out, "\\\\");
+            break;
+        case '"':
+            sl_buf_append_cstr(out, "\\\"");
+            break;
+        case '\n':
+            sl_buf_append_cstr(out, "\\n");
+            break;
+        default:
+            sl_buf_append_byte(out, *v);
+        }
+    }
+}
+
+static void family(struct sl_buf *out, const char *name, const char *type, const char *help)
+{
+    sl_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Appends `name{k1="v1",...}` (pairs: key, value, ..., NULL). */
+static void sample_start(struct sl_buf *out, const char *name, const char *const *labels)
+{
+    sl_buf_append_cstr(out, name);
+    if (labels[0] == NULL) {
+        return;
+    }
+    sl_buf_append_byte(out, '{');
+    for (size_t i = 0; labels[i] != NULL; i += 2) {
+        sl_buf_printf(out, "%s%s=\"", i > 0 ? "," : "", labels[i]);
+        gw_metrics_append_label_value(out, labels[i + 1]);
+        sl_buf_append_byte(out, '"');
+    }
+    sl_buf_append_byte(out, '}');
+}
+
+static void sample_u64(struct sl_buf *out, const char *name, const char *const *labels, uint64_t v)
+{
+    sample_start(out, name, labels);
+    sl_buf_printf(out, " %" PRIu64 "\n", v);
+}
+
+static void sample_i64(struct sl_buf *out, const char *name, const char *const *labels, int64_t v)
+{
+    sample_start(out, name, labels);
+    sl_buf_printf(out, " %" PRId64 "\n", v);
+}
+
+static void sample_f(struct sl_buf *out, const char *name, const char *const *labels, double v)
+{
+    sample_start(out, name, labels);
+    sl_buf_printf(out, " %.17g\n", v);
+}
+
+/* One histogram's samples; key/value label the series (key NULL: none). */
+static void hist_render(struct sl_buf *out, const char *name, const char *key, const char *value,
+                        struct hist *h, const struct hist_spec *spec)
+{
+    char bucket[128], sum[128], count[128], le[32];
+    snprintf(bucket, sizeof(bucket), "%s_bucket", name);
+    snprintf(sum, sizeof(sum), "%s_sum", name);
+    snprintf(count, sizeof(count), "%s_count", name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= spec->n; i++) {
+        cum += load(&h->bucket[i]);
+        if (i < spec->n) {
+            snprintf(le, sizeof(le), "%g", (double)spec->bounds_us[i] / 1e6);
+        } else {
+            snprintf(le, sizeof(le), "+Inf");
+        }
+        const char *with_key[] = {key, value, "le", le, NULL};
+        const char *only_le[] = {"le", le, NULL};
+        sample_u64(out, bucket, key != NULL ? with_key : only_le, cum);
+    }
+    const char *labels[] = {key, value, NULL};
+    sample_f(out, sum, labels, (double)load(&h->sum_us) / 1e6);
+    sample_u64(out, count, labels, cum);
+}
+
+static uint64_t hist_count(struct hist *h)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i <= HIST_MAX_BOUNDS; i++) {
+        n += load(&h->bucket[i]);
+    }
+    return n;
+}
+
+static int cmp_block(const void *a, const void *b)
+{
+    const struct tenant_block *x = *(struct tenant_block *const *)a;
+    const struct tenant_block *y = *(struct tenant_block *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+/* The tenant blocks, sorted by name (stable output). Caller frees. */
+static struct tenant_block **blocks_sorted(struct gw_metrics *m, size_t *n)
+{
+    pthread_mutex_lock(&m->grow_lock);
+    struct tenant_table *t = atomic_load(&m->table);
+    struct tenant_block **v = sl_xcalloc(m->tenant_count + 1, sizeof(*v));
+    size_t k = 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        struct tenant_block *b = atomic_load(&t->slots[i]);
+        if (b != NULL) {
+            v[k++] = b;
+        }
+    }
+    pthread_mutex_unlock(&m->grow_lock);
+    qsort(v, k, sizeof(*v), cmp_block);
+    *n = k;
+    return v;
+}
+
+static const char *action_label(size_t a)
+{
+    return a < GW_SQS_ACT__COUNT ? gw_sqs_action_name((enum gw_sqs_action)a) : "(unknown)";
+}
+
+static const char *outcome_label(size_t o)
+{
+    return o == GW_SQS_OK ? "ok" : gw_sqs_error_info((enum gw_sqs_error)o)->query_code;
+}
+
+static void render_requests(struct sl_buf *out, struct gw_metrics *m, struct tenant_block **v,
+                            size_t n)
+{
+    family(out, "sluice_requests_total", "counter",
+           "SQS requests answered, by tenant, action and outcome (ok or the SQS error code).");
+    for (size_t i = 0; i < n; i++) {
+        for (size_t a = 0; a < ACTION_SLOTS; a++) {
+            for (size_t o = 0; o < GW_SQS_E__COUNT; o++) {
+                uint64_t c = load(&v[i]->requests[a][o]);
+                if (c > 0) {
+                    const char *l[] = {"tenant",  v[i]->name,       "action", action_label(a),
+                                       "outcome", outcome_label(o), NULL};
+                    sample_u64(out, "sluice_requests_total", l, c);
+                }
+            }
+        }
+    }
+    family(out, "sluice_throttled_requests_total", "counter",
+           "Requests refused by policy (RequestThrottled or OverLimit), by tenant.");
+    for (size_t i = 0; i < n; i++) {
+        uint64_t c = 0;
+        for (size_t a = 0; a < ACTION_SLOTS; a++) {
+            c += load(&v[i]->requests[a][GW_SQS_E_REQUEST_THROTTLED]);
+            c += load(&v[i]->requests[a][GW_SQS_E_OVER_LIMIT]);
+        }
+        const char *l[] = {"tenant", v[i]->name, NULL};
+        sample_u64(out, "sluice_throttled_requests_total", l, c);
+    }
+    family(out, "sluice_spilled_messages_total", "counter",
+           "Messages accepted into the overflow lane (on_excess: spill), by tenant.");
+    for (size_t i = 0; i < n; i++) {
+        const char *l[] = {"tenant", v[i]->name, NULL};
+        sample_u64(out, "sluice_spilled_messages_total", l, load(&v[i]->spilled));
+    }
+    family(out, "sluice_request_duration_seconds", "histogram",
+           "Time from a complete request to its answer (long polls included), by action.");
+    for (size_t a = 0; a < ACTION_SLOTS; a++) {
+        if (hist_count(&m->duration[a]) > 0) {
+            hist_render(out, "sluice_request_duration_seconds", "action", action_label(a),
+                        &m->duration[a], &duration_spec);
+        }
+    }
+    family(out, "sluice_first_receive_age_seconds", "histogram",
+           "Age of a message at its first receive (SQS AgeOfFirstAttempt), by tenant.");
+    for (size_t i = 0; i < n; i++) {
+        if (hist_count(&v[i]->first_receive_age) > 0) {
+            hist_render(out, "sluice_first_receive_age_seconds", "tenant", v[i]->name,
+                        &v[i]->first_receive_age, &age_spec);
+        }
+    }
+    family(out, "sluice_receive_latency_seconds", "histogram",
+           "ReceiveMessage time from request to answer, by tenant.");
+    for (size_t i = 0; i < n; i++) {
+        if (hist_count(&v[i]->receive_latency) > 0) {
+            hist_render(out, "sluice_receive_latency_seconds", "tenant", v[i]->name,
+                        &v[i]->receive_latency, &duration_spec);
+        }
+    }
+}
+
+static void render_tenants(struct sl_buf *out, const struct gw_metrics_sources *src)
+{
+    const struct cfg_snapshot *s = src->snap;
+    if (s == NULL) {
+        return;
+    }
+    if (src->engine != NULL) {
+        family(out, "sluice_tenant_backlog_messages", "gauge",
+               "Stored messages not in flight (ready and delayed, every lane), by tenant.");
+        for (size_t i = 0; i < s->tenant_count; i++) {
+            int64_t backlog = 0, inflight = 0;
+            part_tenant_counts(src->engine, s->tenants[i].name, &backlog, &inflight);
+            const char *l[] = {"tenant", s->tenants[i].name, NULL};
+            sample_i64(out, "sluice_tenant_backlog_messages", l, backlog);
+        }
+        family(out, "sluice_tenant_inflight_messages", "gauge",
+               "Received and not yet deleted messages, by tenant.");
+        for (size_t i = 0; i < s->tenant_count; i++) {
+            int64_t backlog = 0, inflight = 0;
+            part_tenant_counts(src->engine, s->tenants[i].name, &backlog, &inflight);
+            const char *l[] = {"tenant", s->tenants[i].name, NULL};
+            sample_i64(out, "sluice_tenant_inflight_messages", l, inflight);
+        }
+    }
+    if (src->limiter != NULL) {
+        family(out, "sluice_tenant_rate_tokens_available", "gauge",
+               "Tokens in the tenant's rate-limit bucket now (limits.burst when full).");
+        for (size_t i = 0; i < s->tenant_count; i++) {
+            const char *name = s->tenants[i].name;
+            struct pol_tenant_state *t = pol_limiter_find(src->limiter, name, strlen(name));
+            const char *l[] = {"tenant", name, NULL};
+            sample_u64(out, "sluice_tenant_rate_tokens_available", l,
+                       t != NULL ? pol_gcra_available(&t->rate, src->now_ns) : 0);
+        }
+        family(out, "sluice_tenant_long_polls", "gauge",
+               "ReceiveMessage calls of the tenant waiting now (long polls).");
+        for (size_t i = 0; i < s->tenant_count; i++) {
+            const char *name = s->tenants[i].name;
+            struct pol_tenant_state *t = pol_limiter_find(src->limiter, name, strlen(name));
+            const char *l[] = {"tenant", name, NULL};
+            sample_u64(out, "sluice_tenant_long_polls", l,
+                       t != NULL ? pol_slots_used(&t->long_polls) : 0);
+        }
+    }
+}
+
+static void render_queues(struct sl_buf *out, struct part_engine *e)
+{
+    static const struct {
+        const char *name;
+        const char *help;
+    } fam[] = {
+        {"sluice_queue_ready_messages", "Messages ready to receive, by queue."},
+        {"sluice_queue_inflight_messages", "Messages received and not yet deleted, by queue."},
+        {"sluice_queue_delayed_messages",
+         "Messages not yet visible (delay, or spilled into the overflow lane), by queue."},
+    };
+    struct part_queue_list ql = {0};
+    part_queue_list(e, NULL, NULL, &ql);
+    struct part_counts *counts = sl_xcalloc(ql.count + 1, sizeof(*counts));
+    for (size_t i = 0; i < ql.count; i++) {
+        part_queue_counts(e, ql.items[i].id, PART_ALL_PARTITIONS, &counts[i]);
+    }
+    for (size_t f = 0; f < SL_ARRAY_LEN(fam); f++) {
+        family(out, fam[f].name, "gauge", fam[f].help);
+        for (size_t i = 0; i < ql.count; i++) {
+            int64_t v = f == 0 ? counts[i].ready : f == 1 ? counts[i].inflight : counts[i].delayed;
+            const char *l[] = {"tenant", ql.items[i].tenant, "queue", ql.items[i].name, NULL};
+            sample_i64(out, fam[f].name, l, v);
+        }
+    }
+    free(counts);
+    part_queue_list_free(&ql);
+}
+
+/* One per-partition family from vals[np]. */
+static void partition_family(struct sl_buf *out, const char *name, const char *type,
+                             const char *help, const double *vals, uint32_t np)
+{
+    family(out, name, type, help);
+    for (uint32_t p = 0; p < np; p++) {
+        char pl[16];
+        snprintf(pl, sizeof(pl), "%" PRIu32, p);
+        const char *l[] = {"partition", pl, NULL};
+        sample_f(out, name, l, vals[p]);
+    }
+}
+
+static void render_partitions(struct sl_buf *out, struct part_engine *e)
+{
+    enum { DEPTH, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, NVALS };
+    uint32_t np = part_engine_partitions(e);
+    double *v[NVALS];
+    for (size_t i = 0; i < NVALS; i++) {
+        v[i] = sl_xcalloc(np + 1, sizeof(double));
+    }
+    for (uint32_t p = 0; p < np; p++) {
+        struct part_partition_stats st = {0};
+        part_engine_stats(e, p, &st);
+        v[DEPTH][p] = (double)part_engine_partition_queued(e, p);
+        v[COMMITS][p] = (double)st.commits;
+        v[JOBS][p] = (double)st.jobs;
+        v[AVG][p] = st.commits > 0 ? (double)st.jobs / (double)st.commits : 0.0;
+        v[COMMIT_S][p] = (double)st.commit_us / 1e6;
+        v[BATCH_S][p] = (double)st.batch_us / 1e6;
+        v[FAILED][p] = st.failed ? 1.0 : 0.0;
+    }
+    partition_family(out, "sluice_partition_writer_queue_depth", "gauge",
+                     "Jobs waiting at the partition's writer thread.", v[DEPTH], np);
+    partition_family(out, "sluice_partition_commits_total", "counter",
+                     "Group commits of the partition.", v[COMMITS], np);
+    partition_family(out, "sluice_partition_committed_jobs_total", "counter",
+                     "Jobs committed by the partition (the sum of batch sizes).", v[JOBS], np);
+    partition_family(out, "sluice_partition_batch_size_average", "gauge",
+                     "Average jobs per group commit since start.", v[AVG], np);
+    partition_family(out, "sluice_partition_commit_seconds_total", "counter",
+                     "Time spent in COMMIT (the fsync with durability: fsync).", v[COMMIT_S], np);
+    partition_family(out, "sluice_partition_batch_seconds_total", "counter",
+                     "Time in group-commit transactions, BEGIN to the end of COMMIT.", v[BATCH_S],
+                     np);
+    partition_family(out, "sluice_partition_failed", "gauge",
+                     "1 when the partition hit a storage error (its jobs fail).", v[FAILED], np);
+    for (size_t i = 0; i < NVALS; i++) {
+        free(v[i]);
+    }
+}
+
+void gw_metrics_render(struct gw_metrics *m, const struct gw_metrics_sources *src,
+                       struct sl_buf *out)
+{
+    size_t n = 0;
+    struct tenant_block **v = blocks_sorted(m, &n);
+    render_requests(out, m, v, n);
+    free(v);
+    render_tenants(out, src);
+    if (src->engine != NULL) {
+        render_queues(out, src->engine);
+        render_partitions(out, src->engine);
+    }
+}
