@@ -288,7 +288,7 @@ static void sample_i64(struct sl_buf *out, const char *name, const char *const *
 static void sample_f(struct sl_buf *out, const char *name, const char *const *labels, double v)
 {
     sample_start(out, name, labels);
-    sl_buf_printf(out, " %.17g\n", v);
+    sl_buf_printf(out, " %.15g\n", v);
 }
 
 /* One histogram's samples; key/value label the series (key NULL: none). */
