@@ -14,6 +14,7 @@
  * Threading: loop threads.
  */
 #include "gw_act_store.h"
+#include "gw_metrics.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ struct msg_batch {
     uint64_t ticket;
     struct pol_tenant_state *long_poll; /* a long-poll slot to release, or NULL */
     uint64_t queue_id;
+    bool spilled; /* send: accepted into the overflow lane */
 };
 
 static struct msg_batch *batch_new(struct gw_act_ctx *ctx, size_t count)
@@ -104,6 +106,9 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
         free(b);
         gw__act_fail_storage(ctx, status);
         return;
+    }
+    if (b->spilled) {
+        gw_metrics_count_spill(ctx->api->metrics, ctx->principal.tenant->name, b->job_count);
     }
     if (ctx->action == GW_SQS_ACT_SEND_MESSAGE) {
         struct gw_sqs_send_result r = {0};
@@ -193,6 +198,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             .delay_s = delay,
         };
         if (spill) {
+            b->spilled = true;
             /* The overflow lane: invisible for spill.delay_seconds, and
              * ordered after the main lane's traffic of the same age. */
             const struct cfg_spill *sp = &ctx->principal.tenant->spill;
@@ -299,6 +305,23 @@ static void receive_finish(struct msg_batch *b)
     free(b);
 }
 
+/* AgeOfFirstAttempt (the article's signal of a backlog building up) and
+ * how long the receive took, long-poll wait included. */
+static void observe_receive(struct gw_act_ctx *ctx, const struct part_result *res)
+{
+    const char *tenant = ctx->principal.tenant != NULL ? ctx->principal.tenant->name : "(admin)";
+    for (size_t i = 0; i < res->message_count; i++) {
+        const struct part_message *m = &res->messages[i];
+        if (m->receive_count == 1 && m->first_receive_ms >= m->sent_ms) {
+            gw_metrics_observe_first_receive_age(ctx->api->metrics, tenant,
+                                                 m->first_receive_ms - m->sent_ms);
+        }
+    }
+    uint64_t now = sl_mono_ns();
+    uint64_t start = ctx->http->start_mono_ns;
+    gw_metrics_observe_receive_latency(ctx->api->metrics, tenant, now > start ? now - start : 0);
+}
+
 static void receive_done(struct part_cookie cookie, int status, const struct part_result *res)
 {
     struct msg_batch *b = cookie.ptr;
@@ -314,6 +337,7 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
     }
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
     size_t n = res->message_count;
+    observe_receive(ctx, res);
     struct gw_sqs_received *out = sl_xcalloc(n + 1, sizeof *out);
     struct gw_sqs_tag(*sys)[GW_SQS_SYSATTR__COUNT] = sl_xcalloc(n + 1, sizeof *sys);
     char(*nums)[GW_SQS_SYSATTR__COUNT][32] = sl_xcalloc(n + 1, sizeof *nums);

@@ -34,8 +34,8 @@ void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap);
 /* The handler of the SQS listener (listen:). */
 struct gw_handler gw_api_sqs_handler(struct gw_api *api);
 
-/* The handler of the admin listener (admin.listen:), or a handler with
- * on_request == NULL when the api has none yet. */
+/* The handler of the admin listener (admin.listen:): /healthz, /metrics,
+ * /tenants (gw_admin.c). */
 struct gw_handler gw_api_admin_handler(struct gw_api *api);
 
 #endif
