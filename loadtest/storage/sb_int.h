@@ -1,9 +1,8 @@
 /*
  * sb_int.h -- (storage-bench internal) what the files of
  * build/sluice-storage-bench share: options, per-phase results, the
- * engine driver (sb_engine.c), the raw SQLite ceiling (sb_raw.c), the
- * commit counter (sb_commits.c), the memory probe (sb_mem.c) and the
- * reports (sb_report.c). See docs/benchmarks.md, "Storage".
+ * engine driver and memory probe (sb_engine.c), the raw SQLite ceiling
+ * (sb_raw.c), helpers (sb_util.c) and the reports (sb_report.c). See docs/benchmarks.md, "Storage".
  *
  * Threading: main() runs the cells one after another. During a cell the
  * engine driver runs one libuv loop per client thread, the ceiling one
@@ -70,7 +69,9 @@ struct sb_measure {
     uint64_t commits;  /* transactions committed on the partition files */
     uint64_t errors;   /* failed jobs (engine) or statements (ceiling) */
     double seconds;
-    double per_commit; /* jobs per commit (engine measured; ceiling used) */
+    double per_commit;  /* jobs per commit (engine measured; ceiling used) */
+    uint64_t commit_us; /* engine: time inside COMMIT, summed over partitions */
+    uint64_t batch_us;  /* engine: BEGIN to end of COMMIT, summed */
 };
 
 double sb_rate(const struct sb_measure *m);
@@ -116,11 +117,7 @@ int sb_engine_cell(const struct sb_opts *opt, struct sb_cell *cell);
  * cell->engine[ph].per_commit. Fills cell->ceiling. SL_OK or SL_EIO. */
 int sb_raw_cell(const struct sb_opts *opt, struct sb_cell *cell);
 
-/* ---- commit counter (sb_commits.c) ---- */
-/* Commits so far on the engine's partition files (all of them). */
-uint64_t sb_commits_total(void);
-
-/* ---- memory probe (sb_mem.c) ---- */
+/* ---- memory probe (sb_engine.c, sb_util.c) ---- */
 /* VmRSS of this process in bytes, or -1. */
 int64_t sb_rss_bytes(void);
 int sb_memory_probe(const struct sb_opts *opt, struct sb_memory *out);

@@ -87,12 +87,19 @@ static json_t *machine_json(const struct sb_opts *o)
                      fs, "device", dev, "tmpdir", o->tmpdir);
 }
 
+static double mean_ms(uint64_t us, uint64_t n)
+{
+    return n > 0 ? (double)us / (double)n / 1000.0 : 0.0;
+}
+
 static json_t *measure_json(const struct sb_measure *m)
 {
-    return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "messages", (json_int_t)m->messages,
-                     "jobs", (json_int_t)m->jobs, "commits", (json_int_t)m->commits, "errors",
-                     (json_int_t)m->errors, "seconds", m->seconds, "msgs_per_s", sb_rate(m),
-                     "jobs_per_commit", m->per_commit);
+    return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f}", "messages",
+                     (json_int_t)m->messages, "jobs", (json_int_t)m->jobs, "commits",
+                     (json_int_t)m->commits, "errors", (json_int_t)m->errors, "seconds", m->seconds,
+                     "msgs_per_s", sb_rate(m), "jobs_per_commit", m->per_commit, "commit_ms_mean",
+                     mean_ms(m->commit_us, m->commits), "batch_ms_mean",
+                     mean_ms(m->batch_us, m->commits));
 }
 
 static double ratio_of(const struct sb_cell *c, int ph)
@@ -182,8 +189,8 @@ int sb_report_markdown(const struct sb_run *run, const char *path)
     }
     if (run->ncells > 0) {
         fprintf(f, "| P | durability | scenario | engine msg/s | ceiling msg/s | ratio | "
-                   "engine jobs/commit | goal |\n");
-        fprintf(f, "|---:|---|---|---:|---:|---:|---:|---|\n");
+                   "engine jobs/commit | engine COMMIT ms | goal |\n");
+        fprintf(f, "|---:|---|---|---:|---:|---:|---:|---:|---|\n");
     }
     for (size_t i = 0; i < run->ncells; i++) {
         const struct sb_cell *c = &run->cells[i];
@@ -213,9 +220,9 @@ int sb_report_markdown(const struct sb_run *run, const char *path)
                          sb_rate(&c->engine[ph]) >= GOAL_CYCLE_P16_FSYNC ? "met" : "**missed**");
                 goal = goalbuf;
             }
-            fprintf(f, "| %u | %s | %s | %s | %s | %s | %.1f | %s |\n", c->partitions,
+            fprintf(f, "| %u | %s | %s | %s | %s | %s | %.1f | %.2f | %s |\n", c->partitions,
                     dur_name(c->durability), scen, eng, ceil, ratio, c->engine[ph].per_commit,
-                    goal);
+                    mean_ms(c->engine[ph].commit_us, c->engine[ph].commits), goal);
         }
     }
     if (run->has_memory) {
@@ -245,9 +252,11 @@ void sb_report_text(const struct sb_run *run)
                 continue;
             }
             const struct sb_measure *e = &c->engine[ph], *r = &c->ceiling[ph];
-            printf("P=%-2u %-5s %-7s engine %9.0f msg/s (%llu in %.2fs, %.1f jobs/commit)",
+            printf("P=%-2u %-5s %-7s engine %9.0f msg/s (%llu in %.2fs, %.1f jobs/commit, COMMIT "
+                   "%.2f ms)",
                    c->partitions, dur_name(c->durability), sb_phase_name((enum sb_phase)ph),
-                   sb_rate(e), (unsigned long long)e->messages, e->seconds, e->per_commit);
+                   sb_rate(e), (unsigned long long)e->messages, e->seconds, e->per_commit,
+                   mean_ms(e->commit_us, e->commits));
             if (r->ran) {
                 printf("  ceiling %9.0f msg/s  ratio %.2f", sb_rate(r), ratio_of(c, ph));
             }
