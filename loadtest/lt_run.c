@@ -661,6 +661,7 @@ static void begin_measure(struct run *run)
     for (size_t i = 0; i < run->group_count; i++) {
         struct group *g = &run->groups[i];
         if (g->prefill) {
+            g->stats->elapsed_s = (double)(g->last_done_ns - g->start_ns) / 1e9;
             g->active = false;
             continue;
         }
