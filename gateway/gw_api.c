@@ -101,6 +101,7 @@ void gw_api_free(struct gw_api *api)
     }
     /* Every loop has stopped, so every job has completed: closing the
      * engine commits what is queued and joins the writers. */
+    gw__move_api_free(api);
     part_engine_close(api->engine);
     pol_limiter_free(api->limiter);
     gw_metrics_free(api->metrics);
@@ -136,6 +137,7 @@ static void loop_drain(void *loop_ctx)
     l->draining = true;
     /* Waiting long polls answer empty now, so they do not hold shutdown. */
     part_client_drain(l->part);
+    gw__move_loop_drain(l);
 }
 
 static void loop_stop(void *loop_ctx)
