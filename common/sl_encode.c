@@ -34,8 +34,8 @@ void sl_base64_encode(const uint8_t *in, size_t n, char *out)
 
 static bool is_b64_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/';
 }
 
 int sl_base64_decode(const char *in, size_t n, uint8_t *out, size_t *out_len)
