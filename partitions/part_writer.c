@@ -139,6 +139,43 @@ static const char PART_SCHEMA[] =
     "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, priority, id) WHERE state=1;"
     "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
 
+#define PART_PRAGMAS(sync)                                                                         \
+    "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
+    " PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;"                            \
+    " PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"
+
+static const char PART_PRAGMAS_FSYNC[] = PART_PRAGMAS("FULL");
+static const char PART_PRAGMAS_OS[] = PART_PRAGMAS("NORMAL");
+
+const char *part_sql_text(enum part_sql which)
+{
+    switch (which) {
+    case PART_SQL_SCHEMA:
+        return PART_SCHEMA;
+    case PART_SQL_PRAGMAS_FSYNC:
+        return PART_PRAGMAS_FSYNC;
+    case PART_SQL_PRAGMAS_OS:
+        return PART_PRAGMAS_OS;
+    case PART_SQL_INSERT:
+        return SQL[ST_INSERT];
+    case PART_SQL_SELECT_READY:
+        return SQL[ST_SELECT_READY];
+    case PART_SQL_LEASE:
+        return SQL[ST_LEASE];
+    case PART_SQL_ROW:
+        return SQL[ST_ROW];
+    case PART_SQL_DELETE:
+        return SQL[ST_DELETE];
+    case PART_SQL_HEAD:
+        return SQL[ST_HEAD];
+    case PART_SQL_BEGIN:
+        return SQL[ST_BEGIN];
+    case PART_SQL_COMMIT:
+        return SQL[ST_COMMIT];
+    }
+    return "";
+}
+
 /* ---- timer heap -------------------------------------------------------- */
 
 static bool heap_less(const struct part_heap_item *a, const struct part_heap_item *b)
@@ -1108,12 +1145,8 @@ int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t ind
         snprintf(why, sizeof why, "%s", w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
         goto fail;
     }
-    char pragmas[512];
-    snprintf(pragmas, sizeof pragmas,
-             "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
-             " PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;"
-             " PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;",
-             e->opt.durability == PART_DURABILITY_FSYNC ? "FULL" : "NORMAL");
+    const char *pragmas =
+        e->opt.durability == PART_DURABILITY_FSYNC ? PART_PRAGMAS_FSYNC : PART_PRAGMAS_OS;
     if (part__sql_exec(w->db, pragmas) != SL_OK || part__sql_exec(w->db, PART_SCHEMA) != SL_OK) {
         snprintf(why, sizeof why, "%s", sqlite3_errmsg(w->db));
         goto fail;

@@ -30,23 +30,7 @@
 
 #include "sb_int.h"
 
-/* ---- copied from partitions/part_writer.c (same text) ------------------ */
-
-static const char PART_SCHEMA[] =
-    "CREATE TABLE IF NOT EXISTS msg("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " queue_id INTEGER NOT NULL, state INTEGER NOT NULL, priority INTEGER NOT NULL,"
-    " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
-    " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
-    " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
-    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB);"
-    "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, priority, id) WHERE state=1;"
-    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
-
-static const char PRAGMAS_FMT[] =
-    "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
-    " PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;"
-    " PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;";
+/* ---- the engine's own SQL (part_sql_text), so the ceiling cannot drift --- */
 
 enum {
     ST_INSERT,
@@ -60,21 +44,11 @@ enum {
     ST_COUNT_
 };
 
-static const char *const SQL[ST_COUNT_] = {
-    [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
-                  " message_id, group_id, body, attrs, sys_attrs) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_SELECT_READY] = "SELECT id, message_id, body, attrs, sys_attrs, group_id, priority,"
-                        " receive_count, sent_at, first_receive_at, source_queue_id FROM msg"
-                        " WHERE queue_id=?1 AND state=1 ORDER BY priority, id LIMIT ?2",
-    [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
-                 " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE first_receive_at"
-                 " END WHERE id=?1",
-    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at FROM msg WHERE id=?",
-    [ST_DELETE] = "DELETE FROM msg WHERE id=?",
-    [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=? AND state=1 ORDER BY priority, id"
-                " LIMIT 1",
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
+static const enum part_sql SQL_OF[ST_COUNT_] = {
+    [ST_INSERT] = PART_SQL_INSERT, [ST_SELECT_READY] = PART_SQL_SELECT_READY,
+    [ST_LEASE] = PART_SQL_LEASE,   [ST_ROW] = PART_SQL_ROW,
+    [ST_DELETE] = PART_SQL_DELETE, [ST_HEAD] = PART_SQL_HEAD,
+    [ST_BEGIN] = PART_SQL_BEGIN,   [ST_COMMIT] = PART_SQL_COMMIT,
 };
 
 #define CHECKPOINT_PAGES 2048                  /* the engine's default */
@@ -333,16 +307,15 @@ static int raw_open(struct raw_part *rp, const char *dir, enum part_durability d
         SQLITE_OK) {
         goto fail;
     }
-    char pragmas[512];
-    snprintf(pragmas, sizeof pragmas, PRAGMAS_FMT,
-             dur == PART_DURABILITY_FSYNC ? "FULL" : "NORMAL");
+    const char *pragmas =
+        part_sql_text(dur == PART_DURABILITY_FSYNC ? PART_SQL_PRAGMAS_FSYNC : PART_SQL_PRAGMAS_OS);
     if (sqlite3_exec(rp->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(rp->db, PART_SCHEMA, NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_exec(rp->db, part_sql_text(PART_SQL_SCHEMA), NULL, NULL, NULL) != SQLITE_OK) {
         goto fail;
     }
     for (int i = 0; i < ST_COUNT_; i++) {
-        if (sqlite3_prepare_v3(rp->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &rp->st[i], NULL) !=
-            SQLITE_OK) {
+        if (sqlite3_prepare_v3(rp->db, part_sql_text(SQL_OF[i]), -1, SQLITE_PREPARE_PERSISTENT,
+                               &rp->st[i], NULL) != SQLITE_OK) {
             goto fail;
         }
     }

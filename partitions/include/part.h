@@ -411,4 +411,26 @@ struct part_partition_stats {
  * thread; each counter is read on its own (no snapshot across them). */
 int part_engine_stats(const struct part_engine *e, uint32_t p, struct part_partition_stats *out);
 
+/* ---- the SQL of a partition file ------------------------------------- */
+
+/* The exact schema, connection pragmas and statements a partition writer
+ * runs, published so that the storage benchmark's raw-SQLite ceiling runs
+ * the very same SQL instead of a copy that could drift. */
+enum part_sql {
+    PART_SQL_SCHEMA,        /* CREATE TABLE / INDEX, for sqlite3_exec */
+    PART_SQL_PRAGMAS_FSYNC, /* connection pragmas for durability fsync */
+    PART_SQL_PRAGMAS_OS,    /* ... and for durability os */
+    PART_SQL_INSERT,        /* send: one row */
+    PART_SQL_SELECT_READY,  /* receive: best ready rows of a queue */
+    PART_SQL_LEASE,         /* receive: lease one row */
+    PART_SQL_ROW,           /* delete: look a row up */
+    PART_SQL_DELETE,        /* delete: remove a row */
+    PART_SQL_HEAD,          /* the best ready priority of a queue */
+    PART_SQL_BEGIN,
+    PART_SQL_COMMIT,
+};
+
+/* The text of one of them (static, never NULL for a valid value). */
+const char *part_sql_text(enum part_sql which);
+
 #endif
