@@ -182,7 +182,6 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     struct part_send_entry job[PART_MAX_BATCH];
     struct sl_buf attrs[PART_MAX_BATCH];
     struct sl_buf sys[PART_MAX_BATCH];
-    uint64_t now_ms = sl_wall_ms();
     for (size_t j = 0; j < b->job_count; j++) {
         const struct gw_sqs_send_entry *m = &entries[b->job_entry[j]];
         sl_buf_init(&attrs[j]);
@@ -198,14 +197,12 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             .delay_s = delay,
         };
         if (spill) {
+            /* The overflow lane, invisible for at least spill.delay_seconds;
+             * receives serve it after the main lane. */
             b->spilled = true;
-            /* The overflow lane: invisible for spill.delay_seconds, and
-             * ordered after the main lane's traffic of the same age. */
-            const struct cfg_spill *sp = &ctx->principal.tenant->spill;
-            int32_t base = delay >= 0 ? delay : (int32_t)q.cfg.delay_s;
-            job[j].delay_s = SL_MAX(base, (int32_t)sp->delay_seconds);
-            job[j].has_priority = true;
-            job[j].priority = (int64_t)pol_spill_visible_at_ms(sp, now_ms);
+            int32_t own = delay >= 0 ? delay : (int32_t)q.cfg.delay_s;
+            job[j].delay_s = pol_spill_delay_s(&ctx->principal.tenant->spill, own);
+            job[j].lane = PART_LANE_OVERFLOW;
         }
     }
     uint32_t partition = send_partition(ctx, &q);
@@ -458,6 +455,8 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         .max_messages = max,
         .visibility_s = r->has_visibility_timeout ? r->visibility_timeout : -1,
         .wait_ms = wait_s * 1000u,
+        .overflow_every = POL_OVERFLOW_GUARD_EVERY,
+        .noisy = pol_group_is_noisy, /* SQS fair queues: always on */
     };
     int rc = part_receive(ctx->loop->part, &job, cookie_of(b), receive_done, &b->ticket);
     free(held);

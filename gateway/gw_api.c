@@ -65,6 +65,16 @@ static enum part_durability durability_of(const struct cfg_snapshot *snap)
     return snap->durability == CFG_DURABILITY_FSYNC ? PART_DURABILITY_FSYNC : PART_DURABILITY_OS;
 }
 
+/* Each tenant's spill.aged_after_seconds, handed to the partitions (which
+ * sideline aged messages); at start and after every reload. */
+static void apply_aging(struct part_engine *engine, const struct cfg_snapshot *snap)
+{
+    for (size_t i = 0; i < snap->tenant_count; i++) {
+        const struct cfg_tenant *t = &snap->tenants[i];
+        part_tenant_set_aging(engine, t->name, pol_aging_ms(&t->spill));
+    }
+}
+
 int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t errlen)
 {
     if (holder == NULL) {
@@ -88,6 +98,7 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     api->engine = engine;
     api->limiter = pol_limiter_new(snap, sl_mono_ns());
     api->metrics = gw_metrics_new();
+    apply_aging(engine, snap);
     pthread_mutex_init(&api->purge_lock, NULL);
     cfg_snapshot_unref(snap);
     *out = api;
@@ -115,6 +126,7 @@ void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap)
     /* New rates apply at once; each tenant's bucket keeps its level, so a
      * reload never hands out a free burst. */
     pol_limiter_apply(api->limiter, snap, sl_mono_ns());
+    apply_aging(api->engine, snap);
 }
 
 /* ---- per loop ------------------------------------------------------------ */

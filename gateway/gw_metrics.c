@@ -421,6 +421,37 @@ static void render_requests(struct sl_buf *out, struct gw_metrics *m, struct ten
     }
 }
 
+/* What the partitions' timers and receives did to each tenant's messages. */
+static void render_tenant_stats(struct sl_buf *out, const struct gw_metrics_sources *src)
+{
+    static const struct {
+        const char *name;
+        const char *help;
+    } fam[] = {
+        {"sluice_expired_messages_total",
+         "Messages dropped at the end of their queue's MessageRetentionPeriod, by tenant."},
+        {"sluice_aged_messages_total",
+         "Ready messages sidelined to the overflow lane for age (spill.aged_after_seconds), by "
+         "tenant."},
+        {"sluice_dead_lettered_messages_total",
+         "Messages moved to a dead-letter queue past maxReceiveCount, by tenant."},
+    };
+    const struct cfg_snapshot *s = src->snap;
+    struct part_tenant_stats *st = sl_xcalloc(s->tenant_count + 1, sizeof(*st));
+    for (size_t i = 0; i < s->tenant_count; i++) {
+        part_tenant_stats(src->engine, s->tenants[i].name, &st[i]);
+    }
+    for (size_t f = 0; f < SL_ARRAY_LEN(fam); f++) {
+        family(out, fam[f].name, "counter", fam[f].help);
+        for (size_t i = 0; i < s->tenant_count; i++) {
+            uint64_t v = f == 0 ? st[i].expired : f == 1 ? st[i].aged : st[i].dead_lettered;
+            const char *l[] = {"tenant", s->tenants[i].name, NULL};
+            sample_u64(out, fam[f].name, l, v);
+        }
+    }
+    free(st);
+}
+
 static void render_tenants(struct sl_buf *out, const struct gw_metrics_sources *src)
 {
     const struct cfg_snapshot *s = src->snap;
@@ -444,6 +475,7 @@ static void render_tenants(struct sl_buf *out, const struct gw_metrics_sources *
             const char *l[] = {"tenant", s->tenants[i].name, NULL};
             sample_i64(out, "sluice_tenant_inflight_messages", l, inflight);
         }
+        render_tenant_stats(out, src);
     }
     if (src->limiter != NULL) {
         family(out, "sluice_tenant_rate_tokens_available", "gauge",
@@ -467,16 +499,47 @@ static void render_tenants(struct sl_buf *out, const struct gw_metrics_sources *
     }
 }
 
+/* One per-queue gauge, from counts (one per queue of ql). */
+enum queue_gauge { QG_READY, QG_INFLIGHT, QG_DELAYED, QG_OVERFLOW, QG_OLDEST_AGE, QG_COUNT_ };
+
+static double queue_gauge_value(enum queue_gauge g, const struct part_counts *c, uint64_t now_ms)
+{
+    switch (g) {
+    case QG_READY:
+        return (double)c->ready;
+    case QG_INFLIGHT:
+        return (double)c->inflight;
+    case QG_DELAYED:
+        return (double)c->delayed;
+    case QG_OVERFLOW:
+        return (double)(c->overflow_ready + c->overflow_delayed);
+    case QG_OLDEST_AGE:
+        return c->oldest_ready_ms == 0 || c->oldest_ready_ms > now_ms
+                   ? 0.0
+                   : (double)(now_ms - c->oldest_ready_ms) / 1000.0;
+    case QG_COUNT_:
+        break;
+    }
+    return 0.0;
+}
+
 static void render_queues(struct sl_buf *out, struct part_engine *e)
 {
     static const struct {
         const char *name;
         const char *help;
-    } fam[] = {
-        {"sluice_queue_ready_messages", "Messages ready to receive, by queue."},
-        {"sluice_queue_inflight_messages", "Messages received and not yet deleted, by queue."},
-        {"sluice_queue_delayed_messages",
-         "Messages not yet visible (delay, or spilled into the overflow lane), by queue."},
+    } fam[QG_COUNT_] = {
+        [QG_READY] = {"sluice_queue_ready_messages",
+                      "Messages ready to receive (every lane), by queue."},
+        [QG_INFLIGHT] = {"sluice_queue_inflight_messages",
+                         "Messages received and not yet deleted, by queue."},
+        [QG_DELAYED] = {"sluice_queue_delayed_messages",
+                        "Messages not yet visible (delay, or spilled), by queue."},
+        [QG_OVERFLOW] = {"sluice_queue_overflow_messages",
+                         "Messages in the overflow lane (spilled or aged; also counted as "
+                         "ready or delayed), by queue."},
+        [QG_OLDEST_AGE] = {"sluice_queue_oldest_message_age_seconds",
+                           "Age of the oldest ready message (0 when none), by queue."},
     };
     struct part_queue_list ql = {0};
     part_queue_list(e, NULL, NULL, &ql);
@@ -484,12 +547,13 @@ static void render_queues(struct sl_buf *out, struct part_engine *e)
     for (size_t i = 0; i < ql.count; i++) {
         part_queue_counts(e, ql.items[i].id, PART_ALL_PARTITIONS, &counts[i]);
     }
-    for (size_t f = 0; f < SL_ARRAY_LEN(fam); f++) {
+    uint64_t now_ms = sl_wall_ms();
+    for (size_t f = 0; f < QG_COUNT_; f++) {
         family(out, fam[f].name, "gauge", fam[f].help);
         for (size_t i = 0; i < ql.count; i++) {
-            int64_t v = f == 0 ? counts[i].ready : f == 1 ? counts[i].inflight : counts[i].delayed;
             const char *l[] = {"tenant", ql.items[i].tenant, "queue", ql.items[i].name, NULL};
-            sample_i64(out, fam[f].name, l, v);
+            sample_f(out, fam[f].name, l,
+                     queue_gauge_value((enum queue_gauge)f, &counts[i], now_ms));
         }
     }
     free(counts);

@@ -241,10 +241,11 @@ static struct part_queue *queue_new(struct part_engine *e, uint64_t id, const ch
     q->tenant_name = sl_xstrdup(tenant);
     q->name = sl_xstrdup(name);
     q->per = sl_xcalloc(e->nparts, sizeof *q->per);
+    q->nparts = e->nparts;
     for (uint32_t p = 0; p < e->nparts; p++) {
-        atomic_init(&q->per[p].head_priority, INT64_MAX);
+        atomic_init(&q->per[p].head_priority[PART_LANE_MAIN], INT64_MAX);
+        atomic_init(&q->per[p].head_priority[PART_LANE_OVERFLOW], INT64_MAX);
     }
-    atomic_init(&q->total.head_priority, INT64_MAX);
     q->attrs = sl_xcalloc(1, sizeof *q->attrs);
     q->tags = sl_xcalloc(1, sizeof *q->tags);
     pthread_mutex_init(&q->wait_mu, NULL);
@@ -256,6 +257,9 @@ static void queue_free(struct part_queue *q)
     kv_free(q->attrs, q->attr_count);
     kv_free(q->tags, q->tag_count);
     pthread_mutex_destroy(&q->wait_mu);
+    for (uint32_t p = 0; p < q->nparts; p++) {
+        part__groups_free(q->per[p].groups);
+    }
     free(q->per);
     free(q->tenant_name);
     free(q->name);
@@ -298,17 +302,26 @@ bool part__queue_known(struct part_engine *e, uint64_t id)
     return known;
 }
 
-void part__counts_add(struct part_queue *q, uint32_t p, int64_t dready, int64_t dinflight,
-                      int64_t ddelayed)
+static void qcount_add(struct part_qcount *c, const struct part_qdelta *d)
 {
-    atomic_fetch_add(&q->per[p].ready, dready);
-    atomic_fetch_add(&q->per[p].inflight, dinflight);
-    atomic_fetch_add(&q->per[p].delayed, ddelayed);
-    atomic_fetch_add(&q->total.ready, dready);
-    atomic_fetch_add(&q->total.inflight, dinflight);
-    atomic_fetch_add(&q->total.delayed, ddelayed);
-    atomic_fetch_add(&q->tenant->backlog, dready + ddelayed);
-    atomic_fetch_add(&q->tenant->inflight, dinflight);
+    atomic_fetch_add(&c->ready, d->ready);
+    atomic_fetch_add(&c->inflight, d->inflight);
+    atomic_fetch_add(&c->delayed, d->delayed);
+    atomic_fetch_add(&c->overflow_ready, d->overflow_ready);
+    atomic_fetch_add(&c->overflow_delayed, d->overflow_delayed);
+}
+
+void part__counts_add(struct part_queue *q, uint32_t p, const struct part_qdelta *d)
+{
+    qcount_add(&q->per[p], d);
+    qcount_add(&q->total, d);
+    atomic_fetch_add(&q->tenant->backlog, d->ready + d->delayed);
+    atomic_fetch_add(&q->tenant->inflight, d->inflight);
+}
+
+uint64_t part__tenant_aging(const struct part_queue *q)
+{
+    return atomic_load_explicit(&q->tenant->aged_after_ms, memory_order_relaxed);
 }
 
 void part__queue_foreach(struct part_engine *e, void (*fn)(struct part_queue *q, void *arg),
@@ -457,6 +470,22 @@ static void counts_load(const struct part_qcount *c, struct part_counts *out)
     out->ready = atomic_load(&c->ready);
     out->inflight = atomic_load(&c->inflight);
     out->delayed = atomic_load(&c->delayed);
+    out->overflow_ready = atomic_load(&c->overflow_ready);
+    out->overflow_delayed = atomic_load(&c->overflow_delayed);
+}
+
+/* The oldest ready message's send time: every row's priority is its send
+ * time (part_send's default, which the gateway never overrides), so it is
+ * the best head of either lane on any partition. */
+static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_t end)
+{
+    int64_t best = INT64_MAX;
+    for (uint32_t p = first; p < end; p++) {
+        for (int lane = 0; lane < 2; lane++) {
+            best = SL_MIN(best, atomic_load(&q->per[p].head_priority[lane]));
+        }
+    }
+    return best == INT64_MAX || best < 0 ? 0 : (uint64_t)best;
 }
 
 int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partition,
@@ -469,7 +498,10 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
     pthread_rwlock_rdlock(&c->lock);
     struct part_queue *q = find_by_id(c, queue_id);
     if (q != NULL) {
-        counts_load(partition == PART_ALL_PARTITIONS ? &q->total : &q->per[partition], out);
+        bool all = partition == PART_ALL_PARTITIONS;
+        counts_load(all ? &q->total : &q->per[partition], out);
+        out->oldest_ready_ms =
+            all ? oldest_ready(q, 0, q->nparts) : oldest_ready(q, partition, partition + 1);
     }
     pthread_rwlock_unlock(&c->lock);
     return q != NULL ? SL_OK : SL_ENOTFOUND;
@@ -483,6 +515,31 @@ void part_tenant_counts(struct part_engine *e, const char *tenant, int64_t *back
     struct part_tenant *t = tenant_find(c, tenant);
     *backlog = t ? atomic_load(&t->backlog) : 0;
     *inflight = t ? atomic_load(&t->inflight) : 0;
+    pthread_rwlock_unlock(&c->lock);
+}
+
+void part_tenant_stats(struct part_engine *e, const char *tenant, struct part_tenant_stats *out)
+{
+    struct part_catalog *c = &e->catalog;
+    *out = (struct part_tenant_stats){0};
+    pthread_rwlock_rdlock(&c->lock);
+    struct part_tenant *t = tenant_find(c, tenant);
+    if (t != NULL) {
+        out->expired = atomic_load(&t->expired);
+        out->aged = atomic_load(&t->aged);
+        out->dead_lettered = atomic_load(&t->dead_lettered);
+    }
+    pthread_rwlock_unlock(&c->lock);
+}
+
+void part_tenant_set_aging(struct part_engine *e, const char *tenant, uint64_t aged_after_ms)
+{
+    /* Tenants are otherwise made by the catalog writer with a tenant's
+     * first queue; making one here, under the same write lock, lets the
+     * setting precede that queue. */
+    struct part_catalog *c = &e->catalog;
+    pthread_rwlock_wrlock(&c->lock);
+    atomic_store(&tenant_get(c, tenant)->aged_after_ms, aged_after_ms);
     pthread_rwlock_unlock(&c->lock);
 }
 

@@ -614,24 +614,29 @@ void part_receive_cancel(struct part_client *c, uint64_t ticket)
 
 /* ---- long polling ------------------------------------------------------ */
 
-static int64_t head_of(struct part_queue *q, uint32_t p)
+int64_t part__lane_ready(struct part_queue *q, uint32_t p, int lane)
 {
-    return atomic_load(&q->per[p].head_priority);
+    int64_t overflow = atomic_load(&q->per[p].overflow_ready);
+    return lane == PART_LANE_OVERFLOW ? overflow : atomic_load(&q->per[p].ready) - overflow;
 }
 
-void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t first)
+static int64_t head_of(struct part_queue *q, uint32_t p, int lane)
+{
+    return atomic_load(&q->per[p].head_priority[lane]);
+}
+
+bool part__recv_plan(struct part_engine *e, struct part_job *job, uint32_t first)
 {
     struct part_recv *r = job->recv;
     struct part_queue *q = job->q;
-    /* the sequence before the counters: see the file comment */
-    r->seen_seq = atomic_load(&q->wake_seq);
+    int lane = r->lanes[r->pass];
     r->norder = 0;
     for (size_t i = 0; i < r->nparts; i++) {
         uint32_t p = r->parts[i];
-        if (p != first && atomic_load(&q->per[p].ready) > 0 && part_engine_partition_ok(e, p)) {
+        if (p != first && part__lane_ready(q, p, lane) > 0 && part_engine_partition_ok(e, p)) {
             /* insertion sort by head priority: a handful of partitions */
             size_t k = r->norder++;
-            while (k > 0 && head_of(q, r->order[k - 1]) > head_of(q, p)) {
+            while (k > 0 && head_of(q, r->order[k - 1], lane) > head_of(q, p, lane)) {
                 r->order[k] = r->order[k - 1];
                 k--;
             }
@@ -643,9 +648,21 @@ void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t f
         r->order[0] = first;
         r->norder++;
     }
-    if (r->norder == 0) {
-        part__recv_no_message(e, job);
-        return;
+    return r->norder > 0;
+}
+
+void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t first)
+{
+    struct part_recv *r = job->recv;
+    /* the sequence before the counters: see the file comment */
+    r->seen_seq = atomic_load(&job->q->wake_seq);
+    r->pass = 0;
+    if (!part__recv_plan(e, job, first)) {
+        r->pass = 1;
+        if (!part__recv_plan(e, job, UINT32_MAX)) {
+            part__recv_no_message(e, job);
+            return;
+        }
     }
     r->next = 1;
     part__submit_partition(e, r->order[0], job);
@@ -764,6 +781,11 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     if (n == 0 || n > PART_MAX_BATCH || partition >= c->engine->nparts || done == NULL) {
         return SL_EINVAL;
     }
+    for (size_t i = 0; i < n; i++) {
+        if (entries[i].group_id.n > PART_GROUP_ID_MAX) {
+            return SL_EINVAL;
+        }
+    }
     struct part_queue *q = NULL;
     int rc = open_queue(c, queue_id, &q);
     if (rc != SL_OK) {
@@ -782,6 +804,7 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         if (entries[i].group_id.n > 0) {
             m->group_id = sl_xstrndup(entries[i].group_id.p, entries[i].group_id.n);
         }
+        m->lane = entries[i].lane == PART_LANE_OVERFLOW ? PART_LANE_OVERFLOW : PART_LANE_MAIN;
         m->delay_s = entries[i].delay_s;
         m->has_priority = entries[i].has_priority;
         m->priority = entries[i].priority;
@@ -820,6 +843,15 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
     r->order = sl_xcalloc(req->partition_count + 1, sizeof *r->order);
     r->max = req->max_messages;
     r->visibility_s = req->visibility_s;
+    r->noisy = req->noisy;
+    r->fair_window = req->fair_window ? req->fair_window : PART_FAIR_WINDOW;
+    r->lanes[0] = PART_LANE_MAIN;
+    r->lanes[1] = PART_LANE_OVERFLOW;
+    uint64_t turn = atomic_fetch_add_explicit(&q->recv_seq, 1, memory_order_relaxed) + 1;
+    if (req->overflow_every > 0 && turn % req->overflow_every == 0) {
+        r->lanes[0] = PART_LANE_OVERFLOW; /* the starvation guard's turn */
+        r->lanes[1] = PART_LANE_MAIN;
+    }
     atomic_init(&r->flags, 0);
     if (req->wait_ms > 0 && !c->draining && !atomic_load(&e->draining)) {
         r->deadline_ns = sl_mono_ns() + (uint64_t)req->wait_ms * 1000000ull;

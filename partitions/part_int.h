@@ -33,11 +33,19 @@ enum part_state {
     PART_STATE_INFLIGHT = 2,
 };
 
+struct part_groups;
+
 struct part_qcount {
     _Atomic int64_t ready;
     _Atomic int64_t inflight;
     _Atomic int64_t delayed;
-    _Atomic int64_t head_priority; /* best ready priority, INT64_MAX if none */
+    _Atomic int64_t overflow_ready;   /* of ready, in the overflow lane */
+    _Atomic int64_t overflow_delayed; /* of delayed, in the overflow lane */
+    /* best ready priority per lane, INT64_MAX if none (per partition only) */
+    _Atomic int64_t head_priority[2];
+    /* partition p's writer only (per[p]; unused in total): */
+    uint64_t age_due;           /* the pending PART_TIMER_AGE check, 0: none */
+    struct part_groups *groups; /* in-flight count per message group */
 };
 
 struct part_tenant {
@@ -45,6 +53,19 @@ struct part_tenant {
     char *name;
     _Atomic int64_t backlog;
     _Atomic int64_t inflight;
+    _Atomic uint64_t aged_after_ms; /* 0: no aging */
+    _Atomic uint64_t expired;
+    _Atomic uint64_t aged;
+    _Atomic uint64_t dead_lettered;
+};
+
+/* The per-batch change of one queue's counters on one partition. */
+struct part_qdelta {
+    int64_t ready;
+    int64_t inflight;
+    int64_t delayed;
+    int64_t overflow_ready;
+    int64_t overflow_delayed;
 };
 
 struct part_job;
@@ -66,14 +87,16 @@ struct part_queue {
     bool deleted;
     struct part_queue *next_by_name;
     struct part_queue *next_by_id;
-    /* counters: per[P] and the sum */
+    /* counters: per[nparts] and the sum */
     struct part_qcount *per;
+    uint32_t nparts;
     struct part_qcount total;
     /* long polling */
     pthread_mutex_t wait_mu;
     struct part_job *wait_head;
     struct part_job *wait_tail;
     _Atomic uint64_t wake_seq; /* bumped (under wait_mu) by every wake */
+    _Atomic uint64_t recv_seq; /* receives so far: the overflow guard's turn */
 };
 
 struct part_catalog {
@@ -112,6 +135,7 @@ struct part_send_msg {
     int32_t delay_s;
     bool has_priority;
     int64_t priority;
+    uint8_t lane;
 };
 
 /* One receipt-addressed entry of a delete / change-visibility / release. */
@@ -128,9 +152,13 @@ struct part_recv {
     uint64_t ticket;
     uint32_t *parts;
     size_t nparts;
-    uint32_t *order; /* this attempt's partitions, best head first */
+    uint32_t *order; /* this pass's partitions, best head first */
     size_t norder;
-    size_t next; /* index into order of the next partition to try */
+    size_t next;          /* index into order of the next partition to try */
+    uint8_t lanes[2];     /* the lane of each pass, in order */
+    uint8_t pass;         /* 0 or 1 */
+    part_noisy_fn *noisy; /* NULL: no fair dequeue */
+    uint32_t fair_window;
     uint32_t max;
     int32_t visibility_s;
     uint64_t deadline_ns; /* sl_mono_ns; 0: no waiting */
@@ -200,6 +228,7 @@ struct part_heap_item {
 
 #define PART_TIMER_VISIBLE 1 /* delayed/in flight -> ready */
 #define PART_TIMER_EXPIRE 2  /* retention -> gone */
+#define PART_TIMER_AGE 3     /* main-lane aging check; rowid = queue id */
 
 struct part_heap {
     struct part_heap_item *items;
@@ -284,6 +313,12 @@ void part__recv_no_message(struct part_engine *e, struct part_job *job);
 void part__wake(struct part_engine *e, struct part_queue *q, uint32_t p, int64_t n);
 /* Plans the receive's partition order and submits it, or parks it. */
 void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t first);
+/* Orders the partitions with messages ready in the lane of the receive's
+ * current pass, best head first (first, if not UINT32_MAX, goes first
+ * regardless). False when there is none. */
+bool part__recv_plan(struct part_engine *e, struct part_job *job, uint32_t first);
+/* Ready messages of q's lane on partition p, as of the last commit. */
+int64_t part__lane_ready(struct part_queue *q, uint32_t p, int lane);
 void part__flush_waiters(struct part_queue *q, int status);
 
 /* ---- catalog (part_catalog.c) ---- */
@@ -298,8 +333,9 @@ bool part__queue_known(struct part_engine *e, uint64_t id);
 /* Runs one catalog job on the catalog writer thread (own transaction). */
 void part__catalog_exec(struct part_engine *e, struct part_job *job);
 void part__catalog_req_free(struct part_catalog_req *r);
-void part__counts_add(struct part_queue *q, uint32_t p, int64_t dready, int64_t dinflight,
-                      int64_t ddelayed);
+void part__counts_add(struct part_queue *q, uint32_t p, const struct part_qdelta *d);
+/* The tenant's aging threshold (0: off). Any thread. */
+uint64_t part__tenant_aging(const struct part_queue *q);
 /* Calls fn for every live queue (under the read lock). */
 void part__queue_foreach(struct part_engine *e, void (*fn)(struct part_queue *q, void *arg),
                          void *arg);
@@ -308,6 +344,16 @@ void part__queue_foreach(struct part_engine *e, void (*fn)(struct part_queue *q,
 int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t index);
 int part__writer_start(struct part_writer *w);
 void part__writer_stop(struct part_writer *w);
+
+/* ---- message groups' in-flight counts (part_groups.c) ----
+ * One table per (queue, partition), owned by that partition's writer: no
+ * locks. Counts are exact after each commit (the writer applies a batch's
+ * changes only once it committed). */
+struct part_groups *part__groups_new(void);
+void part__groups_free(struct part_groups *g);
+void part__groups_clear(struct part_groups *g);
+int64_t part__groups_get(const struct part_groups *g, const char *group);
+void part__groups_add(struct part_groups *g, const char *group, int64_t delta);
 
 /* ---- receipts (part_receipt.c) ---- */
 void part__receipt_encode(const struct part_engine *e, const struct part_receipt *r,

@@ -84,6 +84,9 @@ enum {
     ST_MAKE_READY,
     ST_MOVE_SCAN,
     ST_MOVE_ROW,
+    ST_AGE,
+    ST_FAIR_SCAN,
+    ST_ROW_FULL,
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
@@ -94,39 +97,57 @@ _Static_assert(ST_COUNT_ <=
                    sizeof(((struct part_writer *)0)->st) / sizeof(((struct part_writer *)0)->st[0]),
                "part_writer.st too small");
 
+/* The columns fill_message reads, in its order. */
+#define MSG_COLUMNS                                                                                \
+    "id, message_id, body, attrs, sys_attrs, group_id, priority, receive_count, sent_at,"          \
+    " first_receive_at, source_queue_id"
+
 static const char *const SQL[ST_COUNT_] = {
     [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
-                  " message_id, group_id, body, attrs, sys_attrs) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_SELECT_READY] = "SELECT id, message_id, body, attrs, sys_attrs, group_id, priority,"
-                        " receive_count, sent_at, first_receive_at, source_queue_id FROM msg"
-                        " WHERE queue_id=?1 AND state=1 ORDER BY priority, id LIMIT ?2",
+                  " message_id, group_id, body, attrs, sys_attrs, lane)"
+                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SELECT_READY] = "SELECT " MSG_COLUMNS " FROM msg WHERE queue_id=?1 AND lane=?3 AND state=1"
+                        " ORDER BY priority, id LIMIT ?2",
     [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
                  " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE first_receive_at"
                  " END WHERE id=?1",
-    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at FROM msg WHERE id=?",
+    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at, lane, group_id"
+               " FROM msg WHERE id=?",
     [ST_DELETE] = "DELETE FROM msg WHERE id=?",
     [ST_SET_VISIBLE] = "UPDATE msg SET state=?2, visible_at=?3 WHERE id=?1",
-    [ST_MOVE_DLQ] = "UPDATE msg SET queue_id=?2, source_queue_id=?3, state=1, visible_at=?4"
-                    " WHERE id=?1",
-    [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=? AND state=1 ORDER BY priority, id"
-                " LIMIT 1",
+    [ST_MOVE_DLQ] = "UPDATE msg SET queue_id=?2, source_queue_id=?3, state=1, visible_at=?4,"
+                    " lane=0 WHERE id=?1",
+    [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
+                " ORDER BY priority, id LIMIT 1",
     [ST_RELEASE] = "UPDATE msg SET state=1, visible_at=?3, receive_count=receive_count-1,"
                    " first_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE first_receive_at END"
                    " WHERE id=?1 AND state=2 AND receive_count=?2",
-    [ST_PURGE_COUNT] = "SELECT state, count(*) FROM msg WHERE queue_id=? GROUP BY state",
+    [ST_PURGE_COUNT] =
+        "SELECT state, lane, count(*) FROM msg WHERE queue_id=? GROUP BY state, lane",
     [ST_PURGE] = "DELETE FROM msg WHERE queue_id=?",
     [ST_MAKE_READY] = "UPDATE msg SET state=1 WHERE id=?",
     /* Oldest rows first by row id: msg_queue(queue_id, state) ends in the
      * rowid, so this is an index range, not a sort of the whole queue. */
-    [ST_MOVE_SCAN] = "SELECT id, source_queue_id FROM msg WHERE queue_id=?1 AND state=1 AND id>?2"
-                     " ORDER BY id LIMIT ?3",
+    [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane FROM msg WHERE queue_id=?1 AND state=1"
+                     " AND id>?2 ORDER BY id LIMIT ?3",
     [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?3, visible_at=?3,"
                     " sent_at=?3, expires_at=?4, message_id=?5, receive_count=0,"
-                    " first_receive_at=0 WHERE id=?1",
+                    " first_receive_at=0, lane=0 WHERE id=?1",
+    /* A main-lane row's priority is its send time, so the aged rows are a
+     * prefix of msg_ready: an index range, never a scan of the queue. */
+    [ST_AGE] = "UPDATE msg SET lane=1 WHERE id IN (SELECT id FROM msg WHERE queue_id=?1 AND lane=0"
+               " AND state=1 AND priority<=?2 ORDER BY priority, id LIMIT ?3)",
+    /* Covered by msg_ready (it carries group_id): no table lookups. */
+    [ST_FAIR_SCAN] = "SELECT id, group_id FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
+                     " ORDER BY priority, id LIMIT ?3",
+    [ST_ROW_FULL] = "SELECT " MSG_COLUMNS " FROM msg WHERE id=?1 AND state=1",
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
 };
+
+/* user_version 1 added the lane column (and lane in msg_ready). */
+#define PART_SCHEMA_VERSION 1
 
 static const char PART_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS msg("
@@ -135,9 +156,15 @@ static const char PART_SCHEMA[] =
     " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
     " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
     " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
-    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB);"
-    "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, priority, id) WHERE state=1;"
+    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB, lane INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
+    " WHERE state=1;"
     "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
+
+/* From user_version 0 (before lanes): the column, and msg_ready rebuilt
+ * with lane in it by PART_SCHEMA right after. */
+static const char PART_MIGRATE_0_1[] = "ALTER TABLE msg ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;"
+                                       "DROP INDEX IF EXISTS msg_ready;";
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
@@ -225,18 +252,32 @@ static struct part_heap_item heap_pop(struct part_heap *h)
 
 /* ---- per-batch counter deltas ------------------------------------------ */
 
+/* Everything a batch changes outside SQLite is collected here and applied
+ * only after its COMMIT: counters, tenants' statistics, groups' in-flight
+ * counts. A rolled-back batch leaves them as they were. */
 struct delta {
     struct part_queue *q; /* referenced */
-    int64_t ready;
-    int64_t inflight;
-    int64_t delayed;
+    struct part_qdelta c;
     int64_t woke; /* messages that became ready: long polls to wake */
+    uint64_t expired;
+    uint64_t aged;
+    uint64_t dead_lettered;
+    bool groups_cleared; /* purged: the queue's group counts start over */
+};
+
+struct group_delta {
+    struct part_queue *q; /* referenced by the queue's struct delta */
+    char *group;          /* owned */
+    int64_t inflight;
 };
 
 struct batch {
     struct delta *d;
     size_t n;
     size_t cap;
+    struct group_delta *g;
+    size_t ng;
+    size_t gcap;
     bool sql_failed;
 };
 
@@ -256,23 +297,84 @@ static struct delta *delta_of(struct batch *b, struct part_queue *q)
     return &b->d[b->n++];
 }
 
-static void delta_state(struct batch *b, struct part_queue *q, int state, int64_t v)
+/* v messages of q entered (v > 0) or left (v < 0) state in lane. */
+static void delta_state(struct batch *b, struct part_queue *q, int state, int lane, int64_t v)
 {
     struct delta *d = delta_of(b, q);
     if (state == PART_STATE_READY) {
-        d->ready += v;
+        d->c.ready += v;
+        d->c.overflow_ready += lane == PART_LANE_OVERFLOW ? v : 0;
         if (v > 0) {
             d->woke += v;
         }
     } else if (state == PART_STATE_INFLIGHT) {
-        d->inflight += v;
+        d->c.inflight += v;
     } else {
-        d->delayed += v;
+        d->c.delayed += v;
+        d->c.overflow_delayed += lane == PART_LANE_OVERFLOW ? v : 0;
+    }
+}
+
+static void note_group(struct batch *b, struct part_queue *q, const char *group, int64_t inflight)
+{
+    if (group == NULL) {
+        return;
+    }
+    if (b->ng == b->gcap) {
+        b->gcap = b->gcap ? b->gcap * 2 : 16;
+        b->g = sl_xrealloc(b->g, b->gcap * sizeof *b->g);
+    }
+    delta_of(b, q); /* keeps q referenced until the batch is applied */
+    b->g[b->ng++] = (struct group_delta){q, sl_xstrdup(group), inflight};
+}
+
+/* A row of q goes from (state, lane) to (to_state, to_lane); group (may be
+ * NULL) is its message group. */
+static void delta_move(struct batch *b, struct part_queue *q, int state, int lane, int to_state,
+                       int to_lane, const char *group)
+{
+    delta_state(b, q, state, lane, -1);
+    delta_state(b, q, to_state, to_lane, 1);
+    if (state == PART_STATE_INFLIGHT && to_state != PART_STATE_INFLIGHT) {
+        note_group(b, q, group, -1);
+    } else if (state != PART_STATE_INFLIGHT && to_state == PART_STATE_INFLIGHT) {
+        note_group(b, q, group, 1);
+    }
+}
+
+/* A row of q leaves the partition (deleted, expired, moved away). */
+static void delta_gone(struct batch *b, struct part_queue *q, int state, int lane,
+                       const char *group)
+{
+    delta_state(b, q, state, lane, -1);
+    if (state == PART_STATE_INFLIGHT) {
+        note_group(b, q, group, -1);
+    }
+}
+
+static void groups_apply(struct part_writer *w, struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct part_groups *g = b->d[i].q->per[w->index].groups;
+        if (b->d[i].groups_cleared && g != NULL) {
+            part__groups_clear(g);
+        }
+    }
+    for (size_t i = 0; i < b->ng; i++) {
+        struct part_qcount *qc = &b->g[i].q->per[w->index];
+        if (qc->groups == NULL) {
+            qc->groups = part__groups_new();
+        }
+        part__groups_add(qc->groups, b->g[i].group, b->g[i].inflight);
     }
 }
 
 static void batch_clear(struct batch *b)
 {
+    for (size_t i = 0; i < b->ng; i++) {
+        free(b->g[i].group);
+    }
+    b->ng = 0;
     for (size_t i = 0; i < b->n; i++) {
         part__queue_unref(b->d[i].q);
     }
@@ -317,10 +419,18 @@ static void *dup_blob(const void *p, size_t n)
 struct row {
     uint64_t queue_id;
     int state;
+    int lane;
     uint32_t receive_count;
     uint64_t visible_at;
     uint64_t expires_at;
+    bool has_group;
+    char group[PART_GROUP_ID_MAX + 1];
 };
+
+static const char *row_group(const struct row *r)
+{
+    return r->has_group ? r->group : NULL;
+}
 
 /* 1: found, 0: no such row, -1: error. */
 static int row_get(struct part_writer *w, struct batch *b, int64_t id, struct row *r)
@@ -334,6 +444,12 @@ static int row_get(struct part_writer *w, struct batch *b, int64_t id, struct ro
         r->receive_count = (uint32_t)sqlite3_column_int64(st, 2);
         r->visible_at = (uint64_t)sqlite3_column_int64(st, 3);
         r->expires_at = (uint64_t)sqlite3_column_int64(st, 4);
+        r->lane = sqlite3_column_int(st, 5);
+        const char *group = (const char *)sqlite3_column_text(st, 6);
+        r->has_group = group != NULL;
+        if (group != NULL) {
+            snprintf(r->group, sizeof r->group, "%s", group);
+        }
     }
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -346,6 +462,33 @@ static int row_get(struct part_writer *w, struct batch *b, int64_t id, struct ro
 /* ---- timers ------------------------------------------------------------ */
 
 #define TIMERS_PER_BATCH 4096
+#define AGE_ROWS_PER_CHECK 1024 /* one check's share of a batch */
+
+/* PART_TIMER_AGE: main-lane ready rows of q sent before now - aging move
+ * to the overflow lane. publish_head schedules the next check. */
+static void age_queue(struct part_writer *w, struct batch *b, struct part_queue *q, uint64_t due,
+                      uint64_t now)
+{
+    struct part_qcount *qc = &q->per[w->index];
+    uint64_t aging = part__tenant_aging(q);
+    if (qc->age_due != due) {
+        return; /* superseded by an earlier check */
+    }
+    qc->age_due = 0;
+    struct delta *d = delta_of(b, q); /* publish_head reschedules */
+    if (aging == 0 || aging >= now) {
+        return;
+    }
+    sqlite3_stmt *st = stmt(w, ST_AGE);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)q->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)(now - aging));
+    sqlite3_bind_int(st, 3, AGE_ROWS_PER_CHECK);
+    if (run(w, b, st)) {
+        int64_t n = sqlite3_changes(w->db);
+        d->c.overflow_ready += n; /* ready either way: only the lane changes */
+        d->aged += (uint64_t)n;
+    }
+}
 
 static void fire_timers(struct part_writer *w, struct batch *b, uint64_t now)
 {
@@ -355,6 +498,14 @@ static void fire_timers(struct part_writer *w, struct batch *b, uint64_t now)
             break;
         }
         struct part_heap_item it = heap_pop(&w->timers);
+        if (it.kind == PART_TIMER_AGE) {
+            struct part_queue *q = part__queue_ref(e, (uint64_t)it.rowid);
+            if (q != NULL) {
+                age_queue(w, b, q, it.due, now);
+                part__queue_unref(q);
+            }
+            continue;
+        }
         struct row r;
         if (row_get(w, b, it.rowid, &r) != 1) {
             continue;
@@ -367,14 +518,14 @@ static void fire_timers(struct part_writer *w, struct batch *b, uint64_t now)
             sqlite3_stmt *st = stmt(w, ST_MAKE_READY);
             sqlite3_bind_int64(st, 1, it.rowid);
             if (run(w, b, st)) {
-                delta_state(b, q, r.state, -1);
-                delta_state(b, q, PART_STATE_READY, 1);
+                delta_move(b, q, r.state, r.lane, PART_STATE_READY, r.lane, row_group(&r));
             }
         } else if (it.kind == PART_TIMER_EXPIRE && r.expires_at <= now) {
             sqlite3_stmt *st = stmt(w, ST_DELETE);
             sqlite3_bind_int64(st, 1, it.rowid);
             if (run(w, b, st)) {
-                delta_state(b, q, r.state, -1);
+                delta_gone(b, q, r.state, r.lane, row_group(&r));
+                delta_of(b, q)->expired++;
             }
         }
         part__queue_unref(q);
@@ -412,6 +563,7 @@ static void exec_send(struct part_writer *w, struct batch *b, struct part_job *j
         sqlite3_bind_blob(st, 10, m->attrs.p ? m->attrs.p : "", (int)m->attrs.n, SQLITE_STATIC);
         sqlite3_bind_blob(st, 11, m->sys_attrs.p ? m->sys_attrs.p : "", (int)m->sys_attrs.n,
                           SQLITE_STATIC);
+        sqlite3_bind_int(st, 12, m->lane);
         if (!run(w, b, st)) {
             return;
         }
@@ -419,7 +571,7 @@ static void exec_send(struct part_writer *w, struct batch *b, struct part_job *j
         memcpy(job->res.sent[i].message_id, m->message_id, sizeof m->message_id);
         job->res.sent[i].partition = w->index;
         job->res.sent[i].sequence = (uint64_t)rowid;
-        delta_state(b, job->q, state, 1);
+        delta_state(b, job->q, state, m->lane, 1);
         if (state == PART_STATE_DELAYED) {
             heap_push(&w->timers, now + delay_ms, rowid, PART_TIMER_VISIBLE);
         }
@@ -475,6 +627,132 @@ static void fill_message(struct part_writer *w, sqlite3_stmt *st, struct part_me
     part__receipt_encode(w->engine, &rh, m->receipt);
 }
 
+/* One row chosen for a receive, before it is leased or dead-lettered. */
+struct candidate {
+    int64_t id;
+    uint32_t count; /* receives so far */
+    bool has_group;
+    char group[PART_GROUP_ID_MAX + 1];
+};
+
+/* Reads one row of MSG_COLUMNS into cand and, unless it is going to the
+ * DLQ, into msg. */
+static void take_row(struct part_writer *w, sqlite3_stmt *st, struct part_job *job,
+                     const struct part_queue_config *cfg, bool to_dlq_possible, uint64_t now,
+                     struct candidate *cand, struct part_message *msg)
+{
+    cand->id = sqlite3_column_int64(st, 0);
+    cand->count = (uint32_t)sqlite3_column_int64(st, 7);
+    const char *group = (const char *)sqlite3_column_text(st, 5);
+    cand->has_group = group != NULL;
+    if (group != NULL) {
+        snprintf(cand->group, sizeof cand->group, "%s", group);
+    }
+    uint32_t gen = cand->count + 1;
+    if (!to_dlq_possible || gen <= cfg->max_receive_count) {
+        fill_message(w, st, msg, job->queue_id, gen, now);
+    }
+}
+
+/* The best `want` ready rows of the lane, by (priority, id). */
+static bool pick_head(struct part_writer *w, struct batch *b, struct part_job *job, int lane,
+                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                      struct candidate *cand, size_t *ncand)
+{
+    struct part_recv *r = job->recv;
+    sqlite3_stmt *st = stmt(w, ST_SELECT_READY);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, (int)want);
+    sqlite3_bind_int(st, 3, lane);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && *ncand < want) {
+        take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
+        (*ncand)++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        return false;
+    }
+    return true;
+}
+
+/* How many of the rows picked so far in this receive belong to group. */
+static int64_t picked_in_group(const struct candidate *cand, size_t n, const char *group)
+{
+    int64_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        k += cand[i].has_group && strcmp(cand[i].group, group) == 0;
+    }
+    return k;
+}
+
+/* Fair dequeue (SQS fair queues): among the fair_window best ready rows of
+ * the lane, rows of quiet groups (and of no group) first, in order; rows of
+ * noisy groups only to fill what is left. A group's in-flight count
+ * includes what this receive already picked, so one receive cannot make a
+ * group noisy unnoticed. Only ids are scanned (msg_ready covers them);
+ * the chosen rows are read whole afterwards. */
+static bool pick_fair(struct part_writer *w, struct batch *b, struct part_job *job, int lane,
+                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                      struct candidate *cand, size_t *ncand)
+{
+    struct part_recv *r = job->recv;
+    struct part_qcount *qc = &job->q->per[w->index];
+    int64_t queue_inflight = atomic_load(&qc->inflight);
+    int64_t chosen[PART_MAX_BATCH];
+    int64_t noisy[PART_MAX_BATCH];
+    size_t nchosen = 0, nnoisy = 0;
+    struct candidate picked[PART_MAX_BATCH]; /* groups only, for the counts */
+    sqlite3_stmt *st = stmt(w, ST_FAIR_SCAN);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, lane);
+    sqlite3_bind_int(st, 3, (int)r->fair_window);
+    int rc = SQLITE_DONE;
+    while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        const char *group = (const char *)sqlite3_column_text(st, 1);
+        if (group == NULL) {
+            chosen[nchosen] = id;
+            picked[nchosen++].has_group = false;
+            continue;
+        }
+        int64_t in_group =
+            part__groups_get(qc->groups, group) + picked_in_group(picked, nchosen, group);
+        if (!r->noisy((uint64_t)in_group, (uint64_t)(queue_inflight + (int64_t)nchosen))) {
+            chosen[nchosen] = id;
+            picked[nchosen].has_group = true;
+            snprintf(picked[nchosen].group, sizeof picked[nchosen].group, "%s", group);
+            nchosen++;
+        } else if (nnoisy < want) {
+            noisy[nnoisy++] = id;
+        }
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        return false;
+    }
+    for (size_t i = 0; nchosen < want && i < nnoisy; i++) {
+        chosen[nchosen++] = noisy[i];
+    }
+    for (size_t i = 0; i < nchosen; i++) {
+        st = stmt(w, ST_ROW_FULL);
+        sqlite3_bind_int64(st, 1, chosen[i]);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
+            (*ncand)++;
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            b->sql_failed = true;
+            return false;
+        }
+    }
+    return true;
+}
+
 static void exec_receive(struct part_writer *w, struct batch *b, struct part_job *job, uint64_t now)
 {
     struct part_recv *r = job->recv;
@@ -490,37 +768,28 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
     uint64_t vis_ms =
         (uint64_t)(r->visibility_s < 0 ? cfg.visibility_timeout_s : (uint32_t)r->visibility_s) *
         1000;
+    int lane = r->lanes[r->pass];
+    struct part_qcount *qc = &job->q->per[w->index];
+    /* A group holding every message in flight would not be noisy: then
+     * none is, and the plain head is the fair choice. */
+    uint64_t inflight = (uint64_t)SL_MAX(atomic_load(&qc->inflight), 0);
+    bool fair = r->noisy != NULL && qc->groups != NULL && r->noisy(inflight, inflight);
     struct part_queue *dlq = dlq_of(w->engine, job->q, &cfg);
     bool again = true;
     while (again && r->nmsgs < r->max && !b->sql_failed) {
         again = false;
         uint32_t want = r->max - (uint32_t)r->nmsgs;
         /* Collect candidates first: the rows change under the cursor. */
-        struct {
-            int64_t id;
-            uint32_t count;
-        } cand[PART_MAX_BATCH];
+        struct candidate cand[PART_MAX_BATCH];
         size_t ncand = 0;
-        sqlite3_stmt *st = stmt(w, ST_SELECT_READY);
-        sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
-        sqlite3_bind_int(st, 2, (int)want);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            cand[ncand].id = sqlite3_column_int64(st, 0);
-            cand[ncand].count = (uint32_t)sqlite3_column_int64(st, 7);
-            uint32_t gen = cand[ncand].count + 1;
-            if (dlq == NULL || gen <= cfg.max_receive_count) {
-                fill_message(w, st, &r->msgs[r->nmsgs + ncand], job->queue_id, gen, now);
-            }
-            ncand++;
-        }
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) {
-            b->sql_failed = true;
+        bool ok = fair ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                       : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
+        if (!ok) {
             break;
         }
         size_t kept = r->nmsgs;
         for (size_t i = 0; i < ncand; i++) {
+            const char *group = cand[i].has_group ? cand[i].group : NULL;
             if (dlq != NULL && cand[i].count + 1 > cfg.max_receive_count) {
                 /* Over maxReceiveCount: the row moves to the DLQ queue as
                  * is (body, attributes, id, count) in this transaction. */
@@ -532,8 +801,9 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
                 if (!run(w, b, mv)) {
                     break;
                 }
-                delta_state(b, job->q, PART_STATE_READY, -1);
-                delta_state(b, dlq, PART_STATE_READY, 1);
+                delta_gone(b, job->q, PART_STATE_READY, lane, group);
+                delta_state(b, dlq, PART_STATE_READY, PART_LANE_MAIN, 1);
+                delta_of(b, job->q)->dead_lettered++;
                 again = true;
                 continue;
             }
@@ -544,8 +814,7 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
             if (!run(w, b, ls)) {
                 break;
             }
-            delta_state(b, job->q, PART_STATE_READY, -1);
-            delta_state(b, job->q, PART_STATE_INFLIGHT, 1);
+            delta_move(b, job->q, PART_STATE_READY, lane, PART_STATE_INFLIGHT, lane, group);
             heap_push(&w->timers, now + vis_ms, cand[i].id, PART_TIMER_VISIBLE);
             /* keep the filled messages contiguous */
             if (kept != r->nmsgs + i) {
@@ -596,7 +865,7 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
             sqlite3_stmt *st = stmt(w, ST_DELETE);
             sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
             if (run(w, b, st)) {
-                delta_state(b, job->q, r.state, -1);
+                delta_gone(b, job->q, r.state, r.lane, row_group(&r));
             }
         } else if (job->op == PART_OP_CHANGE_VIS) {
             /* SQS standard: a handle whose lease has run out still changes
@@ -618,8 +887,7 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
             }
             *status = SL_OK;
             if (state != r.state) {
-                delta_state(b, job->q, r.state, -1);
-                delta_state(b, job->q, state, 1);
+                delta_move(b, job->q, r.state, r.lane, state, r.lane, row_group(&r));
             }
             if (state == PART_STATE_INFLIGHT) {
                 heap_push(&w->timers, at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
@@ -633,8 +901,8 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
             sqlite3_bind_int64(st, 2, en->rh.receive_gen);
             sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
             if (run(w, b, st)) {
-                delta_state(b, job->q, PART_STATE_INFLIGHT, -1);
-                delta_state(b, job->q, PART_STATE_READY, 1);
+                delta_move(b, job->q, PART_STATE_INFLIGHT, r.lane, PART_STATE_READY, r.lane,
+                           row_group(&r));
             }
         }
     }
@@ -647,8 +915,8 @@ static void exec_purge(struct part_writer *w, struct batch *b, struct part_job *
     int rc;
     uint64_t n = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t cnt = sqlite3_column_int64(st, 1);
-        delta_state(b, job->q, sqlite3_column_int(st, 0), -cnt);
+        int64_t cnt = sqlite3_column_int64(st, 2);
+        delta_state(b, job->q, sqlite3_column_int(st, 0), sqlite3_column_int(st, 1), -cnt);
         n += (uint64_t)cnt;
     }
     sqlite3_reset(st);
@@ -658,6 +926,18 @@ static void exec_purge(struct part_writer *w, struct batch *b, struct part_job *
     }
     st = stmt(w, ST_PURGE);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    /* Nothing of the queue is in flight here any more: its group counts
+     * start over, and changes noted earlier in this batch are moot. */
+    delta_of(b, job->q)->groups_cleared = true;
+    size_t kept = 0;
+    for (size_t i = 0; i < b->ng; i++) {
+        if (b->g[i].q == job->q) {
+            free(b->g[i].group);
+        } else {
+            b->g[kept++] = b->g[i];
+        }
+    }
+    b->ng = kept;
     if (run(w, b, st)) {
         atomic_fetch_add(&(job->parent ? job->parent : job)->purged, n);
         job->status = SL_OK;
@@ -713,6 +993,7 @@ static void exec_move(struct part_writer *w, struct batch *b, struct part_job *j
     struct {
         int64_t id;
         uint64_t source;
+        int lane;
     } *rows = sl_xcalloc(job->move_max, sizeof *rows);
     size_t nrows = 0;
     sqlite3_stmt *st = stmt(w, ST_MOVE_SCAN);
@@ -723,6 +1004,7 @@ static void exec_move(struct part_writer *w, struct batch *b, struct part_job *j
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && nrows < job->move_max) {
         rows[nrows].id = sqlite3_column_int64(st, 0);
         rows[nrows].source = (uint64_t)sqlite3_column_int64(st, 1);
+        rows[nrows].lane = sqlite3_column_int(st, 2);
         nrows++;
     }
     sqlite3_reset(st);
@@ -758,8 +1040,8 @@ static void exec_move(struct part_writer *w, struct batch *b, struct part_job *j
         if (!run(w, b, st)) {
             break;
         }
-        delta_state(b, job->q, PART_STATE_READY, -1);
-        delta_state(b, d->q, PART_STATE_READY, 1);
+        delta_state(b, job->q, PART_STATE_READY, rows[i].lane, -1);
+        delta_state(b, d->q, PART_STATE_READY, PART_LANE_MAIN, 1);
         heap_push(&w->timers, expires, rows[i].id, PART_TIMER_EXPIRE);
         job->res.moved++;
     }
@@ -801,16 +1083,62 @@ static void exec_job(struct part_writer *w, struct batch *b, struct part_job *jo
 
 /* ---- after the commit -------------------------------------------------- */
 
-static void publish_head(struct part_writer *w, struct part_queue *q)
+static int64_t lane_head(struct part_writer *w, struct part_queue *q, int lane)
 {
     sqlite3_stmt *st = stmt(w, ST_HEAD);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)q->id);
+    sqlite3_bind_int(st, 2, lane);
     int64_t head = INT64_MAX;
     if (sqlite3_step(st) == SQLITE_ROW) {
         head = sqlite3_column_int64(st, 0);
     }
     sqlite3_reset(st);
-    atomic_store(&q->per[w->index].head_priority, head);
+    return head;
+}
+
+/* Schedules the aging check of q's main lane on this partition for when
+ * its head (the oldest ready row) reaches the tenant's age. */
+static void schedule_aging(struct part_writer *w, struct part_queue *q, int64_t main_head)
+{
+    struct part_qcount *qc = &q->per[w->index];
+    uint64_t aging = part__tenant_aging(q);
+    if (aging == 0 || main_head == INT64_MAX || main_head < 0) {
+        return;
+    }
+    uint64_t due = (uint64_t)main_head + aging;
+    if (qc->age_due == 0 || due < qc->age_due) {
+        qc->age_due = due;
+        heap_push(&w->timers, due, (int64_t)q->id, PART_TIMER_AGE);
+    }
+}
+
+/* Publishes q's lane heads on this partition (a lane with nothing ready
+ * costs no query) and schedules its aging. */
+static void publish_head(struct part_writer *w, struct part_queue *q)
+{
+    struct part_qcount *qc = &q->per[w->index];
+    int64_t overflow = atomic_load(&qc->overflow_ready);
+    int64_t main = atomic_load(&qc->ready) - overflow;
+    int64_t main_head = main > 0 ? lane_head(w, q, PART_LANE_MAIN) : INT64_MAX;
+    int64_t overflow_head = overflow > 0 ? lane_head(w, q, PART_LANE_OVERFLOW) : INT64_MAX;
+    atomic_store(&qc->head_priority[PART_LANE_MAIN], main_head);
+    atomic_store(&qc->head_priority[PART_LANE_OVERFLOW], overflow_head);
+    schedule_aging(w, q, main_head);
+}
+
+/* After a COMMIT: the batch's counters, statistics and group counts. */
+static void batch_apply(struct part_writer *w, struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct delta *d = &b->d[i];
+        struct part_tenant *t = d->q->tenant;
+        part__counts_add(d->q, w->index, &d->c);
+        atomic_fetch_add_explicit(&t->expired, d->expired, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->aged, d->aged, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->dead_lettered, d->dead_lettered, memory_order_relaxed);
+        publish_head(w, d->q);
+    }
+    groups_apply(w, b);
 }
 
 /* A receive that leased what it could here: done, or on to the next
@@ -825,8 +1153,16 @@ static void receive_continue(struct part_engine *e, struct part_job *job)
     }
     while (r->next < r->norder) {
         uint32_t p = r->order[r->next++];
-        if (atomic_load(&job->q->per[p].ready) > 0) {
+        if (part__lane_ready(job->q, p, r->lanes[r->pass]) > 0) {
             part__submit_partition(e, p, job);
+            return;
+        }
+    }
+    if (r->pass == 0) { /* on to the other lane */
+        r->pass = 1;
+        if (part__recv_plan(e, job, UINT32_MAX)) {
+            r->next = 1;
+            part__submit_partition(e, r->order[0], job);
             return;
         }
     }
@@ -940,11 +1276,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch
         }
     }
     if (ok) {
-        for (size_t i = 0; i < b->n; i++) {
-            struct delta *d = &b->d[i];
-            part__counts_add(d->q, w->index, d->ready, d->inflight, d->delayed);
-            publish_head(w, d->q);
-        }
+        batch_apply(w, b);
         for (size_t i = 0; i < b->n; i++) {
             if (b->d[i].woke > 0) {
                 part__wake(e, b->d[i].q, w->index, b->d[i].woke);
@@ -1036,6 +1368,7 @@ static void *writer_main(void *arg)
         }
     }
     free(b.d);
+    free(b.g);
     return NULL;
 }
 
@@ -1046,6 +1379,35 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
     struct part_writer *w = arg;
     w->wal_pages = pages;
     return SQLITE_OK;
+}
+
+/* Brings a partition file of an older schema up to PART_SCHEMA_VERSION
+ * (before PART_SCHEMA's CREATE ... IF NOT EXISTS, which would keep an old
+ * index). A new file has no msg table and needs nothing. */
+static bool migrate(struct part_writer *w)
+{
+    sqlite3_stmt *st = NULL;
+    int version = -1;
+    bool has_msg = false;
+    if (sqlite3_prepare_v2(w->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        version = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(w->db, "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='msg'",
+                           -1, &st, NULL) == SQLITE_OK) {
+        has_msg = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    if (version < 0) {
+        return false;
+    }
+    if (!has_msg || version >= PART_SCHEMA_VERSION) {
+        return true;
+    }
+    sl_log(SL_LOG_INFO, LOG_MOD, "partition %u: migrating %s from schema %d to %d", w->index,
+           w->path, version, PART_SCHEMA_VERSION);
+    return part__sql_exec(w->db, PART_MIGRATE_0_1) == SL_OK;
 }
 
 static bool rebuild(struct part_writer *w, char *why, size_t whylen)
@@ -1075,8 +1437,10 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
     }
     free(orphans);
 
-    if (sqlite3_prepare_v2(w->db, "SELECT id, queue_id, state, visible_at, expires_at FROM msg", -1,
-                           &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(w->db,
+                           "SELECT id, queue_id, state, visible_at, expires_at, lane, group_id"
+                           " FROM msg",
+                           -1, &st, NULL) != SQLITE_OK) {
         goto fail;
     }
     struct part_queue *q = NULL;
@@ -1085,6 +1449,7 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
         int64_t id = sqlite3_column_int64(st, 0);
         uint64_t qid = (uint64_t)sqlite3_column_int64(st, 1);
         int state = sqlite3_column_int(st, 2);
+        int lane = sqlite3_column_int(st, 5);
         if (q == NULL || q->id != qid) {
             part__queue_unref(q);
             q = part__queue_ref(e, qid);
@@ -1092,8 +1457,23 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
         if (q == NULL) {
             continue;
         }
-        part__counts_add(q, w->index, state == PART_STATE_READY, state == PART_STATE_INFLIGHT,
-                         state == PART_STATE_DELAYED);
+        bool overflow = lane == PART_LANE_OVERFLOW;
+        struct part_qdelta d = {
+            .ready = state == PART_STATE_READY,
+            .inflight = state == PART_STATE_INFLIGHT,
+            .delayed = state == PART_STATE_DELAYED,
+            .overflow_ready = overflow && state == PART_STATE_READY,
+            .overflow_delayed = overflow && state == PART_STATE_DELAYED,
+        };
+        part__counts_add(q, w->index, &d);
+        const char *group = (const char *)sqlite3_column_text(st, 6);
+        if (state == PART_STATE_INFLIGHT && group != NULL) {
+            struct part_qcount *qc = &q->per[w->index];
+            if (qc->groups == NULL) {
+                qc->groups = part__groups_new();
+            }
+            part__groups_add(qc->groups, group, 1);
+        }
         if (state != PART_STATE_READY) {
             /* in flight after a crash: ready again when its lease would
              * have ended (visible_at is stored) */
@@ -1106,8 +1486,9 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
     if (rc != SQLITE_DONE) {
         goto fail;
     }
-    if (sqlite3_prepare_v2(w->db, "SELECT DISTINCT queue_id FROM msg WHERE state=1", -1, &st,
-                           NULL) != SQLITE_OK) {
+    /* Every queue with rows here, so that aging is scheduled as well. */
+    if (sqlite3_prepare_v2(w->db, "SELECT DISTINCT queue_id FROM msg", -1, &st, NULL) !=
+        SQLITE_OK) {
         goto fail;
     }
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -1147,7 +1528,11 @@ int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t ind
     }
     const char *pragmas =
         e->opt.durability == PART_DURABILITY_FSYNC ? PART_PRAGMAS_FSYNC : PART_PRAGMAS_OS;
-    if (part__sql_exec(w->db, pragmas) != SL_OK || part__sql_exec(w->db, PART_SCHEMA) != SL_OK) {
+    char set_version[48];
+    snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d", PART_SCHEMA_VERSION);
+    if (part__sql_exec(w->db, pragmas) != SL_OK || !migrate(w) ||
+        part__sql_exec(w->db, PART_SCHEMA) != SL_OK ||
+        part__sql_exec(w->db, set_version) != SL_OK) {
         snprintf(why, sizeof why, "%s", sqlite3_errmsg(w->db));
         goto fail;
     }

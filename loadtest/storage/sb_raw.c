@@ -133,6 +133,7 @@ static uint64_t job_send(struct raw_part *rp, uint32_t n)
         sqlite3_bind_blob(st, 9, rp->body, (int)rp->opt->body_size, SQLITE_STATIC);
         sqlite3_bind_blob(st, 10, "", 0, SQLITE_STATIC);
         sqlite3_bind_blob(st, 11, "", 0, SQLITE_STATIC);
+        sqlite3_bind_int(st, 12, 0); /* main lane */
         if (!step_done(rp, st)) {
             return i;
         }
@@ -158,6 +159,7 @@ static uint64_t job_receive(struct raw_part *rp, uint32_t max)
     sqlite3_stmt *st = stmt(rp, ST_SELECT_READY);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)queue_of(rp));
     sqlite3_bind_int(st, 2, (int)max);
+    sqlite3_bind_int(st, 3, 0); /* main lane */
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < PART_MAX_BATCH) {
         ids[n++] = sqlite3_column_int64(st, 0);
@@ -228,6 +230,7 @@ static void after_commit(struct raw_part *rp)
 {
     sqlite3_stmt *st = stmt(rp, ST_HEAD);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)queue_of(rp));
+    sqlite3_bind_int(st, 2, 0); /* main lane */
     (void)sqlite3_step(st);
     sqlite3_reset(st);
     if (rp->wal_pages >= CHECKPOINT_PAGES) {

@@ -42,8 +42,9 @@ struct part_client;
 #define PART_KEY_LEN 32   /* placement / MAC key bytes */
 #define PART_MAX_BATCH 10 /* entries per send/delete/change batch */
 #define PART_MAX_PARTITIONS 4096
-#define PART_MSG_ID_LEN 36  /* UUID text, without NUL */
-#define PART_RECEIPT_MAX 96 /* receipt handle text incl. NUL */
+#define PART_MSG_ID_LEN 36    /* UUID text, without NUL */
+#define PART_RECEIPT_MAX 96   /* receipt handle text incl. NUL */
+#define PART_GROUP_ID_MAX 128 /* message group id bytes (SQS's limit) */
 
 /* ---- engine ------------------------------------------------------------ */
 
@@ -176,11 +177,16 @@ int part_queue_list(struct part_engine *e, const char *tenant, const char *prefi
 int part_queue_dlq_sources(struct part_engine *e, uint64_t target_id, struct part_queue_list *out);
 void part_queue_list_free(struct part_queue_list *l);
 
-/* Message counts, exact as of the last commit. */
+/* Message counts, exact as of the last commit. The overflow lane's
+ * messages are counted in ready / delayed as well (SQS's attributes know
+ * no lanes); overflow_* say how many of them are in that lane. */
 struct part_counts {
     int64_t ready;
     int64_t inflight;
     int64_t delayed;
+    int64_t overflow_ready;
+    int64_t overflow_delayed;
+    uint64_t oldest_ready_ms; /* send time of the oldest ready message; 0: none */
 };
 /* partition == PART_ALL_PARTITIONS: summed over partitions. Returns SL_OK,
  * SL_ENOTFOUND (no such queue) or SL_EINVAL (bad partition). */
@@ -191,6 +197,24 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
  * tenants count zero. */
 void part_tenant_counts(struct part_engine *e, const char *tenant, int64_t *backlog,
                         int64_t *inflight);
+
+/* What the timers and the receive path did to a tenant's messages since
+ * the engine opened (counters only grow). */
+struct part_tenant_stats {
+    uint64_t expired;       /* dropped at the end of their queue's retention */
+    uint64_t aged;          /* moved from the main to the overflow lane for age */
+    uint64_t dead_lettered; /* moved to a dead-letter queue past maxReceiveCount */
+};
+/* Unknown tenants count zero. Any thread. */
+void part_tenant_stats(struct part_engine *e, const char *tenant, struct part_tenant_stats *out);
+
+/* Ready messages of tenant's queues that have waited aged_after_ms since
+ * their send move from the main lane to the overflow lane (the Builders'
+ * Library's "sideline aged traffic": after an outage fresh work goes
+ * first). 0 turns aging off, the default for a tenant never set. A longer
+ * or shorter age takes effect at the next commit that touches a queue, or
+ * at the latest when the previously scheduled check fires. Any thread. */
+void part_tenant_set_aging(struct part_engine *e, const char *tenant, uint64_t aged_after_ms);
 
 /* ---- jobs and completions ---------------------------------------------- */
 
@@ -253,15 +277,25 @@ typedef void part_done_fn(struct part_cookie cookie, int status, const struct pa
  * failed (nothing of the job is stored); SL_ENOTFOUND the queue was
  * deleted meanwhile; others as listed. */
 
+/* Each queue has two lanes of ready and delayed messages. Receives serve
+ * the main lane first and the overflow lane when the main lane has nothing
+ * ready, except on a guarded turn (part_receive_req.overflow_every). A
+ * message's lane never changes its SQS-visible state or counts. */
+enum part_lane {
+    PART_LANE_MAIN = 0,
+    PART_LANE_OVERFLOW = 1, /* spilled sends, and aged ready messages */
+};
+
 /* One message to send; every field is borrowed. */
 struct part_send_entry {
     struct sl_slice body;
     struct sl_slice attrs;
     struct sl_slice sys_attrs;
-    struct sl_slice group_id; /* n == 0: none */
+    struct sl_slice group_id; /* n == 0: none; at most PART_GROUP_ID_MAX */
     int32_t delay_s;          /* < 0: the queue's default */
     bool has_priority;        /* false: priority = send time in ms */
     int64_t priority;
+    enum part_lane lane;
 };
 
 /* Stores 1..PART_MAX_BATCH messages in queue_id on one partition, in one
@@ -270,6 +304,12 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done);
 
+/* Whether a message group with group_inflight of its queue's
+ * queue_inflight messages in flight (counted on one partition) is noisy.
+ * Called on writer threads: it must be pure, and monotone (a group with
+ * more in flight is no less noisy). The policy module supplies it. */
+typedef bool part_noisy_fn(uint64_t group_inflight, uint64_t queue_inflight);
+
 struct part_receive_req {
     uint64_t queue_id;
     const uint32_t *partitions; /* where the queue's messages may live */
@@ -277,7 +317,18 @@ struct part_receive_req {
     uint32_t max_messages;      /* 1..PART_MAX_BATCH */
     int32_t visibility_s;       /* < 0: the queue's default */
     uint32_t wait_ms;           /* long poll; 0: answer at once */
+    /* Starvation guard: every overflow_every-th receive of the queue
+     * serves the overflow lane first. 0: the main lane always first. */
+    uint32_t overflow_every;
+    /* Fair dequeue by message group (SQS fair queues): a noisy group's
+     * messages are taken only when no quiet group's (or group-less) are
+     * ready among the fair_window best ready messages of a partition.
+     * NULL: no fair dequeue, the best messages whatever their group. */
+    part_noisy_fn *noisy;
+    uint32_t fair_window; /* 0: PART_FAIR_WINDOW */
 };
+
+#define PART_FAIR_WINDOW 256
 
 /* Leases up to max_messages of the best (priority, sequence) ready
  * messages. With none ready it waits up to wait_ms for a commit making one

@@ -256,32 +256,25 @@ uint32_t pol_receive_allowance(const struct cfg_limits *limits, uint64_t infligh
 #define POL_NOISY_MIN_INFLIGHT 30u
 #define POL_NOISY_SHARE_PERCENT 10u
 
+/* The rule as the partitions take it (part_noisy_fn): pure and monotone. */
 bool pol_group_is_noisy(uint64_t group_inflight, uint64_t queue_inflight);
 
-/* Orders candidate message groups for a receive. group_inflight[i] is the
- * in-flight count of candidate i; queue_inflight is the queue's total (it
- * may include groups that are not candidates). Writes a permutation of
- * 0..n-1 into order (n entries): quiet groups first in their input order
- * (the caller passes them oldest first), then noisy ones, fewest in flight
- * first (ties in input order). Returns the number of quiet groups. */
-size_t pol_fair_order(const uint64_t *group_inflight, size_t n, uint64_t queue_inflight,
-                      uint32_t *order);
+/* ==== 5. the overflow lane =============================================== */
 
-/* ==== 5. aged spill and retention ======================================= */
+/* Starvation guard: every POL_OVERFLOW_GUARD_EVERY-th receive of a queue
+ * serves its overflow lane before its main lane
+ * (part_receive_req.overflow_every), so a main lane that never runs dry
+ * cannot starve the overflow lane. */
+#define POL_OVERFLOW_GUARD_EVERY 4u
 
-/* True when a ready message of the main lane, first sent at sent_ms (wall
- * clock, ms), has waited long enough to move to the overflow lane:
- * now_ms - sent_ms >= aged_after_seconds. False when aged_after_seconds is
- * 0 (aging off) or when now_ms < sent_ms (the clock stepped back). */
-bool pol_should_age_out(const struct cfg_spill *spill, uint64_t sent_ms, uint64_t now_ms);
+/* The delay a spilled send gets: its own (the message's DelaySeconds or
+ * the queue's default, delay_s) or spill.delay_seconds, whichever is
+ * longer. */
+int32_t pol_spill_delay_s(const struct cfg_spill *spill, int32_t delay_s);
 
-/* When a message spilled at now_ms becomes visible (wall clock, ms). */
-uint64_t pol_spill_visible_at_ms(const struct cfg_spill *spill, uint64_t now_ms);
-
-/* True when a message sent at sent_ms is past the queue's
- * MessageRetentionPeriod: now_ms - sent_ms >= retention_seconds. False
- * when now_ms < sent_ms. */
-bool pol_past_retention(uint32_t retention_seconds, uint64_t sent_ms, uint64_t now_ms);
+/* How long a ready message waits in the main lane before it is sidelined
+ * to the overflow lane (part_tenant_set_aging), in ms. */
+uint64_t pol_aging_ms(const struct cfg_spill *spill);
 
 /* ==== 6. long polls ====================================================== */
 

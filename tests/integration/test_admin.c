@@ -209,6 +209,15 @@ static void check_metrics(const struct it_response *r)
                      sample_value(b, "sluice_partition_commits_total{partition=\"1\"}");
     IT_CHECK(commits >= 3); /* at least the three accepted sends and the receive */
     IT_CHECK(sample_value(b, "sluice_partition_failed{partition=\"0\"}") == 0);
+    /* what policy did: nothing spilled, aged, expired or dead-lettered yet */
+    IT_CHECK(has_line(b, "sluice_queue_overflow_messages{tenant=\"acme\",queue=\"orders\"} 0"));
+    IT_CHECK(has_line(b, "sluice_expired_messages_total{tenant=\"acme\"} 0"));
+    IT_CHECK(has_line(b, "sluice_aged_messages_total{tenant=\"acme\"} 0"));
+    IT_CHECK(has_line(b, "sluice_dead_lettered_messages_total{tenant=\"acme\"} 0"));
+    IT_CHECK(has_line(b, "# TYPE sluice_queue_oldest_message_age_seconds gauge"));
+    double age = sample_value(
+        b, "sluice_queue_oldest_message_age_seconds{tenant=\"tiny\",queue=\"small\"}");
+    IT_CHECK(age >= 0 && age < 3600); /* one ready message, sent during this test */
 }
 
 static const json_t *find_tenant(const json_t *root, const char *name)

@@ -76,3 +76,29 @@ test("a flooding tenant hurts only itself", async () => {
   // delay (1 s), then become receivable: all 40 arrive.
   assert.deepEqual((await drain(root, spillUrl, 40)).sort(), spillAcked.sort());
 });
+
+test("spilled sends wait in the overflow lane, behind fresh work", async () => {
+  const root = sqsClient(server, admin);
+  const spill = sqsClient(server, spiller);
+  const url = (await spill.send(new S.CreateQueueCommand({ QueueName: "lanes" }))).QueueUrl;
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  await sleep(3000); // a full bucket again: 5 tokens at 2 per second
+
+  // Ten entries cost ten tokens, more than the burst: spilled whole.
+  const batch = await spill.send(new S.SendMessageBatchCommand({
+    QueueUrl: url,
+    Entries: Array.from({ length: 10 }, (_, i) => ({ Id: `e${i}`, MessageBody: `s${i}` })),
+  }));
+  assert.equal(batch.Successful.length, 10);
+  await sleep(3000); // past the spill delay (1 s), and the bucket refilled
+  await spill.send(new S.SendMessageCommand({ QueueUrl: url, MessageBody: "fresh" }));
+  const attrs = await root.send(new S.GetQueueAttributesCommand({
+    QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages"] }));
+  assert.equal(attrs.Attributes.ApproximateNumberOfMessages, "11"); // SQS counts both lanes
+
+  // The older, spilled messages are ready, but the main lane goes first.
+  const first = await root.send(new S.ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 1 }));
+  assert.equal(first.Messages[0].Body, "fresh");
+  const rest = await drain(root, url, 10);
+  assert.deepEqual(rest.sort(), Array.from({ length: 10 }, (_, i) => `s${i}`).sort());
+});

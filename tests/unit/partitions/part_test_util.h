@@ -243,21 +243,24 @@ static void t_send(struct t_env *t, uint64_t q, uint32_t p, const char *body)
     assert_int_equal(d.count, 1);
 }
 
-/* Receive from partitions [0, nparts) without waiting. */
-static void t_recv(struct t_env *t, uint64_t q, uint32_t max, int32_t vis, struct t_done *d)
+/* Submits req over partitions [0, nparts) and waits for its completion. */
+static void t_recv_with(struct t_env *t, struct part_receive_req req, struct t_done *d)
 {
     uint32_t parts[64];
     for (uint32_t i = 0; i < t->nparts; i++) {
         parts[i] = i;
     }
-    struct part_receive_req req = {.queue_id = q,
-                                   .partitions = parts,
-                                   .partition_count = t->nparts,
-                                   .max_messages = max,
-                                   .visibility_s = vis,
-                                   .wait_ms = 0};
+    req.partitions = parts;
+    req.partition_count = t->nparts;
     assert_int_equal(part_receive(t->c, &req, t_ck(d), t_on_done, NULL), SL_OK);
     t_wait(t, d);
+}
+
+/* Receive from partitions [0, nparts) without waiting. */
+static void t_recv(struct t_env *t, uint64_t q, uint32_t max, int32_t vis, struct t_done *d)
+{
+    t_recv_with(
+        t, (struct part_receive_req){.queue_id = q, .max_messages = max, .visibility_s = vis}, d);
 }
 
 static void t_delete(struct t_env *t, uint64_t q, const char *receipt, struct t_done *d)
