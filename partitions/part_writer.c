@@ -35,6 +35,12 @@
  *   READY -> READY (DLQ queue)  exec_receive (move_to_dlq)
  *   READY -> READY (redrive)    exec_move (DLQ back to a source / destination)
  *   any -> GONE                 exec_delete, fire_timers (EXPIRE), exec_purge
+ *   READY main -> READY overflow fire_timers (AGE: age_queue)
+ *
+ * Lanes: DELAYED and READY rows are in the main or the overflow lane
+ * (spilled sends, aged rows). A row keeps its lane while in flight; a DLQ
+ * move or a redrive puts it in the main lane of its new queue. Receives
+ * read one lane per pass (see part__recv_plan).
  *
  * Group commit: the thread takes every queued job (up to max_batch_jobs),
  * runs due timers and all those jobs in ONE transaction (BEGIN IMMEDIATE
