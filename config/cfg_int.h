@@ -19,7 +19,8 @@
 /* Files and texts larger than this are refused: a configuration is small,
  * and the bound keeps a hostile input from costing unbounded memory. */
 #define CFG_MAX_INPUT_BYTES (1024u * 1024u)
-/* Deeper nesting than this is refused; sluice's schema needs 4 levels. */
+/* Deeper nesting than this is refused; sluice's schema needs 6 levels
+ * (tenants.NAME.limits.queues.QUEUE.burst). */
 #define CFG_MAX_DEPTH 32
 
 /* ---- diagnostics -------------------------------------------------------- */
@@ -91,6 +92,24 @@ struct cfg__principal_entry {
     size_t len;
     const struct cfg_tenant *tenant; /* NULL for the admin */
 };
+
+/* memcmp order, shorter first on a common prefix (strcmp's order for
+ * strings): any total order will do, as long as building and searching
+ * agree. */
+int cfg__cmp_bytes(const char *a, size_t alen, const char *b, size_t blen);
+
+/* True when every one of the len bytes is one of A-Z a-z 0-9 _ - (the
+ * characters of tenant and queue names). */
+bool cfg__name_chars_valid(const char *name, size_t len);
+/* True for an SQS queue name: 1..80 of A-Z a-z 0-9 _ -, or such a name
+ * followed by ".fifo" (80 in all). */
+bool cfg__queue_name_valid(const char *name, size_t len);
+
+/* Frees what limits owns (the per-queue limits) and leaves none. */
+void cfg__limits_fini(struct cfg_limits *limits);
+/* Makes limits own a copy of the per-queue limits it points at (after a
+ * struct copy that shares them). */
+void cfg__limits_own(struct cfg_limits *limits);
 
 /* Builds s->_principals from the tenants and the admin (s must be final). */
 void cfg__snapshot_index(struct cfg_snapshot *s);

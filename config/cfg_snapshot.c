@@ -53,7 +53,9 @@ void cfg__snapshot_free(struct cfg_snapshot *s)
     free(s->admin.access_key_id);
     free(s->admin.secret_access_key);
     free(s->admin.bearer_token);
+    cfg__limits_fini(&s->default_limits);
     for (size_t i = 0; i < s->tenant_count; i++) {
+        cfg__limits_fini(&s->tenants[i].limits);
         free(s->tenants[i].name);
         free(s->tenants[i].access_key_id);
         free(s->tenants[i].secret_access_key);
@@ -63,9 +65,7 @@ void cfg__snapshot_free(struct cfg_snapshot *s)
     free(s);
 }
 
-/* memcmp order, shorter first on a common prefix: any total order will
- * do, as long as building and searching agree. */
-static int cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
+int cfg__cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
 {
     int c = memcmp(a, b, SL_MIN(alen, blen));
     if (c != 0) {
@@ -78,7 +78,7 @@ static int cmp_entry(const void *a, const void *b)
 {
     const struct cfg__principal_entry *x = a;
     const struct cfg__principal_entry *y = b;
-    return cmp_bytes(x->access_key_id, x->len, y->access_key_id, y->len);
+    return cfg__cmp_bytes(x->access_key_id, x->len, y->access_key_id, y->len);
 }
 
 void cfg__snapshot_index(struct cfg_snapshot *s)
@@ -139,7 +139,7 @@ bool cfg_find_principal(const struct cfg_snapshot *s, const char *access_key_id,
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const struct cfg__principal_entry *e = &s->_principals[mid];
-        int c = cmp_bytes(access_key_id, len, e->access_key_id, e->len);
+        int c = cfg__cmp_bytes(access_key_id, len, e->access_key_id, e->len);
         if (c == 0) {
             fill_principal(s, e->tenant, out);
             return true;
@@ -168,7 +168,7 @@ const struct cfg_tenant *cfg_find_tenant(const struct cfg_snapshot *s, const cha
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const struct cfg_tenant *t = &s->tenants[mid];
-        int c = cmp_bytes(name, len, t->name, strlen(t->name));
+        int c = cfg__cmp_bytes(name, len, t->name, strlen(t->name));
         if (c == 0) {
             return t;
         }
@@ -183,9 +183,11 @@ const struct cfg_tenant *cfg_find_tenant(const struct cfg_snapshot *s, const cha
 
 bool cfg_tenant_name_valid(const char *name, size_t len)
 {
-    if (len < 1 || len > 64) {
-        return false;
-    }
+    return len >= 1 && len <= 64 && cfg__name_chars_valid(name, len);
+}
+
+bool cfg__name_chars_valid(const char *name, size_t len)
+{
     for (size_t i = 0; i < len; i++) {
         char c = name[i];
         bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||

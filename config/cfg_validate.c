@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ enum section {
     SEC_TENANT,
     SEC_LIMITS,
     SEC_SPILL,
+    SEC_RATE, /* one entry of limits.queues or limits.actions */
     SEC_N
 };
 
@@ -67,17 +69,20 @@ static const char *const admin_keys[] = {"listen", "access_key_id", "secret_acce
 static const char *const defaults_keys[] = {"limits", "on_excess", "spill", NULL};
 static const char *const tenant_keys[] = {
     "access_key_id", "secret_access_key", "limits", "on_excess", "spill", NULL};
-static const char *const limits_keys[] = {"requests_per_second", "burst",          "max_inflight",
-                                          "max_backlog",         "max_long_polls", NULL};
+static const char *const limits_keys[] = {
+    "requests_per_second", "burst",  "max_inflight", "max_backlog",
+    "max_long_polls",      "queues", "actions",      NULL};
 static const char *const spill_keys[] = {"delay_seconds", "aged_after_seconds", NULL};
+static const char *const rate_keys[] = {"requests_per_second", "burst", NULL};
 
 static const char *const *const section_keys[SEC_N] = {
-    top_keys, tls_keys, admin_keys, defaults_keys, tenant_keys, limits_keys, spill_keys,
+    top_keys, tls_keys, admin_keys, defaults_keys, tenant_keys, limits_keys, spill_keys, rate_keys,
 };
 
 /* Where a key of each section may be written, as a reader would say it. */
 static const char *const section_where[SEC_N] = {
-    "at the top level", "in tls", "in admin", "in defaults", "in a tenant", "in limits", "in spill",
+    "at the top level", "in tls",    "in admin", "in defaults",
+    "in a tenant",      "in limits", "in spill", "in a queue or action limit",
 };
 
 /* ---- the walk's state ------------------------------------------------------ */
@@ -191,7 +196,8 @@ static void report_unknown(struct vctx *v, enum section sec, const char *where,
     sl_buf_init(&hint);
     int places = 0;
     for (int other = 0; other < SEC_N; other++) {
-        if (other != (int)sec && section_has((enum section)other, k)) {
+        /* A rate entry's keys are limits' keys too: "in limits" says it. */
+        if (other != (int)sec && other != SEC_RATE && section_has((enum section)other, k)) {
             sl_buf_printf(&hint, "%s%s", places++ ? " or " : "", section_where[other]);
         }
     }
@@ -516,25 +522,174 @@ static void check_key_reuse(struct vctx *v)
 
 /* ---- sections ---------------------------------------------------------------- */
 
-static void load_limits(struct vctx *v, const char *where, const struct cfg__node *k,
-                        const struct cfg__node *m, struct cfg_limits *l)
+static void set_rps(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
+                    double *out)
+{
+    double x;
+    if (!get_number(v, k, val, &x)) {
+        return;
+    }
+    if (!(x > 0 && x <= RPS_MAX)) {
+        REPORT(v, val, "requests_per_second must be above 0 and at most %.0f, not %s", RPS_MAX,
+               qnode(val));
+        return;
+    }
+    *out = x;
+}
+
+/* One bucket, limits.queues.NAME or limits.actions.NAME, named path in
+ * messages. r starts as the entry inherited from defaults (zero when
+ * none), so a tenant may override one of its two keys; whatever neither
+ * sets is missing. */
+static void load_rate(struct vctx *v, const char *path, const struct cfg__node *name,
+                      const struct cfg__node *m, struct cfg_rate *r)
+{
+    if (m->kind != CFG__MAPPING) {
+        REPORT(v, m, "%s must be a mapping, not %s", path, describe(m));
+        return;
+    }
+    char where[sizeof("in ") + 512];
+    snprintf(where, sizeof(where), "in %s", path);
+    bool have_rps = r->requests_per_second > 0;
+    bool have_burst = r->burst > 0;
+    for (size_t i = 0; i < m->count; i++) {
+        const struct cfg__node *key = m->pairs[i].key;
+        const struct cfg__node *val = m->pairs[i].value;
+        if (key_is(key, "requests_per_second")) {
+            set_rps(v, key, val, &r->requests_per_second);
+            have_rps = true;
+        } else if (key_is(key, "burst")) {
+            set_u32(v, key, val, 1, BURST_MAX, &r->burst);
+            have_burst = true;
+        } else {
+            report_unknown(v, SEC_RATE, where, key);
+        }
+    }
+    if (!have_rps) {
+        REPORT(v, name, "missing requests_per_second in %s", path);
+    }
+    if (!have_burst) {
+        REPORT(v, name, "missing burst in %s", path);
+    }
+}
+
+static int cmp_queue_rate(const void *a, const void *b)
+{
+    return strcmp(((const struct cfg_queue_rate *)a)->queue,
+                  ((const struct cfg_queue_rate *)b)->queue);
+}
+
+/* limits.queues: queue name -> bucket, merged per queue into the entries
+ * l already holds (from defaults; l owns them, sorted). section is
+ * "tenants.acme.limits" or "defaults.limits". */
+static void load_queue_rates(struct vctx *v, const char *section, const struct cfg__node *k,
+                             const struct cfg__node *m, struct cfg_limits *l)
+{
+    if (!want_mapping(v, k, m)) {
+        return;
+    }
+    size_t inherited = l->queue_rate_count;
+    if (m->count == 0) {
+        return;
+    }
+    l->queue_rates = sl_xrealloc(l->queue_rates, (inherited + m->count) * sizeof(*l->queue_rates));
+    for (size_t i = 0; i < m->count; i++) {
+        const struct cfg__node *name = m->pairs[i].key;
+        char path[512];
+        struct cfg_rate scratch = {0};
+        struct cfg_rate *r = &scratch;
+        if (!cfg__queue_name_valid(name->value, name->len)) {
+            REPORT(v, name,
+                   "invalid queue name %s in %s.queues: use 1 to %d of A-Z a-z 0-9 _ -, "
+                   "optionally ending in .fifo",
+                   qnode(name), section, CFG_QUEUE_NAME_MAX);
+            snprintf(path, sizeof(path), "%s.queues.%s", section, qnode(name));
+        } else {
+            snprintf(path, sizeof(path), "%s.queues.%s", section, name->value);
+            struct cfg_queue_rate key = {.queue = name->value};
+            struct cfg_queue_rate *old =
+                bsearch(&key, l->queue_rates, inherited, sizeof(key), cmp_queue_rate);
+            if (old == NULL) {
+                old = &l->queue_rates[l->queue_rate_count++];
+                *old = (struct cfg_queue_rate){.queue = sl_xstrndup(name->value, name->len)};
+            }
+            r = &old->rate;
+        }
+        load_rate(v, path, name, m->pairs[i].value, r);
+    }
+    qsort(l->queue_rates, l->queue_rate_count, sizeof(*l->queue_rates), cmp_queue_rate);
+}
+
+/* Says why name is not an action key: the batch form of one, a key in the
+ * wrong case, or unknown (listing the keys). */
+static void report_bad_action(struct vctx *v, const char *section, const struct cfg__node *name)
+{
+    enum cfg_action_key key;
+    if (cfg_action_key_of(name->value, name->len, &key)) {
+        REPORT(v, name,
+               "action %s is limited by the key %s in %s.actions (a batch costs one token per "
+               "entry)",
+               qnode(name), cfg_action_key_name(key), section);
+        return;
+    }
+    for (int i = 0; i < CFG_ACTION_KEY_COUNT; i++) {
+        const char *want = cfg_action_key_name((enum cfg_action_key)i);
+        if (name->len == strlen(want) && strncasecmp(name->value, want, name->len) == 0) {
+            REPORT(v, name, "unknown action %s in %s.actions; action names are case-sensitive: %s",
+                   qnode(name), section, want);
+            return;
+        }
+    }
+    struct sl_buf list;
+    sl_buf_init(&list);
+    for (int i = 0; i < CFG_ACTION_KEY_COUNT; i++) {
+        sl_buf_printf(&list, "%s%s", i ? ", " : "", cfg_action_key_name((enum cfg_action_key)i));
+    }
+    REPORT(v, name, "unknown action %s in %s.actions (allowed: %s)", qnode(name), section, list.p);
+    sl_buf_free(&list);
+}
+
+/* limits.actions: action key -> bucket, merged per action. */
+static void load_action_rates(struct vctx *v, const char *section, const struct cfg__node *k,
+                              const struct cfg__node *m, struct cfg_limits *l)
 {
     if (!want_mapping(v, k, m)) {
         return;
     }
     for (size_t i = 0; i < m->count; i++) {
+        const struct cfg__node *name = m->pairs[i].key;
+        struct cfg_rate scratch = {0};
+        struct cfg_rate *r = &scratch;
+        for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
+            if (key_is(name, cfg_action_key_name((enum cfg_action_key)a))) {
+                r = &l->actions[a];
+            }
+        }
+        char path[512];
+        if (r == &scratch) {
+            report_bad_action(v, section, name);
+            snprintf(path, sizeof(path), "%s.actions.%s", section, qnode(name));
+        } else {
+            snprintf(path, sizeof(path), "%s.actions.%s", section, name->value);
+        }
+        load_rate(v, path, name, m->pairs[i].value, r);
+    }
+}
+
+/* section: "defaults.limits" or "tenants.acme.limits". */
+static void load_limits(struct vctx *v, const char *section, const struct cfg__node *k,
+                        const struct cfg__node *m, struct cfg_limits *l)
+{
+    if (!want_mapping(v, k, m)) {
+        return;
+    }
+    char where[512];
+    snprintf(where, sizeof(where), "in %s", section);
+    for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;
         const struct cfg__node *val = m->pairs[i].value;
         if (key_is(key, "requests_per_second")) {
-            double x;
-            if (get_number(v, key, val, &x)) {
-                if (!(x > 0 && x <= RPS_MAX)) {
-                    REPORT(v, val, "requests_per_second must be above 0 and at most %.0f, not %s",
-                           RPS_MAX, qnode(val));
-                } else {
-                    l->requests_per_second = x;
-                }
-            }
+            set_rps(v, key, val, &l->requests_per_second);
         } else if (key_is(key, "burst")) {
             set_u32(v, key, val, 1, BURST_MAX, &l->burst);
         } else if (key_is(key, "max_inflight")) {
@@ -546,6 +701,10 @@ static void load_limits(struct vctx *v, const char *where, const struct cfg__nod
             }
         } else if (key_is(key, "max_long_polls")) {
             set_u32(v, key, val, 1, MAX_LONG_POLLS_MAX, &l->max_long_polls);
+        } else if (key_is(key, "queues")) {
+            load_queue_rates(v, section, key, val, l);
+        } else if (key_is(key, "actions")) {
+            load_action_rates(v, section, key, val, l);
         } else {
             report_unknown(v, SEC_LIMITS, where, key);
         }
@@ -577,9 +736,9 @@ static void load_spill(struct vctx *v, const char *where, const struct cfg__node
 static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__node *key,
                          const struct cfg__node *val, struct tenant_settings *ts)
 {
-    char where[128];
+    char where[sizeof("tenants..limits") + QUOTE_MAX * 4 + 16];
     if (key_is(key, "limits")) {
-        snprintf(where, sizeof(where), "in %s.limits", prefix);
+        snprintf(where, sizeof(where), "%s.limits", prefix);
         load_limits(v, where, key, val, &ts->limits);
     } else if (key_is(key, "spill")) {
         snprintf(where, sizeof(where), "in %s.spill", prefix);
@@ -630,6 +789,7 @@ static void load_tenant(struct vctx *v, const struct cfg__node *name, const stru
 
     struct cfg_tenant t = {0};
     struct tenant_settings ts = *defaults;
+    cfg__limits_own(&ts.limits); /* the tenant's own copy of the per-queue limits */
     const struct cfg__node *akid_node = NULL;
     for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;

@@ -226,10 +226,10 @@ static void fail_missing(struct gw_act_ctx *ctx, const char *param)
     gw__act_fail(ctx, &err);
 }
 
-static bool admit(struct gw_act_ctx *ctx, const char *tenant)
+static bool admit(struct gw_act_ctx *ctx, const struct move_queue *src)
 {
     bool spill = false;
-    return gw__act_admit(ctx, tenant, POL_ACTION_OTHER, 1, &spill);
+    return gw__act_admit(ctx, src->tenant, src->name, POL_ACTION_OTHER, 1, &spill);
 }
 
 /* ---- the runner -------------------------------------------------------------- */
@@ -407,7 +407,7 @@ void gw__act_start_message_move_task(struct gw_act_ctx *ctx)
         fail_missing(ctx, "SourceArn");
         return;
     }
-    if (!admit(ctx, src.tenant)) {
+    if (!admit(ctx, &src)) {
         return;
     }
     struct part_queue_list sources;
@@ -520,7 +520,7 @@ void gw__act_list_message_move_tasks(struct gw_act_ctx *ctx)
         fail_missing(ctx, "SourceArn");
         return;
     }
-    if (!admit(ctx, src.tenant)) {
+    if (!admit(ctx, &src)) {
         return;
     }
     struct gw_move_registry *reg = registry_if_any(ctx->api);
@@ -575,7 +575,7 @@ void gw__act_cancel_message_move_task(struct gw_act_ctx *ctx)
         fail_missing(ctx, "SourceArn");
         return;
     }
-    if (!admit(ctx, src.tenant)) {
+    if (!admit(ctx, &src)) {
         return;
     }
     struct gw_move_registry *reg = registry_if_any(ctx->api);

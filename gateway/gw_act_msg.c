@@ -175,7 +175,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
         return;
     }
     bool spill = false;
-    if (!gw__act_admit(ctx, q.tenant, POL_ACTION_SEND, (uint32_t)b->job_count, &spill)) {
+    if (!gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_SEND, (uint32_t)b->job_count, &spill)) {
         free(b);
         return;
     }
@@ -401,7 +401,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         return;
     }
     bool spill_unused;
-    if (!gw__act_admit(ctx, q.tenant, POL_ACTION_RECEIVE, 1, &spill_unused)) {
+    if (!gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_RECEIVE, 1, &spill_unused)) {
         return;
     }
     uint32_t max = (uint32_t)r->max_number_of_messages;
@@ -605,7 +605,7 @@ static void receipts_act(struct gw_act_ctx *ctx)
         return;
     }
     bool spill_unused;
-    if (!gw__act_admit(ctx, q.tenant, POL_ACTION_OTHER, (uint32_t)count, &spill_unused)) {
+    if (!gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_OTHER, (uint32_t)count, &spill_unused)) {
         return;
     }
     struct msg_batch *b = batch_new(ctx, count);

@@ -89,12 +89,14 @@ void gw__act_queue_arn(const struct gw_act_ctx *ctx, const char *tenant, const c
  * Returns k. */
 uint32_t gw__act_shard(struct gw_act_ctx *ctx, const char *tenant, const uint32_t **shard);
 
-/* Asks policy whether the request may go on. Admin requests are never
- * limited. On THROTTLE it fails ctx (RequestThrottled, or OverLimit for
- * the in-flight bound) and returns false; otherwise returns true with
- * *spill telling a send to use the overflow lane. */
-bool gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, enum pol_action_class action,
-                   uint32_t cost, bool *spill);
+/* Asks policy whether the request may go on: the tenant's bucket, the
+ * per-queue bucket of the tenant's queue named queue and the per-action
+ * bucket of ctx->action, where the configuration sets them. Admin
+ * requests are never limited. On THROTTLE it fails ctx (RequestThrottled,
+ * or OverLimit for the in-flight bound) and returns false; otherwise
+ * returns true with *spill telling a send to use the overflow lane. */
+bool gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
+                   enum pol_action_class action, uint32_t cost, bool *spill);
 
 /* Finishes ctx with a 200 and body (stolen; NULL = empty body). */
 void gw__act_reply(struct gw_act_ctx *ctx, struct json_t *body);

@@ -90,15 +90,28 @@ uint32_t gw__act_shard(struct gw_act_ctx *ctx, const char *tenant, const uint32_
     return k;
 }
 
-bool gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, enum pol_action_class action,
-                   uint32_t cost, bool *spill)
+/* The per-action bucket of the request's action, or NULL: ctx->action is
+ * exact, and a batch action shares its single form's key. */
+static struct pol_gcra *action_rate(const struct gw_act_ctx *ctx, struct pol_tenant_state *state)
+{
+    const char *name = gw_sqs_action_name(ctx->action);
+    enum cfg_action_key key;
+    if (!cfg_action_key_of(name, strlen(name), &key)) {
+        return NULL;
+    }
+    return pol_tenant_action_rate(state, key);
+}
+
+bool gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
+                   enum pol_action_class action, uint32_t cost, bool *spill)
 {
     *spill = false;
     if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN) {
         return true; /* the contract: admin requests are not counted */
     }
     const struct cfg_tenant *t = ctx->principal.tenant;
-    struct pol_tenant_state *state = pol_limiter_find(ctx->api->limiter, tenant, strlen(tenant));
+    struct pol_limiter *limiter = ctx->api->limiter;
+    struct pol_tenant_state *state = pol_limiter_find(limiter, tenant, strlen(tenant));
     if (state == NULL) {
         return true; /* a tenant the limiter has not seen yet: next reload adds it */
     }
@@ -112,6 +125,8 @@ bool gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, enum pol_action_c
         .backlog = backlog > 0 ? (uint64_t)backlog : 0,
         .inflight = inflight > 0 ? (uint64_t)inflight : 0,
         .now_ns = sl_mono_ns(),
+        .queue_rate = pol_limiter_queue_rate(limiter, state, queue, strlen(queue)),
+        .action_rate = action_rate(ctx, state),
     };
     struct pol_admit_result res;
     switch (pol_admit(&state->rate, &in, &res)) {
@@ -132,6 +147,12 @@ bool gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, enum pol_action_c
         gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED,
                        "Tenant %s has reached its backlog limit of %llu stored messages.", tenant,
                        (unsigned long long)t->limits.max_backlog);
+    } else if (res.reason == POL_REASON_QUEUE_RATE) {
+        gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for queue %s of tenant %s.",
+                       queue, tenant);
+    } else if (res.reason == POL_REASON_ACTION_RATE) {
+        gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for %s of tenant %s.",
+                       gw_sqs_action_name(ctx->action), tenant);
     } else {
         gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.", tenant);
     }

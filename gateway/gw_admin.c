@@ -222,6 +222,49 @@ static void answer_metrics(struct admin_loop *l, const struct cfg_snapshot *snap
 
 /* ---- GET /tenants ------------------------------------------------------------------ */
 
+static json_t *rate_json(const struct cfg_rate *r)
+{
+    return json_pack("{s:f, s:I}", "requests_per_second", r->requests_per_second, "burst",
+                     (json_int_t)r->burst);
+}
+
+static json_int_t tokens_now(struct pol_gcra *g, uint64_t now_ns)
+{
+    return g != NULL ? (json_int_t)SL_MIN(pol_gcra_available(g, now_ns), (uint64_t)INT64_MAX) : 0;
+}
+
+/* limits.queues and limits.actions into limits, and the tokens each of
+ * those buckets holds now into usage, keyed alike. */
+static void add_keyed_limits(struct admin_loop *l, const struct cfg_tenant *t,
+                             struct pol_tenant_state *st, uint64_t now_ns, json_t *limits,
+                             json_t *usage)
+{
+    json_t *queues = json_object(), *queue_tokens = json_object();
+    json_t *actions = json_object(), *action_tokens = json_object();
+    for (size_t i = 0; i < t->limits.queue_rate_count; i++) {
+        const struct cfg_queue_rate *q = &t->limits.queue_rates[i];
+        struct pol_gcra *g =
+            st != NULL ? pol_limiter_queue_rate(l->api->limiter, st, q->queue, strlen(q->queue))
+                       : NULL;
+        json_object_set_new(queues, q->queue, rate_json(&q->rate));
+        json_object_set_new(queue_tokens, q->queue, json_integer(tokens_now(g, now_ns)));
+    }
+    for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
+        const struct cfg_rate *r = &t->limits.actions[a];
+        const char *name = cfg_action_key_name((enum cfg_action_key)a);
+        if (r->requests_per_second > 0) {
+            struct pol_gcra *g =
+                st != NULL ? pol_tenant_action_rate(st, (enum cfg_action_key)a) : NULL;
+            json_object_set_new(actions, name, rate_json(r));
+            json_object_set_new(action_tokens, name, json_integer(tokens_now(g, now_ns)));
+        }
+    }
+    json_object_set_new(limits, "queues", queues);
+    json_object_set_new(limits, "actions", actions);
+    json_object_set_new(usage, "queue_tokens_available", queue_tokens);
+    json_object_set_new(usage, "action_tokens_available", action_tokens);
+}
+
 static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uint64_t now_ns)
 {
     int64_t backlog = 0, inflight = 0;
@@ -230,7 +273,7 @@ static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uin
     uint64_t tokens = st != NULL ? pol_gcra_available(&st->rate, now_ns) : 0;
     uint32_t polls = st != NULL ? pol_slots_used(&st->long_polls) : 0;
     const struct cfg_limits *lim = &t->limits;
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:{s:f, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}", "name",
         t->name, "limits", "requests_per_second", lim->requests_per_second, "burst",
         (json_int_t)lim->burst, "max_inflight", (json_int_t)lim->max_inflight, "max_backlog",
@@ -240,6 +283,8 @@ static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uin
         (json_int_t)t->spill.aged_after_seconds, "usage", "tokens_available",
         (json_int_t)SL_MIN(tokens, (uint64_t)INT64_MAX), "long_polls", (json_int_t)polls, "backlog",
         (json_int_t)backlog, "inflight", (json_int_t)inflight);
+    add_keyed_limits(l, t, st, now_ns, json_object_get(o, "limits"), json_object_get(o, "usage"));
+    return o;
 }
 
 static void answer_tenants(struct admin_loop *l, const struct cfg_snapshot *snap,

@@ -90,13 +90,6 @@ static bool str_eq(const char *a, const char *b)
     return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-static bool limits_eq(const struct cfg_limits *a, const struct cfg_limits *b)
-{
-    return a->requests_per_second == b->requests_per_second && a->burst == b->burst &&
-           a->max_inflight == b->max_inflight && a->max_backlog == b->max_backlog &&
-           a->max_long_polls == b->max_long_polls;
-}
-
 /* Logs, in a few lines, what a reload changes for tenants. */
 static void log_tenant_changes(const struct cfg_snapshot *old_s, const struct cfg_snapshot *new_s)
 {
@@ -110,7 +103,7 @@ static void log_tenant_changes(const struct cfg_snapshot *old_s, const struct cf
         if (!str_eq(o->access_key_id, n->access_key_id) ||
             !str_eq(o->secret_access_key, n->secret_access_key))
             sl_log(SL_LOG_INFO, "main", "reload: tenant %s: credentials changed", n->name);
-        if (!limits_eq(&o->limits, &n->limits) || o->on_excess != n->on_excess ||
+        if (!cfg_limits_equal(&o->limits, &n->limits) || o->on_excess != n->on_excess ||
             o->spill.delay_seconds != n->spill.delay_seconds ||
             o->spill.aged_after_seconds != n->spill.aged_after_seconds)
             sl_log(SL_LOG_INFO, "main", "reload: tenant %s: limits changed", n->name);
@@ -156,7 +149,7 @@ static void reload(struct process *p)
         sl_log(SL_LOG_WARN, "main", "reload: needs a restart to take effect: %s", restart);
     log_runtime_restart_changes(cur, next);
     log_tenant_changes(cur, next);
-    if (!limits_eq(&cur->default_limits, &next->default_limits))
+    if (!cfg_limits_equal(&cur->default_limits, &next->default_limits))
         sl_log(SL_LOG_INFO, "main", "reload: default limits changed");
     if (cur->log_requests != next->log_requests)
         sl_log(SL_LOG_INFO, "main", "reload: request log %s", next->log_requests ? "on" : "off");

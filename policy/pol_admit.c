@@ -45,10 +45,38 @@ enum pol_verdict pol_admit(struct pol_gcra *rate, const struct pol_admit_input *
     if (send) {
         out->rate_ppm = pol_backpressure_ppm(limits, in->backlog);
     }
-    if (pol_gcra_take(rate, in->cost, out->rate_ppm, in->now_ns, &retry)) {
-        return out->verdict;
+    /* Every bucket must pass. They are taken one after the other, the
+     * narrow ones first at full rate, and the ones taken are given back
+     * when a later one refuses. Checking all before taking any would not
+     * be exact: another thread can empty a bucket between the check and
+     * the take. Taking and refunding never admits more than a bucket
+     * holds; the cost is that a concurrent request may see, for a moment,
+     * tokens missing that are about to come back. The tenant's bucket
+     * comes last because its take may be slowed by back-pressure, which a
+     * refund could not undo exactly. */
+    struct pol_gcra *const narrow[2] = {in->action_rate, in->queue_rate};
+    static const enum pol_reason narrow_reason[2] = {POL_REASON_ACTION_RATE, POL_REASON_QUEUE_RATE};
+    enum pol_reason refused = POL_REASON_NONE;
+    size_t passed = 0; /* narrow[0..passed) took their tokens (or are NULL) */
+    for (; passed < 2; passed++) {
+        if (narrow[passed] != NULL &&
+            !pol_gcra_take(narrow[passed], in->cost, POL_PPM, in->now_ns, &retry)) {
+            refused = narrow_reason[passed];
+            break;
+        }
     }
-    out->reason = POL_REASON_RATE;
+    if (refused == POL_REASON_NONE) {
+        if (pol_gcra_take(rate, in->cost, out->rate_ppm, in->now_ns, &retry)) {
+            return out->verdict;
+        }
+        refused = POL_REASON_RATE;
+    }
+    while (passed-- > 0) {
+        if (narrow[passed] != NULL) {
+            pol_gcra_refund(narrow[passed], in->cost);
+        }
+    }
+    out->reason = refused;
     if (send && in->tenant->on_excess == CFG_EXCESS_SPILL) {
         out->verdict = POL_SPILL;
         return out->verdict;

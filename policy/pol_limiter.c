@@ -9,10 +9,18 @@
  * leaves the configuration and comes back resumes with the budget it had,
  * which is what stops a reload from being a free burst.
  *
- * Threading: a rwlock guards the array. find() takes it shared, apply()
- * exclusive (a reload is rare and short). Takes never touch the lock: they
- * work on a state pointer with the lock-free GCRA and slot operations, and
- * apply() changes rates through the same lock-free setters.
+ * Inside a state, the per-action rules are a fixed array and the per-queue
+ * rules a sorted array of pointers to rules allocated one by one, kept
+ * the same way: a rule whose key a reload removes turns inactive and stays
+ * (a pointer another thread looked up just before remains valid, and the
+ * key resumes its level if it comes back); the memory this keeps is one
+ * small rule per (tenant, queue) name ever configured.
+ *
+ * Threading: a rwlock guards the array and every state's queue rules.
+ * find() and queue_rate() take it shared, apply() exclusive (a reload is
+ * rare and short). Takes never touch the lock: they work on a state or
+ * rule pointer with the lock-free GCRA and slot operations, and apply()
+ * changes rates and the active flags through the same lock-free setters.
  * Ownership: the limiter owns the states; snapshots are only read.
  */
 #include "pol.h"
@@ -20,6 +28,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+struct pol__queue_rule {
+    char queue[CFG_QUEUE_NAME_MAX + 1]; /* NUL-terminated; read-only */
+    struct pol_rate_rule rule;
+};
 
 struct pol_limiter {
     pthread_rwlock_t lock;
@@ -52,14 +65,29 @@ static int name_cmp(const char *a, const char *b, size_t b_len)
     return a_len < b_len ? -1 : (a_len > b_len);
 }
 
-/* Index of name, or of where it would be inserted; *found says which. */
-static size_t search(const struct pol_limiter *l, const char *name, size_t len, bool *found)
+/* The name of element i of a sorted array of pointers (states or rules). */
+typedef const char *name_at_fn(const void *array, size_t i);
+
+static const char *state_name(const void *array, size_t i)
 {
-    size_t lo = 0, hi = l->count;
+    return ((struct pol_tenant_state *const *)array)[i]->name;
+}
+
+static const char *queue_rule_name(const void *array, size_t i)
+{
+    return ((struct pol__queue_rule *const *)array)[i]->queue;
+}
+
+/* Index of name in array[0..count), or of where it would be inserted;
+ * *found says which. */
+static size_t search(const void *array, size_t count, name_at_fn *name_at, const char *name,
+                     size_t len, bool *found)
+{
+    size_t lo = 0, hi = count;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = name_cmp(l->states[mid]->name, name, len);
+        int c = name_cmp(name_at(array, mid), name, len);
         if (c == 0) {
             *found = true;
             return mid;
@@ -74,7 +102,89 @@ static size_t search(const struct pol_limiter *l, const char *name, size_t len, 
     return lo;
 }
 
-static void insert_at(struct pol_limiter *l, size_t at, const struct cfg_tenant *t)
+static size_t search_state(const struct pol_limiter *l, const char *name, size_t len, bool *found)
+{
+    return search(l->states, l->count, state_name, name, len, found);
+}
+
+static size_t search_queue(const struct pol_tenant_state *s, const char *queue, size_t len,
+                           bool *found)
+{
+    return search(s->_queues, s->_queue_count, queue_rule_name, queue, len, found);
+}
+
+/* Opens a slot at `at` in an array of *count elements of `size` bytes,
+ * growing it when full; returns the (maybe moved) array. */
+static void *open_slot(void *array, size_t *count, size_t *cap, size_t at, size_t size)
+{
+    if (*count == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        array = sl_xrealloc(array, *cap * size);
+    }
+    memmove((char *)array + (at + 1) * size, (char *)array + at * size, (*count - at) * size);
+    (*count)++;
+    return array;
+}
+
+/* A rule starts unlimited and inactive, so that its first activation
+ * (pol_gcra_set_rate from "unlimited") starts it full. */
+static void rule_init(struct pol_rate_rule *r)
+{
+    pol_gcra_init(&r->rate, 0, 0);
+    atomic_init(&r->active, false);
+}
+
+/* Follows the snapshot: an unset rate turns the rule inactive and leaves
+ * its level alone; a set one keeps the level under the new rate (no free
+ * burst) and turns it active after the rate is in place. */
+static void rule_apply(struct pol_rate_rule *r, const struct cfg_rate *want, uint64_t now_ns)
+{
+    if (want == NULL || want->requests_per_second <= 0) {
+        atomic_store(&r->active, false);
+        return;
+    }
+    pol_gcra_set_rate(&r->rate, want->requests_per_second, want->burst, now_ns);
+    atomic_store(&r->active, true);
+}
+
+static struct pol_gcra *rule_rate(struct pol_rate_rule *r)
+{
+    return atomic_load(&r->active) ? &r->rate : NULL;
+}
+
+/* The tenant's per-action and per-queue rules follow t's limits. */
+static void apply_rules(struct pol_tenant_state *s, const struct cfg_limits *limits,
+                        uint64_t now_ns)
+{
+    for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
+        rule_apply(&s->actions[a], &limits->actions[a], now_ns);
+    }
+    /* Queues the snapshot no longer names turn inactive... */
+    for (size_t i = 0; i < s->_queue_count; i++) {
+        const char *q = s->_queues[i]->queue;
+        rule_apply(&s->_queues[i]->rule, cfg_find_queue_rate(limits, q, strlen(q)), now_ns);
+    }
+    /* ...and those it names are added (full) or were just updated. */
+    for (size_t i = 0; i < limits->queue_rate_count; i++) {
+        const struct cfg_queue_rate *want = &limits->queue_rates[i];
+        size_t len = strlen(want->queue);
+        bool found;
+        size_t at = search_queue(s, want->queue, len, &found);
+        if (found) {
+            continue;
+        }
+        struct pol__queue_rule *r = sl_xcalloc(1, sizeof(*r));
+        /* cfg validates queue names to 1..80 characters. */
+        SL_ASSERT(len > 0 && len < sizeof(r->queue));
+        memcpy(r->queue, want->queue, len + 1);
+        rule_init(&r->rule);
+        rule_apply(&r->rule, &want->rate, now_ns);
+        s->_queues = open_slot(s->_queues, &s->_queue_count, &s->_queue_cap, at, sizeof(r));
+        s->_queues[at] = r;
+    }
+}
+
+static void insert_at(struct pol_limiter *l, size_t at, const struct cfg_tenant *t, uint64_t now_ns)
 {
     struct pol_tenant_state *s = sl_xcalloc(1, sizeof(*s));
     size_t len = strlen(t->name);
@@ -84,13 +194,12 @@ static void insert_at(struct pol_limiter *l, size_t at, const struct cfg_tenant 
     memcpy(s->name, t->name, len + 1);
     pol_gcra_init(&s->rate, t->limits.requests_per_second, t->limits.burst);
     pol_slots_init(&s->long_polls, t->limits.max_long_polls);
-    if (l->count == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->states = sl_xrealloc(l->states, l->cap * sizeof(*l->states));
+    for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
+        rule_init(&s->actions[a]);
     }
-    memmove(&l->states[at + 1], &l->states[at], (l->count - at) * sizeof(*l->states));
+    apply_rules(s, &t->limits, now_ns);
+    l->states = open_slot(l->states, &l->count, &l->cap, at, sizeof(s));
     l->states[at] = s;
-    l->count++;
 }
 
 struct pol_limiter *pol_limiter_new(const struct cfg_snapshot *snap, uint64_t now_ns)
@@ -109,6 +218,10 @@ void pol_limiter_free(struct pol_limiter *l)
         return;
     }
     for (size_t i = 0; i < l->count; i++) {
+        for (size_t q = 0; q < l->states[i]->_queue_count; q++) {
+            free(l->states[i]->_queues[q]);
+        }
+        free(l->states[i]->_queues);
         free(l->states[i]);
     }
     free(l->states);
@@ -122,15 +235,16 @@ void pol_limiter_apply(struct pol_limiter *l, const struct cfg_snapshot *snap, u
     for (size_t i = 0; i < snap->tenant_count; i++) {
         const struct cfg_tenant *t = &snap->tenants[i];
         bool found;
-        size_t at = search(l, t->name, strlen(t->name), &found);
+        size_t at = search_state(l, t->name, strlen(t->name), &found);
 
         if (!found) {
-            insert_at(l, at, t);
+            insert_at(l, at, t, now_ns);
             continue;
         }
         pol_gcra_set_rate(&l->states[at]->rate, t->limits.requests_per_second, t->limits.burst,
                           now_ns);
         pol_slots_set_max(&l->states[at]->long_polls, t->limits.max_long_polls);
+        apply_rules(l->states[at], &t->limits, now_ns);
     }
     pthread_rwlock_unlock(&l->lock);
 }
@@ -142,7 +256,7 @@ struct pol_tenant_state *pol_limiter_find(struct pol_limiter *l, const char *nam
     size_t at;
 
     lock_shared(l);
-    at = search(l, name, len, &found);
+    at = search_state(l, name, len, &found);
     if (found) {
         s = l->states[at];
     }
@@ -158,6 +272,28 @@ size_t pol_limiter_count(struct pol_limiter *l)
     n = l->count;
     pthread_rwlock_unlock(&l->lock);
     return n;
+}
+
+struct pol_gcra *pol_limiter_queue_rate(struct pol_limiter *l, struct pol_tenant_state *t,
+                                        const char *queue, size_t len)
+{
+    struct pol_gcra *g = NULL;
+    bool found;
+    size_t at;
+
+    lock_shared(l);
+    at = search_queue(t, queue, len, &found);
+    if (found) {
+        g = rule_rate(&t->_queues[at]->rule);
+    }
+    pthread_rwlock_unlock(&l->lock);
+    return g;
+}
+
+struct pol_gcra *pol_tenant_action_rate(struct pol_tenant_state *t, enum cfg_action_key action)
+{
+    SL_ASSERT((unsigned)action < CFG_ACTION_KEY_COUNT);
+    return rule_rate(&t->actions[action]);
 }
 
 bool pol_long_poll_acquire(struct pol_tenant_state *t)

@@ -156,6 +156,23 @@ bool pol_gcra_take(struct pol_gcra *g, uint32_t cost, uint32_t rate_ppm, uint64_
     }
 }
 
+void pol_gcra_refund(struct pol_gcra *g, uint32_t cost)
+{
+    uint64_t give = sat_mul(cost, atomic_load(&g->interval_ns));
+    uint64_t tat = atomic_load(&g->tat_ns);
+
+    /* A full-rate take moved TAT from max(TAT, now) by exactly cost * T
+     * (the cap on slowed takes never applies to it), and takes add to TAT:
+     * moving it back is as if the take never happened, whatever other
+     * takes did meanwhile, as long as TAT has not passed the present in
+     * between (the bucket refilled to full). Only then can the refund give
+     * up to cost tokens too many, to a bucket that was full a moment ago.
+     * A TAT that lands in the past just means full. */
+    while (give != 0 &&
+           !atomic_compare_exchange_weak(&g->tat_ns, &tat, tat > give ? tat - give : 0)) {
+    }
+}
+
 uint64_t pol_gcra_available(struct pol_gcra *g, uint64_t now_ns)
 {
     uint64_t iv = atomic_load(&g->interval_ns);

@@ -37,13 +37,67 @@ struct cfg_endpoint {
     uint16_t port;
 };
 
+/* The SQS actions a per-action limit (limits.actions) can name: the ones
+ * admission counts. A batch action is limited by the key of its single
+ * form (SendMessageBatch by SendMessage), one token per entry, so that
+ * batching cannot get round a limit. */
+enum cfg_action_key {
+    CFG_ACTION_SEND_MESSAGE,
+    CFG_ACTION_RECEIVE_MESSAGE,
+    CFG_ACTION_DELETE_MESSAGE,
+    CFG_ACTION_CHANGE_MESSAGE_VISIBILITY,
+    CFG_ACTION_START_MESSAGE_MOVE_TASK,
+    CFG_ACTION_LIST_MESSAGE_MOVE_TASKS,
+    CFG_ACTION_CANCEL_MESSAGE_MOVE_TASK,
+    CFG_ACTION_KEY_COUNT
+};
+
+/* The YAML key of an action key ("SendMessage"); NULL when out of range. */
+const char *cfg_action_key_name(enum cfg_action_key k);
+
+/* The key whose limit applies to the SQS action named name (not
+ * NUL-terminated): "SendMessageBatch" -> CFG_ACTION_SEND_MESSAGE. Returns
+ * false when admission does not count that action. */
+bool cfg_action_key_of(const char *name, size_t len, enum cfg_action_key *out);
+
+/* A token bucket: refill rate and size. requests_per_second 0 = not set
+ * (no such limit); when set, both are. */
+struct cfg_rate {
+    double requests_per_second;
+    uint32_t burst;
+};
+
+/* SQS's longest queue name (".fifo" included). */
+#define CFG_QUEUE_NAME_MAX 80
+
+/* A per-queue limit (limits.queues.NAME). */
+struct cfg_queue_rate {
+    char *queue; /* a queue name: 1..80 of [A-Za-z0-9_-], or ending in .fifo */
+    struct cfg_rate rate;
+};
+
 struct cfg_limits {
     double requests_per_second; /* token refill rate; a batch costs one per entry */
     uint32_t burst;             /* bucket size, in tokens */
     uint32_t max_inflight;      /* received-but-not-deleted messages, all queues */
     uint64_t max_backlog;       /* stored messages (all lanes) before sends throttle */
     uint32_t max_long_polls;    /* concurrent waiting ReceiveMessage calls */
+    /* limits.actions, by key; requests_per_second 0 where none is set */
+    struct cfg_rate actions[CFG_ACTION_KEY_COUNT];
+    /* limits.queues, sorted by queue name (strcmp); owned by the snapshot.
+     * A snapshot made by hand may leave both zero (no per-queue limits). */
+    size_t queue_rate_count;
+    struct cfg_queue_rate *queue_rates;
 };
+
+/* The per-queue limit of limits for queue (not NUL-terminated), or NULL
+ * when none is set. Borrowed from limits. Binary search. */
+const struct cfg_rate *cfg_find_queue_rate(const struct cfg_limits *limits, const char *queue,
+                                           size_t len);
+
+/* True when a and b hold the same limits, per-queue and per-action ones
+ * included (for logging what a reload changes). */
+bool cfg_limits_equal(const struct cfg_limits *a, const struct cfg_limits *b);
 
 struct cfg_spill {
     uint32_t delay_seconds;      /* spilled messages stay invisible this long */

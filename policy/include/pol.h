@@ -6,8 +6,9 @@
  *      rendezvous hashing = shuffle sharding), which of them a send goes to
  *      (the one with the fewest ready messages, as AWS Lambda does) and which
  *      partitions a receive must read;
- *   2. per-tenant rate limits (GCRA, lock-free) and the registry that keeps
- *      one budget per tenant across SIGHUP reloads;
+ *   2. per-tenant rate limits (GCRA, lock-free), with optional per-queue
+ *      and per-action buckets inside a tenant, and the registry that keeps
+ *      every budget across SIGHUP reloads;
  *   3. admission of a request: ADMIT, SPILL or THROTTLE, with back-pressure
  *      that shrinks the admitted send rate as the tenant's backlog grows, and
  *      how many messages a receive may take under max_inflight;
@@ -126,6 +127,14 @@ void pol_gcra_set_rate(struct pol_gcra *g, double requests_per_second, uint32_t 
 bool pol_gcra_take(struct pol_gcra *g, uint32_t cost, uint32_t rate_ppm, uint64_t now_ns,
                    uint64_t *retry_after_ns);
 
+/* Gives back `cost` tokens that pol_gcra_take() took at full rate
+ * (rate_ppm POL_PPM) and that the request did not use after all: another
+ * bucket refused it. The level never rises above burst (a full meter stays
+ * full). Lock-free. Exact when called right after the take (before the
+ * meter could refill to full); off by at most cost tokens otherwise, and
+ * by the rate's change when a reload came in between. */
+void pol_gcra_refund(struct pol_gcra *g, uint32_t cost);
+
 /* Tokens available at now_ns (for metrics and tests; racy by nature). */
 uint64_t pol_gcra_available(struct pol_gcra *g, uint64_t now_ns);
 
@@ -146,11 +155,30 @@ bool pol_slots_acquire(struct pol_slots *s);
 void pol_slots_release(struct pol_slots *s);
 uint32_t pol_slots_used(const struct pol_slots *s);
 
+/* A per-queue or per-action bucket of a tenant (limits.queues.NAME,
+ * limits.actions.NAME). When a reload removes its key the rule turns
+ * inactive: it limits nothing but keeps its level, so that putting the key
+ * back resumes where it was, as a tenant that leaves and comes back does. */
+struct pol_rate_rule {
+    struct pol_gcra rate;
+    _Atomic bool active; /* configured in the snapshot applied last */
+};
+
+struct pol__queue_rule; /* private: a named struct pol_rate_rule */
+
 /* What sluice keeps per tenant across reloads. */
 struct pol_tenant_state {
     char name[65];               /* NUL-terminated; read-only */
     struct pol_gcra rate;        /* limits.requests_per_second / burst */
     struct pol_slots long_polls; /* limits.max_long_polls (0 = unlimited) */
+    /* limits.actions, by key; use pol_tenant_action_rate() */
+    struct pol_rate_rule actions[CFG_ACTION_KEY_COUNT];
+    /* private: limits.queues, sorted by queue name, each rule allocated
+     * once and never moved; guarded by the limiter's lock. Use
+     * pol_limiter_queue_rate(). */
+    struct pol__queue_rule **_queues;
+    size_t _queue_count;
+    size_t _queue_cap;
 };
 
 /* One struct pol_tenant_state per tenant name ever configured. */
@@ -168,6 +196,10 @@ void pol_limiter_free(struct pol_limiter *l);
  * bucket level and long-poll holders and take the new limits; new tenants
  * start full; tenants that disappeared keep their state (memory) until the
  * limiter is freed, so a tenant that comes back resumes where it was.
+ * The same holds for each per-queue and per-action bucket of a tenant: a
+ * key that stays keeps its level under its new rate and burst, a new key
+ * starts full, a removed key turns inactive (limits nothing) and keeps its
+ * level and its memory until the limiter is freed.
  * Safe to call while other threads look up and take. */
 void pol_limiter_apply(struct pol_limiter *l, const struct cfg_snapshot *snap, uint64_t now_ns);
 
@@ -178,6 +210,18 @@ struct pol_tenant_state *pol_limiter_find(struct pol_limiter *l, const char *nam
 
 /* How many tenant states the limiter holds (current and retired). */
 size_t pol_limiter_count(struct pol_limiter *l);
+
+/* The bucket limits.queues sets for tenant t's queue named queue (not
+ * NUL-terminated), or NULL when the snapshot applied last sets none. t
+ * must come from pol_limiter_find(l, ...). The pointer stays valid until
+ * pol_limiter_free(); takes on it are lock-free, the lookup takes the
+ * limiter's lock shared, as pol_limiter_find() does. */
+struct pol_gcra *pol_limiter_queue_rate(struct pol_limiter *l, struct pol_tenant_state *t,
+                                        const char *queue, size_t len);
+
+/* The bucket limits.actions sets for tenant t and action, or NULL when
+ * the snapshot applied last sets none. Lock-free; valid as t is. */
+struct pol_gcra *pol_tenant_action_rate(struct pol_tenant_state *t, enum cfg_action_key action);
 
 /* ==== 3. admission and back-pressure ==================================== */
 
@@ -198,10 +242,12 @@ enum pol_verdict {
 };
 
 enum pol_reason {
-    POL_REASON_NONE,     /* admitted within the rate */
-    POL_REASON_RATE,     /* over requests_per_second / burst (maybe shrunk) */
-    POL_REASON_BACKLOG,  /* the send would take the backlog past max_backlog */
-    POL_REASON_INFLIGHT, /* a receive while in-flight is at max_inflight */
+    POL_REASON_NONE,        /* admitted within the rate */
+    POL_REASON_RATE,        /* over requests_per_second / burst (maybe shrunk) */
+    POL_REASON_BACKLOG,     /* the send would take the backlog past max_backlog */
+    POL_REASON_INFLIGHT,    /* a receive while in-flight is at max_inflight */
+    POL_REASON_QUEUE_RATE,  /* over the queue's limits.queues bucket */
+    POL_REASON_ACTION_RATE, /* over the action's limits.actions bucket */
 };
 
 struct pol_admit_input {
@@ -211,6 +257,10 @@ struct pol_admit_input {
     uint64_t backlog;  /* the tenant's stored messages, all queues and lanes */
     uint64_t inflight; /* the tenant's received-but-not-deleted messages */
     uint64_t now_ns;   /* monotonic */
+    /* The request's other buckets (borrowed), NULL where none applies:
+     * pol_limiter_queue_rate() and pol_tenant_action_rate(). */
+    struct pol_gcra *queue_rate;
+    struct pol_gcra *action_rate;
 };
 
 struct pol_admit_result {
@@ -221,17 +271,23 @@ struct pol_admit_result {
 };
 
 /* Decides one request, whole (a batch is admitted or refused as a unit),
- * taking in->cost tokens from `rate` when it is admitted within the rate.
- * Rules, in order:
+ * taking in->cost tokens from every bucket that applies when it is
+ * admitted: in->action_rate, in->queue_rate (when not NULL) and the
+ * tenant's `rate`. Rules, in order:
  *   - RECEIVE with max_inflight > 0 and inflight >= max_inflight: THROTTLE
  *     (INFLIGHT);
  *   - SEND with max_backlog > 0 and backlog + cost > max_backlog: THROTTLE
  *     (BACKLOG), in both on_excess modes;
- *   - take cost tokens at the rate fraction pol_backpressure_ppm() gives
- *     (sends) or at full rate (others): ADMIT when they are there;
- *   - over the rate: a SEND of a spill-mode tenant SPILLs (spending no
- *     tokens); anything else THROTTLEs (RATE) with a retry hint.
- * Refused requests spend no tokens. Returns out->verdict. */
+ *   - take cost tokens from the action's bucket, then the queue's (both at
+ *     full rate), then the tenant's at the rate fraction
+ *     pol_backpressure_ppm() gives (sends) or at full rate (others): ADMIT
+ *     when every bucket had them;
+ *   - a bucket refused (reason ACTION_RATE, QUEUE_RATE or RATE): the tokens
+ *     already taken from the buckets before it are given back
+ *     (pol_gcra_refund), then a SEND of a spill-mode tenant SPILLs;
+ *     anything else THROTTLEs with the refusing bucket's retry hint.
+ * Refused and spilled requests spend no tokens in any bucket. Returns
+ * out->verdict. */
 enum pol_verdict pol_admit(struct pol_gcra *rate, const struct pol_admit_input *in,
                            struct pol_admit_result *out);
 

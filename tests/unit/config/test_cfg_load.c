@@ -62,10 +62,21 @@ static const struct cfg_tenant *tenant(const struct cfg_snapshot *s, const char 
  * directory of the bad files. */
 struct bad_case {
     const char *file;
-    const char *expected[8];
+    const char *expected[12];
 };
 
 static const struct bad_case bad_cases[] = {
+    {"action_limits.yaml",
+     {"4:7: action \"SendMessageBatch\" is limited by the key SendMessage in "
+      "defaults.limits.actions (a batch costs one token per entry)",
+      "11:9: unknown action \"receivemessage\" in tenants.acme.limits.actions; action names are "
+      "case-sensitive: ReceiveMessage",
+      "12:9: unknown action \"CreateQueue\" in tenants.acme.limits.actions (allowed: "
+      "SendMessage, ReceiveMessage, DeleteMessage, ChangeMessageVisibility, "
+      "StartMessageMoveTask, ListMessageMoveTasks, CancelMessageMoveTask)",
+      "13:47: requests_per_second must be a number, not \"fast\"",
+      "15:9: duplicate key \"DeleteMessage\" (first defined on line 14)",
+      "16:15: queues must be a mapping, not a list"}},
     {"admin_incomplete.yaml",
      {"1:1: missing access_key_id in admin", "1:1: missing secret_access_key in admin",
       "2:11: admin.listen must differ from listen (127.0.0.1:9324 by default)"}},
@@ -111,6 +122,18 @@ static const struct bad_case bad_cases[] = {
       "8:16: on_excess must be reject or spill, not \"queue\"",
       "9:3: invalid tenant name \"no/slash\": use 1 to 64 of A-Z a-z 0-9 _ -",
       "10:20: access key id \"AKIDACME\" is already used by tenant \"acme\" (line 6)"}},
+    {"queue_limits.yaml",
+     {"7:9: invalid queue name \"bad name\" in tenants.acme.limits.queues: use 1 to 80 of A-Z "
+      "a-z 0-9 _ -, optionally ending in .fifo",
+      "8:9: missing burst in tenants.acme.limits.queues.no-burst",
+      "9:9: missing requests_per_second in tenants.acme.limits.queues.no-rate",
+      "10:56: key \"max_inflight\" is not allowed in tenants.acme.limits.queues.extra.fifo; it "
+      "belongs in limits",
+      "12:9: duplicate key \"orders\" (first defined on line 11)",
+      "13:37: requests_per_second must be above 0 and at most 1000000, not \"0\"",
+      "13:47: burst must be between 1 and 100000000, not \"0\"",
+      "14:17: tenants.acme.limits.queues.scalar must be a mapping, not \"5\"",
+      "15:5: key \"queues\" is not allowed in tenant \"acme\"; it belongs in limits"}},
     {"shard_size.yaml", {"2:13: shard_size must not exceed partitions (4), not 5"}},
     {"spill_range.yaml", {"3:25: aged_after_seconds must be between 1 and 1209600, not \"0\""}},
     {"syntax.yaml", {"5:4: yaml syntax error: did not find expected key"}},
@@ -326,6 +349,101 @@ static void test_defaults_apply_per_key(void **state)
     cfg_snapshot_unref(s);
 }
 
+static void assert_rate(const struct cfg_rate *r, double rps, uint32_t burst)
+{
+    assert_non_null(r);
+    assert_true(r->requests_per_second == rps);
+    assert_int_equal(r->burst, burst);
+}
+
+static void assert_no_rate(const struct cfg_rate *r)
+{
+    assert_true(r->requests_per_second == 0);
+    assert_int_equal(r->burst, 0);
+}
+
+static void test_keyed_limits(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = load_good("good/keyed_limits.yaml");
+    const struct cfg_limits *d = &s->default_limits;
+    assert_rate(&d->actions[CFG_ACTION_RECEIVE_MESSAGE], 100, 200);
+    assert_rate(&d->actions[CFG_ACTION_DELETE_MESSAGE], 50, 50);
+    assert_no_rate(&d->actions[CFG_ACTION_SEND_MESSAGE]);
+    assert_int_equal(d->queue_rate_count, 1);
+    assert_string_equal(d->queue_rates[0].queue, "shared");
+    assert_rate(&d->queue_rates[0].rate, 5, 10);
+
+    /* A tenant that says nothing inherits every keyed limit. */
+    const struct cfg_tenant *plain = tenant(s, "plain");
+    assert_true(cfg_limits_equal(&plain->limits, d));
+    assert_ptr_not_equal(plain->limits.queue_rates, d->queue_rates); /* its own copy */
+    assert_rate(cfg_find_queue_rate(&plain->limits, "shared", 6), 5, 10);
+
+    const struct cfg_limits *acme = &tenant(s, "acme")->limits;
+    assert_false(cfg_limits_equal(acme, d));
+    /* Queues: its own, merged with the defaults' per queue, sorted by name. */
+    assert_int_equal(acme->queue_rate_count, 3);
+    assert_string_equal(acme->queue_rates[0].queue, "audit.fifo");
+    assert_string_equal(acme->queue_rates[1].queue, "orders");
+    assert_string_equal(acme->queue_rates[2].queue, "shared");
+    assert_rate(cfg_find_queue_rate(acme, "orders", 6), 50, 100);
+    assert_rate(cfg_find_queue_rate(acme, "audit.fifo", 10), 0.5, 1);
+    assert_rate(cfg_find_queue_rate(acme, "shared", 6), 5, 20); /* burst its own */
+    assert_null(cfg_find_queue_rate(acme, "order", 5));
+    assert_null(cfg_find_queue_rate(acme, "orders-and-more", 7));
+    assert_rate(cfg_find_queue_rate(acme, "orders-and-more", 6), 50, 100); /* length ends it */
+    /* Actions: per action, and per key inside one. */
+    assert_rate(&acme->actions[CFG_ACTION_SEND_MESSAGE], 20, 40);
+    assert_rate(&acme->actions[CFG_ACTION_RECEIVE_MESSAGE], 10, 200);
+    assert_rate(&acme->actions[CFG_ACTION_DELETE_MESSAGE], 50, 50);
+    assert_no_rate(&acme->actions[CFG_ACTION_CHANGE_MESSAGE_VISIBILITY]);
+    /* The tenant-wide keys beside them are untouched. */
+    assert_true(acme->requests_per_second == 200);
+    assert_int_equal(acme->burst, 400);
+    cfg_snapshot_unref(s);
+}
+
+static void test_action_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *action;
+        int key; /* -1: not counted, so no key limits it */
+    } cases[] = {
+        {"SendMessage", CFG_ACTION_SEND_MESSAGE},
+        {"SendMessageBatch", CFG_ACTION_SEND_MESSAGE},
+        {"ReceiveMessage", CFG_ACTION_RECEIVE_MESSAGE},
+        {"DeleteMessage", CFG_ACTION_DELETE_MESSAGE},
+        {"DeleteMessageBatch", CFG_ACTION_DELETE_MESSAGE},
+        {"ChangeMessageVisibility", CFG_ACTION_CHANGE_MESSAGE_VISIBILITY},
+        {"ChangeMessageVisibilityBatch", CFG_ACTION_CHANGE_MESSAGE_VISIBILITY},
+        {"StartMessageMoveTask", CFG_ACTION_START_MESSAGE_MOVE_TASK},
+        {"ListMessageMoveTasks", CFG_ACTION_LIST_MESSAGE_MOVE_TASKS},
+        {"CancelMessageMoveTask", CFG_ACTION_CANCEL_MESSAGE_MOVE_TASK},
+        {"ReceiveMessageBatch", -1},
+        {"CreateQueue", -1},
+        {"Batch", -1},
+        {"sendmessage", -1},
+        {"", -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        enum cfg_action_key key = CFG_ACTION_KEY_COUNT;
+        bool found = cfg_action_key_of(cases[i].action, strlen(cases[i].action), &key);
+        assert_int_equal(found, cases[i].key >= 0);
+        if (found) {
+            assert_int_equal(key, cases[i].key);
+        }
+    }
+    for (int k = 0; k < CFG_ACTION_KEY_COUNT; k++) {
+        const char *name = cfg_action_key_name((enum cfg_action_key)k);
+        enum cfg_action_key back;
+        assert_true(cfg_action_key_of(name, strlen(name), &back));
+        assert_int_equal(back, k);
+    }
+    assert_null(cfg_action_key_name(CFG_ACTION_KEY_COUNT));
+}
+
 static void test_env_secrets(void **state)
 {
     (void)state;
@@ -482,6 +600,8 @@ int main(void)
         cmocka_unit_test(test_contract_example),
         cmocka_unit_test(test_builtin_defaults),
         cmocka_unit_test(test_defaults_apply_per_key),
+        cmocka_unit_test(test_keyed_limits),
+        cmocka_unit_test(test_action_keys),
         cmocka_unit_test(test_env_secrets),
         cmocka_unit_test(test_extra_keys),
         cmocka_unit_test(test_tls_paths_resolve_against_the_file),

@@ -31,7 +31,12 @@ static enum pol_verdict admit(struct pol_gcra *g, const struct cfg_tenant *t,
                               enum pol_action_class action, uint32_t cost, uint64_t backlog,
                               uint64_t inflight, uint64_t now, struct pol_admit_result *out)
 {
-    struct pol_admit_input in = {t, action, cost, backlog, inflight, now};
+    struct pol_admit_input in = {.tenant = t,
+                                 .action = action,
+                                 .cost = cost,
+                                 .backlog = backlog,
+                                 .inflight = inflight,
+                                 .now_ns = now};
     enum pol_verdict v = pol_admit(g, &in, out);
     assert_int_equal(v, out->verdict);
     return v;
