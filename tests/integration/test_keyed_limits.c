@@ -1,5 +1,5 @@
 /*
- * test_sqs_limits.c -- per-queue and per-action limits (limits.queues,
+ * test_keyed_limits.c -- per-queue and per-action limits (limits.queues,
  * limits.actions) against the real sluiced over HTTP/2:
  *  - a queue hammered past its own limit answers RequestThrottled, stores
  *    nothing of the refused requests (a batch is refused whole), while
