@@ -36,6 +36,7 @@ struct gw_act_ctx {
     struct cfg_principal principal; /* borrows from snap */
     enum gw_sqs_action action;
     struct gw_sqs_request req; /* decoded; fini'd by finish */
+    uint64_t queue_id;         /* the queue it named, once resolved; 0 before */
 };
 
 typedef void gw_act_fn(struct gw_act_ctx *ctx);

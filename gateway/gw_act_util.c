@@ -43,8 +43,10 @@ bool gw__act_resolve(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
     if (!ok) {
         gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
         gw__act_fail(ctx, &err);
+        return false;
     }
-    return ok;
+    ctx->queue_id = q->id;
+    return true;
 }
 
 void gw__act_queue_url(const struct gw_act_ctx *ctx, const char *tenant, const char *name,

@@ -248,6 +248,9 @@ void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
     uint64_t now = sl_mono_ns();
     gw_metrics_count_request(ctx->api->metrics, principal_label(ctx), ctx->action, reply->error,
                              now > ctx->http->start_mono_ns ? now - ctx->http->start_mono_ns : 0);
+    if (ctx->queue_id != 0) {
+        gw_metrics_count_queue_request(ctx->api->metrics, ctx->queue_id, ctx->action, reply->error);
+    }
     gw_exchange_respond(ctx->ex, reply->status, headers, n, reply->body.p, reply->body.n);
     ctx_free(ctx);
 }

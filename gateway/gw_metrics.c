@@ -2,14 +2,16 @@
  * gw_metrics.c -- request counters per tenant (lock-free on the hot path)
  * and the Prometheus text rendering of GET /metrics. See gw_metrics.h.
  *
- * The tenant table is open addressing over atomic pointers. A lookup
+ * The tenant and queue tables are open addressing over atomic pointers. A lookup
  * probes without a lock; a miss takes grow_lock, probes again and inserts.
  * When the table passes half full it is replaced by one twice the size;
  * the old table stays allocated (chained through `older`) until
  * gw_metrics_free, so a reader still probing it is never left dangling --
  * at worst it misses and takes the lock. Tenant blocks are never freed
  * before gw_metrics_free either: counters of a tenant removed by a reload
- * keep counting up, as Prometheus counters must.
+ * keep counting up, as Prometheus counters must. A deleted queue's block
+ * stays too (its series just stops being rendered): a few hundred bytes
+ * per queue ever used, which a restart returns.
  *
  * Every counter is a relaxed atomic: counts need no ordering, and a
  * scrape reads each number on its own (a scrape racing a request may see
@@ -56,28 +58,50 @@ struct hist {
     _Atomic uint64_t sum_us;
 };
 
-struct tenant_block {
+/* What every block of a block table starts with: its key. */
+struct block {
     char name[72];
+};
+
+struct tenant_block {
+    struct block head; /* the tenant's name */
     _Atomic uint64_t requests[ACTION_SLOTS][GW_SQS_E__COUNT];
     _Atomic uint64_t spilled;
     struct hist first_receive_age;
     struct hist receive_latency;
 };
 
-struct tenant_table {
+/* Per queue the outcome is only its class: a queue block stays small
+ * (tenants have few blocks, queues may have many). */
+enum queue_outcome { QO_OK, QO_THROTTLED, QO_CLIENT_ERROR, QO_SERVER_ERROR, QO_COUNT_ };
+
+struct queue_block {
+    struct block head; /* the queue id, in decimal */
+    _Atomic uint64_t requests[GW_SQS_ACT__COUNT][QO_COUNT_];
+};
+
+struct table {
     size_t cap; /* power of two */
-    _Atomic(struct tenant_block *) *slots;
-    struct tenant_table *older;
+    _Atomic(struct block *) *slots;
+    struct table *older;
+};
+
+/* An insert-only open-addressing table of blocks: lookups are lock-free,
+ * inserts take grow_lock, a table that grows keeps the older one (readers
+ * may still be probing it) until the end. */
+struct block_table {
+    _Atomic(struct table *) table;
+    pthread_mutex_t grow_lock;
+    size_t count; /* guarded by grow_lock */
 };
 
 struct gw_metrics {
-    _Atomic(struct tenant_table *) table;
-    pthread_mutex_t grow_lock;
-    size_t tenant_count; /* guarded by grow_lock */
+    struct block_table tenants;
+    struct block_table queues;
     struct hist duration[ACTION_SLOTS];
 };
 
-/* ---- the table ------------------------------------------------------------ */
+/* ---- the tables ------------------------------------------------------------ */
 
 static uint64_t hash_name(const char *s)
 {
@@ -88,9 +112,9 @@ static uint64_t hash_name(const char *s)
     return h;
 }
 
-static struct tenant_table *table_new(size_t cap, struct tenant_table *older)
+static struct table *table_new(size_t cap, struct table *older)
 {
-    struct tenant_table *t = sl_xcalloc(1, sizeof(*t));
+    struct table *t = sl_xcalloc(1, sizeof(*t));
     t->cap = cap;
     t->slots = sl_xcalloc(cap, sizeof(*t->slots));
     t->older = older;
@@ -98,13 +122,12 @@ static struct tenant_table *table_new(size_t cap, struct tenant_table *older)
 }
 
 /* The block of name in t, or NULL; *free_slot gets the first empty slot. */
-static struct tenant_block *table_probe(struct tenant_table *t, const char *name, uint64_t h,
-                                        size_t *free_slot)
+static struct block *table_probe(struct table *t, const char *name, uint64_t h, size_t *free_slot)
 {
     size_t mask = t->cap - 1;
     for (size_t i = 0; i < t->cap; i++) {
         size_t at = (h + i) & mask;
-        struct tenant_block *b = atomic_load_explicit(&t->slots[at], memory_order_acquire);
+        struct block *b = atomic_load_explicit(&t->slots[at], memory_order_acquire);
         if (b == NULL) {
             *free_slot = at;
             return NULL;
@@ -117,11 +140,67 @@ static struct tenant_block *table_probe(struct tenant_table *t, const char *name
     return NULL;
 }
 
-static void table_put(struct tenant_table *t, struct tenant_block *b)
+static void table_put(struct table *t, struct block *b)
 {
     size_t slot;
     SL_ASSERT(table_probe(t, b->name, hash_name(b->name), &slot) == NULL && slot != SIZE_MAX);
     atomic_store_explicit(&t->slots[slot], b, memory_order_release);
+}
+
+static void block_table_init(struct block_table *bt)
+{
+    atomic_init(&bt->table, table_new(TABLE_INITIAL, NULL));
+    pthread_mutex_init(&bt->grow_lock, NULL);
+}
+
+static void block_table_fini(struct block_table *bt)
+{
+    struct table *t = atomic_load(&bt->table);
+    for (size_t i = 0; i < t->cap; i++) {
+        free(atomic_load(&t->slots[i]));
+    }
+    while (t != NULL) {
+        struct table *older = t->older;
+        free(t->slots);
+        free(t);
+        t = older;
+    }
+    pthread_mutex_destroy(&bt->grow_lock);
+}
+
+/* The block named name, made zeroed (size bytes) on first use. */
+static struct block *block_get(struct block_table *bt, const char *name, size_t size)
+{
+    uint64_t h = hash_name(name);
+    size_t slot;
+    struct table *t = atomic_load_explicit(&bt->table, memory_order_acquire);
+    struct block *b = table_probe(t, name, h, &slot);
+    if (b != NULL) {
+        return b;
+    }
+    pthread_mutex_lock(&bt->grow_lock);
+    t = atomic_load_explicit(&bt->table, memory_order_acquire);
+    b = table_probe(t, name, h, &slot);
+    if (b == NULL) {
+        b = sl_xcalloc(1, size);
+        snprintf(b->name, sizeof(b->name), "%s", name);
+        if ((bt->count + 1) * 2 > t->cap) {
+            struct table *bigger = table_new(t->cap * 2, t);
+            for (size_t i = 0; i < t->cap; i++) {
+                struct block *old = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
+                if (old != NULL) {
+                    table_put(bigger, old);
+                }
+            }
+            table_put(bigger, b);
+            atomic_store_explicit(&bt->table, bigger, memory_order_release);
+        } else {
+            table_put(t, b);
+        }
+        bt->count++;
+    }
+    pthread_mutex_unlock(&bt->grow_lock);
+    return b;
 }
 
 static struct tenant_block *tenant_get(struct gw_metrics *m, const char *name)
@@ -129,43 +208,36 @@ static struct tenant_block *tenant_get(struct gw_metrics *m, const char *name)
     if (name == NULL || name[0] == '\0') {
         name = GW_METRICS_NO_TENANT;
     }
-    uint64_t h = hash_name(name);
+    return (struct tenant_block *)block_get(&m->tenants, name, sizeof(struct tenant_block));
+}
+
+static void queue_key(uint64_t queue_id, char key[24])
+{
+    snprintf(key, 24, "%" PRIu64, queue_id);
+}
+
+static struct queue_block *queue_get(struct gw_metrics *m, uint64_t queue_id)
+{
+    char key[24];
+    queue_key(queue_id, key);
+    return (struct queue_block *)block_get(&m->queues, key, sizeof(struct queue_block));
+}
+
+/* The queue's block if it has one (no insert). */
+static struct queue_block *queue_find(struct gw_metrics *m, uint64_t queue_id)
+{
+    char key[24];
     size_t slot;
-    struct tenant_table *t = atomic_load_explicit(&m->table, memory_order_acquire);
-    struct tenant_block *b = table_probe(t, name, h, &slot);
-    if (b != NULL) {
-        return b;
-    }
-    pthread_mutex_lock(&m->grow_lock);
-    t = atomic_load_explicit(&m->table, memory_order_acquire);
-    b = table_probe(t, name, h, &slot);
-    if (b == NULL) {
-        b = sl_xcalloc(1, sizeof(*b));
-        snprintf(b->name, sizeof(b->name), "%s", name);
-        if ((m->tenant_count + 1) * 2 > t->cap) {
-            struct tenant_table *bigger = table_new(t->cap * 2, t);
-            for (size_t i = 0; i < t->cap; i++) {
-                struct tenant_block *old = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
-                if (old != NULL) {
-                    table_put(bigger, old);
-                }
-            }
-            table_put(bigger, b);
-            atomic_store_explicit(&m->table, bigger, memory_order_release);
-        } else {
-            table_put(t, b);
-        }
-        m->tenant_count++;
-    }
-    pthread_mutex_unlock(&m->grow_lock);
-    return b;
+    queue_key(queue_id, key);
+    struct table *t = atomic_load_explicit(&m->queues.table, memory_order_acquire);
+    return (struct queue_block *)table_probe(t, key, hash_name(key), &slot);
 }
 
 struct gw_metrics *gw_metrics_new(void)
 {
     struct gw_metrics *m = sl_xcalloc(1, sizeof(*m));
-    atomic_init(&m->table, table_new(TABLE_INITIAL, NULL));
-    pthread_mutex_init(&m->grow_lock, NULL);
+    block_table_init(&m->tenants);
+    block_table_init(&m->queues);
     return m;
 }
 
@@ -174,17 +246,8 @@ void gw_metrics_free(struct gw_metrics *m)
     if (m == NULL) {
         return;
     }
-    struct tenant_table *t = atomic_load(&m->table);
-    for (size_t i = 0; i < t->cap; i++) {
-        free(atomic_load(&t->slots[i]));
-    }
-    while (t != NULL) {
-        struct tenant_table *older = t->older;
-        free(t->slots);
-        free(t);
-        t = older;
-    }
-    pthread_mutex_destroy(&m->grow_lock);
+    block_table_fini(&m->tenants);
+    block_table_fini(&m->queues);
     free(m);
 }
 
@@ -208,6 +271,27 @@ void gw_metrics_count_request(struct gw_metrics *m, const char *tenant, enum gw_
     struct tenant_block *b = tenant_get(m, tenant);
     atomic_fetch_add_explicit(&b->requests[a][o], 1, memory_order_relaxed);
     hist_observe(&m->duration[a], &duration_spec, duration_ns / 1000);
+}
+
+static enum queue_outcome queue_outcome_of(enum gw_sqs_error e)
+{
+    if (e == GW_SQS_OK) {
+        return QO_OK;
+    }
+    if (e == GW_SQS_E_REQUEST_THROTTLED || e == GW_SQS_E_OVER_LIMIT) {
+        return QO_THROTTLED;
+    }
+    return gw_sqs_error_info(e)->sender ? QO_CLIENT_ERROR : QO_SERVER_ERROR;
+}
+
+void gw_metrics_count_queue_request(struct gw_metrics *m, uint64_t queue_id,
+                                    enum gw_sqs_action action, enum gw_sqs_error outcome)
+{
+    if ((size_t)action >= GW_SQS_ACT__COUNT || (size_t)outcome >= GW_SQS_E__COUNT) {
+        return;
+    }
+    atomic_fetch_add_explicit(&queue_get(m, queue_id)->requests[action][queue_outcome_of(outcome)],
+                              1, memory_order_relaxed);
 }
 
 void gw_metrics_count_spill(struct gw_metrics *m, const char *tenant, uint64_t n)
@@ -327,25 +411,26 @@ static uint64_t hist_count(struct hist *h)
 
 static int cmp_block(const void *a, const void *b)
 {
-    const struct tenant_block *x = *(struct tenant_block *const *)a;
-    const struct tenant_block *y = *(struct tenant_block *const *)b;
+    const struct block *x = *(struct block *const *)a;
+    const struct block *y = *(struct block *const *)b;
     return strcmp(x->name, y->name);
 }
 
 /* The tenant blocks, sorted by name (stable output). Caller frees. */
 static struct tenant_block **blocks_sorted(struct gw_metrics *m, size_t *n)
 {
-    pthread_mutex_lock(&m->grow_lock);
-    struct tenant_table *t = atomic_load(&m->table);
-    struct tenant_block **v = sl_xcalloc(m->tenant_count + 1, sizeof(*v));
+    struct block_table *bt = &m->tenants;
+    pthread_mutex_lock(&bt->grow_lock);
+    struct table *t = atomic_load(&bt->table);
+    struct tenant_block **v = sl_xcalloc(bt->count + 1, sizeof(*v));
     size_t k = 0;
     for (size_t i = 0; i < t->cap; i++) {
-        struct tenant_block *b = atomic_load(&t->slots[i]);
+        struct block *b = atomic_load(&t->slots[i]);
         if (b != NULL) {
-            v[k++] = b;
+            v[k++] = (struct tenant_block *)b;
         }
     }
-    pthread_mutex_unlock(&m->grow_lock);
+    pthread_mutex_unlock(&bt->grow_lock);
     qsort(v, k, sizeof(*v), cmp_block);
     *n = k;
     return v;
@@ -371,7 +456,7 @@ static void render_requests(struct sl_buf *out, struct gw_metrics *m, struct ten
             for (size_t o = 0; o < GW_SQS_E__COUNT; o++) {
                 uint64_t c = load(&v[i]->requests[a][o]);
                 if (c > 0) {
-                    const char *l[] = {"tenant",  v[i]->name,       "action", action_label(a),
+                    const char *l[] = {"tenant",  v[i]->head.name,  "action", action_label(a),
                                        "outcome", outcome_label(o), NULL};
                     sample_u64(out, "sluice_requests_total", l, c);
                 }
@@ -386,13 +471,13 @@ static void render_requests(struct sl_buf *out, struct gw_metrics *m, struct ten
             c += load(&v[i]->requests[a][GW_SQS_E_REQUEST_THROTTLED]);
             c += load(&v[i]->requests[a][GW_SQS_E_OVER_LIMIT]);
         }
-        const char *l[] = {"tenant", v[i]->name, NULL};
+        const char *l[] = {"tenant", v[i]->head.name, NULL};
         sample_u64(out, "sluice_throttled_requests_total", l, c);
     }
     family(out, "sluice_spilled_messages_total", "counter",
            "Messages accepted into the overflow lane (on_excess: spill), by tenant.");
     for (size_t i = 0; i < n; i++) {
-        const char *l[] = {"tenant", v[i]->name, NULL};
+        const char *l[] = {"tenant", v[i]->head.name, NULL};
         sample_u64(out, "sluice_spilled_messages_total", l, load(&v[i]->spilled));
     }
     family(out, "sluice_request_duration_seconds", "histogram",
@@ -407,7 +492,7 @@ static void render_requests(struct sl_buf *out, struct gw_metrics *m, struct ten
            "Age of a message at its first receive (SQS AgeOfFirstAttempt), by tenant.");
     for (size_t i = 0; i < n; i++) {
         if (hist_count(&v[i]->first_receive_age) > 0) {
-            hist_render(out, "sluice_first_receive_age_seconds", "tenant", v[i]->name,
+            hist_render(out, "sluice_first_receive_age_seconds", "tenant", v[i]->head.name,
                         &v[i]->first_receive_age, &age_spec);
         }
     }
@@ -415,7 +500,7 @@ static void render_requests(struct sl_buf *out, struct gw_metrics *m, struct ten
            "ReceiveMessage time from request to answer, by tenant.");
     for (size_t i = 0; i < n; i++) {
         if (hist_count(&v[i]->receive_latency) > 0) {
-            hist_render(out, "sluice_receive_latency_seconds", "tenant", v[i]->name,
+            hist_render(out, "sluice_receive_latency_seconds", "tenant", v[i]->head.name,
                         &v[i]->receive_latency, &duration_spec);
         }
     }
@@ -523,7 +608,35 @@ static double queue_gauge_value(enum queue_gauge g, const struct part_counts *c,
     return 0.0;
 }
 
-static void render_queues(struct sl_buf *out, struct part_engine *e)
+/* sluice_queue_requests_total: live queues only, non-zero series only. */
+static void render_queue_requests(struct sl_buf *out, struct gw_metrics *m,
+                                  const struct part_queue_list *ql)
+{
+    static const char *const outcome[QO_COUNT_] = {
+        [QO_OK] = "ok",
+        [QO_THROTTLED] = "throttled",
+        [QO_CLIENT_ERROR] = "client_error",
+        [QO_SERVER_ERROR] = "server_error",
+    };
+    family(out, "sluice_queue_requests_total", "counter",
+           "Requests that named a queue, by queue, action and outcome class.");
+    for (size_t i = 0; i < ql->count; i++) {
+        struct queue_block *b = queue_find(m, ql->items[i].id);
+        for (size_t a = 0; b != NULL && a < GW_SQS_ACT__COUNT; a++) {
+            for (size_t o = 0; o < QO_COUNT_; o++) {
+                uint64_t c = load(&b->requests[a][o]);
+                if (c > 0) {
+                    const char *l[] = {"tenant", ql->items[i].tenant, "queue",   ql->items[i].name,
+                                       "action", action_label(a),     "outcome", outcome[o],
+                                       NULL};
+                    sample_u64(out, "sluice_queue_requests_total", l, c);
+                }
+            }
+        }
+    }
+}
+
+static void render_queues(struct sl_buf *out, struct gw_metrics *m, struct part_engine *e)
 {
     static const struct {
         const char *name;
@@ -557,6 +670,7 @@ static void render_queues(struct sl_buf *out, struct part_engine *e)
         }
     }
     free(counts);
+    render_queue_requests(out, m, &ql);
     part_queue_list_free(&ql);
 }
 
@@ -621,7 +735,7 @@ void gw_metrics_render(struct gw_metrics *m, const struct gw_metrics_sources *sr
     free(v);
     render_tenants(out, src);
     if (src->engine != NULL) {
-        render_queues(out, src->engine);
+        render_queues(out, m, src->engine);
         render_partitions(out, src->engine);
     }
 }

@@ -45,6 +45,12 @@ void gw_metrics_free(struct gw_metrics *m);
 void gw_metrics_count_request(struct gw_metrics *m, const char *tenant, enum gw_sqs_action action,
                               enum gw_sqs_error outcome, uint64_t duration_ns);
 
+/* The same request once more by the queue it named (resolved and owned
+ * by the caller): sluice_queue_requests_total{tenant,queue,action,outcome},
+ * outcome reduced to ok / throttled / client_error / server_error. */
+void gw_metrics_count_queue_request(struct gw_metrics *m, uint64_t queue_id,
+                                    enum gw_sqs_action action, enum gw_sqs_error outcome);
+
 /* n messages of tenant accepted into the overflow lane (spill mode):
  * sluice_spilled_messages_total{tenant}. For the send path. */
 void gw_metrics_count_spill(struct gw_metrics *m, const char *tenant, uint64_t n);

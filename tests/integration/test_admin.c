@@ -196,6 +196,13 @@ static void check_metrics(const struct it_response *r)
                          "outcome=\"ok\"} 1"));
     IT_CHECK(has_line(b, "sluice_requests_total{tenant=\"tiny\",action=\"SendMessage\","
                          "outcome=\"RequestThrottled\"} 1"));
+    IT_CHECK(has_line(b, "sluice_queue_requests_total{tenant=\"acme\",queue=\"orders\","
+                         "action=\"SendMessage\",outcome=\"ok\"} 2"));
+    IT_CHECK(has_line(b, "sluice_queue_requests_total{tenant=\"acme\",queue=\"orders\","
+                         "action=\"ReceiveMessage\",outcome=\"ok\"} 1"));
+    IT_CHECK(has_line(b, "sluice_queue_requests_total{tenant=\"tiny\",queue=\"small\","
+                         "action=\"SendMessage\",outcome=\"throttled\"} 1"));
+    IT_CHECK(strstr(b, "queue=\"missing\"") == NULL); /* never a queue */
     IT_CHECK(has_line(b, "sluice_throttled_requests_total{tenant=\"tiny\"} 1"));
     IT_CHECK(has_line(b, "sluice_throttled_requests_total{tenant=\"acme\"} 0"));
     IT_CHECK(has_line(b, "sluice_request_duration_seconds_count{action=\"SendMessage\"} 4"));
@@ -215,8 +222,8 @@ static void check_metrics(const struct it_response *r)
     IT_CHECK(has_line(b, "sluice_aged_messages_total{tenant=\"acme\"} 0"));
     IT_CHECK(has_line(b, "sluice_dead_lettered_messages_total{tenant=\"acme\"} 0"));
     IT_CHECK(has_line(b, "# TYPE sluice_queue_oldest_message_age_seconds gauge"));
-    double age = sample_value(
-        b, "sluice_queue_oldest_message_age_seconds{tenant=\"tiny\",queue=\"small\"}");
+    double age =
+        sample_value(b, "sluice_queue_oldest_message_age_seconds{tenant=\"tiny\",queue=\"small\"}");
     IT_CHECK(age >= 0 && age < 3600); /* one ready message, sent during this test */
 }
 
