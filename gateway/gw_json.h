@@ -1,0 +1,70 @@
+/*
+ * gw_json.h -- (gateway-internal) a small JSON writer that appends compact
+ * JSON straight into an sl_buf. The replies of the hot SQS actions are
+ * written with it in one pass over their bytes, instead of being built as a
+ * jansson tree and dumped (docs/design.md, dependencies). jansson still
+ * parses every request.
+ *
+ * Output is RFC 8259 JSON, byte for byte what jansson's
+ * json_dumpb(JSON_COMPACT) writes for the same values in the same order:
+ *  - in strings, '"', '\\' and U+0000..U+001F are escaped (\b \f \n \r \t,
+ *    the others as \u00XX with upper-case hex digits); everything else,
+ *    valid multi-byte UTF-8 included, is copied as is ('/' is not escaped);
+ *  - invalid UTF-8 (which jansson refuses to hold at all) is written as one
+ *    U+FFFD per offending byte, so the output is always valid JSON.
+ *
+ * The writer inserts the commas; the caller opens and closes containers in
+ * order and writes a key before each member of an object. Nesting is not
+ * checked.
+ *
+ * Threading: pure; any thread. Ownership: the writer borrows out.
+ */
+#ifndef SLUICE_GW_JSON_H
+#define SLUICE_GW_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sl.h"
+
+struct json_t; /* jansson's json_t; no <jansson.h> here */
+
+struct gw_json {
+    struct sl_buf *out;
+    bool comma; /* the next key or array element needs a ',' first */
+};
+
+/* Starts writing at the end of out (out keeps what it holds). */
+void gw_json_init(struct gw_json *w, struct sl_buf *out);
+
+void gw_json_object_begin(struct gw_json *w);
+void gw_json_object_end(struct gw_json *w);
+void gw_json_array_begin(struct gw_json *w);
+void gw_json_array_end(struct gw_json *w);
+
+/* An object member's key; the member's value comes next. */
+void gw_json_key(struct gw_json *w, struct sl_slice key);
+/* The same for a key known at compile time. */
+#define gw_json_key_lit(w, lit) gw_json_key((w), SL_SLICE_LIT(lit))
+
+void gw_json_string(struct gw_json *w, struct sl_slice s);
+void gw_json_cstr(struct gw_json *w, const char *s);
+void gw_json_bool(struct gw_json *w, bool v);
+void gw_json_int(struct gw_json *w, int64_t v);
+
+/* Standard base64 of bytes, as a JSON string (blobs in the JSON protocol). */
+void gw_json_base64(struct gw_json *w, struct sl_slice bytes);
+
+/* A jansson value (and everything under it, objects in their iteration
+ * order). Returns false, having written nothing, if it holds a real number,
+ * whose text this writer does not reproduce. */
+bool gw_json_value(struct gw_json *w, const struct json_t *v);
+
+/* Appends s to out as a quoted, escaped JSON string. */
+void gw_json_quote(struct sl_buf *out, struct sl_slice s);
+
+/* True if s is well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
+bool gw_json_utf8_valid(struct sl_slice s);
+
+#endif
