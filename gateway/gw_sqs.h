@@ -588,4 +588,19 @@ struct gw_sqs_received {
 /* {"Messages": [...]}, or {} when n is 0 (SQS omits the member). */
 struct json_t *gw_sqs_encode_messages(const struct gw_sqs_received *msgs, size_t n);
 
+/* ---- success replies written directly (the hot message actions) ---------- */
+
+/* Each makes r a 200 reply whose body is written straight into r->body
+ * (gw_json.h), with no jansson tree in between: the bytes of
+ * gw_sqs_reply_ok(r, gw_sqs_encode_<same>(...)) for the same input. (Only
+ * for invalid UTF-8, which nothing decoded can hold, do they differ: the
+ * tree path writes "" for such a string, these U+FFFD per bad byte.) */
+void gw_sqs_reply_send_result(struct gw_sqs_reply *r, const struct gw_sqs_send_result *res);
+void gw_sqs_reply_send_batch(struct gw_sqs_reply *r, const struct gw_sqs_send_result *ok,
+                             size_t n_ok, const struct gw_sqs_batch_failure *failed,
+                             size_t n_failed);
+void gw_sqs_reply_id_batch(struct gw_sqs_reply *r, const struct sl_slice *ok_ids, size_t n_ok,
+                           const struct gw_sqs_batch_failure *failed, size_t n_failed);
+void gw_sqs_reply_messages(struct gw_sqs_reply *r, const struct gw_sqs_received *msgs, size_t n);
+
 #endif

@@ -6,6 +6,13 @@
  * Wire: research/sqs-peers.md 0.3, 0.4, 1.1, 1.2. No x-amzn-errortype
  * header is sent: JS v3 would take the error name from it (1.4).
  *
+ * Two ways to a body: the gw_sqs_reply_<shape>() functions of the hot
+ * message actions write it straight into the reply with gw_json.h; the
+ * gw_sqs_encode_<shape>() functions build a jansson tree, which
+ * gw_sqs_reply_ok() writes with the same writer (the cold actions, and
+ * callers not moved yet). Both give the same bytes for the same input
+ * (tests/unit/gateway/test_sqs_encode.c checks each shape).
+ *
  * Threading: pure; any thread. Ownership: the encoders return new jansson
  * objects (one reference each); gw_sqs_reply_ok() steals it.
  */
@@ -15,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "gw_json.h"
 #include "gw_sqs.h"
 
 #define CONTENT_TYPE "application/x-amz-json-1.0"
@@ -39,14 +47,41 @@ static void set_slice_key(json_t *obj, struct sl_slice key, json_t *value)
     (void)json_object_setn_new(obj, key.p != NULL ? key.p : "", key.n, value);
 }
 
+/* A tree as compact JSON: one pass with gw_json.h, or jansson's own
+ * dump for a tree holding a real (no reply has one today). */
 static void dump_into(struct sl_buf *b, const json_t *j)
 {
-    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
     sl_buf_reset(b);
+    struct gw_json w;
+    gw_json_init(&w, b);
+    if (gw_json_value(&w, j)) {
+        return;
+    }
+    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
     sl_buf_reserve(b, n + 1);
     SL_ASSERT(json_dumpb(j, b->p, n, JSON_COMPACT) == n);
     b->n = n;
     b->p[n] = '\0';
+}
+
+/* Makes r a 200 reply with an empty body, ready for a writer. */
+static void reply_ok_begin(struct gw_sqs_reply *r, struct gw_json *w)
+{
+    r->status = 200;
+    r->error = GW_SQS_OK;
+    r->query_error[0] = '\0';
+    sl_buf_reset(&r->body);
+    gw_json_init(w, &r->body);
+}
+
+/* An error's message as JSON: cut at a byte limit, a message that quotes
+ * client bytes may end inside a UTF-8 sequence; then the table's default
+ * message stands in for it, as when the replies were jansson trees. */
+static void write_message(struct gw_json *w, const struct gw_sqs_err *err,
+                          const struct gw_sqs_error_info *info)
+{
+    struct sl_slice msg = sl_slice_cstr(err->message);
+    gw_json_string(w, gw_json_utf8_valid(msg) ? msg : sl_slice_cstr(info->message));
 }
 
 void gw_sqs_reply_init(struct gw_sqs_reply *r)
@@ -68,13 +103,15 @@ void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err)
     r->error = err->code;
     snprintf(r->query_error, sizeof(r->query_error), "%s;%s", info->query_code,
              info->sender ? "Sender" : "Receiver");
-    json_t *body = json_object();
-    json_object_set_new(body, "__type", json_string(info->type));
-    /* the message may quote client bytes cut at a byte limit: keep it valid */
-    json_t *msg = json_string(err->message);
-    json_object_set_new(body, "message", msg != NULL ? msg : json_string(info->message));
-    dump_into(&r->body, body);
-    json_decref(body);
+    sl_buf_reset(&r->body);
+    struct gw_json w;
+    gw_json_init(&w, &r->body);
+    gw_json_object_begin(&w);
+    gw_json_key_lit(&w, "__type");
+    gw_json_cstr(&w, info->type);
+    gw_json_key_lit(&w, "message");
+    write_message(&w, err, info);
+    gw_json_object_end(&w);
 }
 
 void gw_sqs_reply_ok(struct gw_sqs_reply *r, json_t *body)
@@ -274,4 +311,162 @@ json_t *gw_sqs_encode_messages(const struct gw_sqs_received *msgs, size_t n)
     }
     json_object_set_new(o, "Messages", arr);
     return o;
+}
+
+/* ---- replies written directly (the hot message actions) ------------------- */
+
+static void write_member(struct gw_json *w, const char *key, struct sl_slice value)
+{
+    gw_json_key(w, sl_slice_cstr(key));
+    gw_json_string(w, value);
+}
+
+/* One send result; the members and their order of send_result_object(). */
+static void write_send_result(struct gw_json *w, const struct gw_sqs_send_result *res, bool with_id)
+{
+    gw_json_object_begin(w);
+    if (with_id) {
+        write_member(w, "Id", res->id);
+    }
+    write_member(w, "MessageId", sl_slice_cstr(res->message_id));
+    write_member(w, "MD5OfMessageBody", sl_slice_cstr(res->md5_of_body));
+    if (res->md5_of_attrs[0] != '\0') {
+        write_member(w, "MD5OfMessageAttributes", sl_slice_cstr(res->md5_of_attrs));
+    }
+    if (res->md5_of_sys_attrs[0] != '\0') {
+        write_member(w, "MD5OfMessageSystemAttributes", sl_slice_cstr(res->md5_of_sys_attrs));
+    }
+    if (res->sequence_number.n > 0) {
+        write_member(w, "SequenceNumber", res->sequence_number);
+    }
+    gw_json_object_end(w);
+}
+
+/* "Failed": [...] as failed_array() builds it. */
+static void write_failed(struct gw_json *w, const struct gw_sqs_batch_failure *failed, size_t n)
+{
+    gw_json_key_lit(w, "Failed");
+    gw_json_array_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_sqs_error_info *info = gw_sqs_error_info(failed[i].err->code);
+        gw_json_object_begin(w);
+        write_member(w, "Id", failed[i].id);
+        gw_json_key_lit(w, "SenderFault");
+        gw_json_bool(w, info->sender);
+        write_member(w, "Code", sl_slice_cstr(info->query_code));
+        gw_json_key_lit(w, "Message");
+        write_message(w, failed[i].err, info);
+        gw_json_object_end(w);
+    }
+    gw_json_array_end(w);
+}
+
+void gw_sqs_reply_send_result(struct gw_sqs_reply *r, const struct gw_sqs_send_result *res)
+{
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    write_send_result(&w, res, false);
+}
+
+void gw_sqs_reply_send_batch(struct gw_sqs_reply *r, const struct gw_sqs_send_result *ok,
+                             size_t n_ok, const struct gw_sqs_batch_failure *failed,
+                             size_t n_failed)
+{
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    sl_buf_reserve(&r->body, 32 + 160 * (n_ok + n_failed));
+    gw_json_object_begin(&w);
+    gw_json_key_lit(&w, "Successful");
+    gw_json_array_begin(&w);
+    for (size_t i = 0; i < n_ok; i++) {
+        write_send_result(&w, &ok[i], true);
+    }
+    gw_json_array_end(&w);
+    write_failed(&w, failed, n_failed);
+    gw_json_object_end(&w);
+}
+
+void gw_sqs_reply_id_batch(struct gw_sqs_reply *r, const struct sl_slice *ok_ids, size_t n_ok,
+                           const struct gw_sqs_batch_failure *failed, size_t n_failed)
+{
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    gw_json_object_begin(&w);
+    gw_json_key_lit(&w, "Successful");
+    gw_json_array_begin(&w);
+    for (size_t i = 0; i < n_ok; i++) {
+        gw_json_object_begin(&w);
+        write_member(&w, "Id", ok_ids[i]);
+        gw_json_object_end(&w);
+    }
+    gw_json_array_end(&w);
+    write_failed(&w, failed, n_failed);
+    gw_json_object_end(&w);
+}
+
+/* One received message; the members and their order of
+ * gw_sqs_encode_messages(). */
+static void write_received(struct gw_json *w, const struct gw_sqs_received *m)
+{
+    gw_json_object_begin(w);
+    write_member(w, "MessageId", m->message_id);
+    write_member(w, "ReceiptHandle", m->receipt_handle);
+    char md5[33];
+    gw_sqs_md5_hex(m->body.p, m->body.n, md5);
+    write_member(w, "MD5OfBody", sl_slice_cstr(md5));
+    write_member(w, "Body", m->body);
+    if (m->system_attribute_count > 0) {
+        gw_json_key_lit(w, "Attributes");
+        gw_json_object_begin(w);
+        for (size_t k = 0; k < m->system_attribute_count; k++) {
+            gw_json_key(w, m->system_attributes[k].key);
+            gw_json_string(w, m->system_attributes[k].value);
+        }
+        gw_json_object_end(w);
+    }
+    /* The attribute digest covers only what is returned (1.5). */
+    if (m->attr_count > 0) {
+        SL_ASSERT(gw_sqs_md5_of_attrs(m->attrs, m->attr_count, md5) == SL_OK);
+        write_member(w, "MD5OfMessageAttributes", sl_slice_cstr(md5));
+        gw_json_key_lit(w, "MessageAttributes");
+        gw_json_object_begin(w);
+        for (size_t k = 0; k < m->attr_count; k++) {
+            const struct gw_sqs_msg_attr *a = &m->attrs[k];
+            gw_json_key(w, a->name);
+            gw_json_object_begin(w);
+            write_member(w, "DataType", a->data_type);
+            if (a->type == GW_SQS_ATTR_BINARY) {
+                gw_json_key_lit(w, "BinaryValue");
+                gw_json_base64(w, a->value);
+            } else {
+                write_member(w, "StringValue", a->value);
+            }
+            gw_json_object_end(w);
+        }
+        gw_json_object_end(w);
+    }
+    gw_json_object_end(w);
+}
+
+void gw_sqs_reply_messages(struct gw_sqs_reply *r, const struct gw_sqs_received *msgs, size_t n)
+{
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    /* one allocation for the usual reply: the bodies and handles plus the
+     * members around them */
+    size_t guess = 16;
+    for (size_t i = 0; i < n; i++) {
+        guess += msgs[i].body.n + msgs[i].receipt_handle.n + msgs[i].message_id.n + 160;
+    }
+    sl_buf_reserve(&r->body, guess);
+    gw_json_object_begin(&w);
+    if (n > 0) {
+        gw_json_key_lit(&w, "Messages");
+        gw_json_array_begin(&w);
+        for (size_t i = 0; i < n; i++) {
+            write_received(&w, &msgs[i]);
+        }
+        gw_json_array_end(&w);
+    }
+    gw_json_object_end(&w);
 }

@@ -221,12 +221,176 @@ static void test_messages_body(void **state)
     free(s);
 }
 
+/* A directly written reply has exactly the bytes jansson dumps for the
+ * tree of the same shape, and gw_sqs_reply_ok() writes that tree the same. */
+static void expect_direct_equals_tree(struct gw_sqs_reply *direct, json_t *tree)
+{
+    size_t n = json_dumpb(tree, NULL, 0, JSON_COMPACT);
+    char *want = malloc(n + 1);
+    assert_non_null(want);
+    assert_int_equal(json_dumpb(tree, want, n, JSON_COMPACT), n);
+    want[n] = '\0';
+    assert_int_equal(direct->status, 200);
+    assert_int_equal(direct->error, GW_SQS_OK);
+    struct gw_header h[2];
+    assert_int_equal(gw_sqs_reply_headers(direct, h), 1);
+    assert_string_equal(direct->body.p, want);
+    assert_int_equal(direct->body.n, n);
+    struct gw_sqs_reply via_tree;
+    gw_sqs_reply_init(&via_tree);
+    gw_sqs_reply_ok(&via_tree, tree);
+    assert_string_equal(via_tree.body.p, want);
+    assert_int_equal(via_tree.body.n, n);
+    gw_sqs_reply_fini(&via_tree);
+    free(want);
+}
+
+static void test_direct_send_replies(void **state)
+{
+    (void)state;
+    struct gw_sqs_reply r;
+    gw_sqs_reply_init(&r);
+    /* a reply reused after an error turns into a 200 */
+    struct gw_sqs_err internal;
+    gw_sqs_err_set(&internal, GW_SQS_E_INTERNAL_ERROR, NULL);
+    gw_sqs_reply_error(&r, &internal);
+
+    struct gw_sqs_msg_attr attrs[] = {
+        {SL_SLICE_LIT("n"), SL_SLICE_LIT("Number"), GW_SQS_ATTR_NUMBER, SL_SLICE_LIT("1.5")},
+    };
+    struct gw_sqs_send_entry plain = {.body = SL_SLICE_LIT("tab\there \"q\" \xc3\xa9\n")};
+    struct gw_sqs_send_entry rich = {
+        .body = SL_SLICE_LIT("x"),
+        .attrs = attrs,
+        .attr_count = 1,
+        .has_trace_header = true,
+        .trace_header = SL_SLICE_LIT("Root=1-5759e988-bd862e3fe1be46a994272793"),
+    };
+    struct gw_sqs_send_result res[2] = {
+        {.id = SL_SLICE_LIT("first")},
+        {.id = SL_SLICE_LIT("second-2"), .sequence_number = SL_SLICE_LIT("18849496460467696128")},
+    };
+    snprintf(res[0].message_id, sizeof(res[0].message_id), "%s",
+             "5fea7756-0ea4-451a-a703-a558b933e274");
+    snprintf(res[1].message_id, sizeof(res[1].message_id), "%s",
+             "00000000-0000-4000-8000-000000000000");
+    gw_sqs_send_result_digest(&plain, &res[0]);
+    gw_sqs_send_result_digest(&rich, &res[1]);
+    assert_int_equal(strlen(res[1].md5_of_attrs), 32);
+    assert_int_equal(strlen(res[1].md5_of_sys_attrs), 32);
+
+    for (size_t i = 0; i < 2; i++) {
+        gw_sqs_reply_send_result(&r, &res[i]);
+        expect_direct_equals_tree(&r, gw_sqs_encode_send_result(&res[i]));
+    }
+
+    struct gw_sqs_err bad_body, cut;
+    gw_sqs_err_set(&bad_body, GW_SQS_E_INVALID_MESSAGE_CONTENTS,
+                   "Invalid binary character '#x1' in \"body\"\n");
+    /* a message cut inside a UTF-8 sequence: the table's message stands in */
+    gw_sqs_err_set(&cut, GW_SQS_E_INVALID_PARAMETER_VALUE, "bad \xc3");
+    struct gw_sqs_batch_failure failed[] = {{SL_SLICE_LIT("f1"), &bad_body},
+                                            {SL_SLICE_LIT("f2"), &cut},
+                                            {SL_SLICE_LIT("f3"), &internal}};
+    gw_sqs_reply_send_batch(&r, res, 2, failed, 3);
+    assert_non_null(strstr(r.body.p, "One or more parameters are invalid."));
+    assert_non_null(strstr(r.body.p, "\"SenderFault\":false"));
+    expect_direct_equals_tree(&r, gw_sqs_encode_send_batch(res, 2, failed, 3));
+    gw_sqs_reply_send_batch(&r, res, 2, NULL, 0);
+    expect_direct_equals_tree(&r, gw_sqs_encode_send_batch(res, 2, NULL, 0));
+    gw_sqs_reply_send_batch(&r, NULL, 0, failed, 1);
+    expect_direct_equals_tree(&r, gw_sqs_encode_send_batch(NULL, 0, failed, 1));
+    gw_sqs_reply_fini(&r);
+}
+
+static void test_direct_id_batch_replies(void **state)
+{
+    (void)state;
+    struct gw_sqs_reply r;
+    gw_sqs_reply_init(&r);
+    struct sl_slice ids[] = {SL_SLICE_LIT("a"), SL_SLICE_LIT("b-_9")};
+    struct gw_sqs_err gone;
+    gw_sqs_err_set(&gone, GW_SQS_E_RECEIPT_HANDLE_IS_INVALID,
+                   "The input receipt handle \"x\\y\" is not a valid receipt handle.");
+    struct gw_sqs_batch_failure failed[] = {{SL_SLICE_LIT("c"), &gone}};
+    gw_sqs_reply_id_batch(&r, ids, 2, failed, 1);
+    expect_direct_equals_tree(&r, gw_sqs_encode_id_batch(ids, 2, failed, 1));
+    gw_sqs_reply_id_batch(&r, ids, 1, NULL, 0);
+    assert_string_equal(r.body.p, "{\"Successful\":[{\"Id\":\"a\"}],\"Failed\":[]}");
+    expect_direct_equals_tree(&r, gw_sqs_encode_id_batch(ids, 1, NULL, 0));
+    gw_sqs_reply_id_batch(&r, NULL, 0, NULL, 0);
+    expect_direct_equals_tree(&r, gw_sqs_encode_id_batch(NULL, 0, NULL, 0));
+    gw_sqs_reply_fini(&r);
+}
+
+static void test_direct_messages_reply(void **state)
+{
+    (void)state;
+    struct gw_sqs_reply r;
+    gw_sqs_reply_init(&r);
+    gw_sqs_reply_messages(&r, NULL, 0);
+    assert_string_equal(r.body.p, "{}");
+    expect_direct_equals_tree(&r, gw_sqs_encode_messages(NULL, 0));
+
+    struct gw_sqs_tag sys[] = {
+        {SL_SLICE_LIT("SenderId"), SL_SLICE_LIT("acme")},
+        {SL_SLICE_LIT("ApproximateReceiveCount"), SL_SLICE_LIT("3")},
+        {SL_SLICE_LIT("AWSTraceHeader"), SL_SLICE_LIT("Root=1-a;Parent=\"b\"")},
+    };
+    struct gw_sqs_msg_attr attrs[] = {
+        {SL_SLICE_LIT("bin"),
+         SL_SLICE_LIT("Binary.png"),
+         GW_SQS_ATTR_BINARY,
+         {"\x89PNG\x00\xff", 6}},
+        {SL_SLICE_LIT("n"), SL_SLICE_LIT("Number"), GW_SQS_ATTR_NUMBER, SL_SLICE_LIT("-1e3")},
+        {SL_SLICE_LIT("s\xc3\xa9"), SL_SLICE_LIT("String.x"), GW_SQS_ATTR_STRING,
+         SL_SLICE_LIT("line1\nline2\t\"\\\" \xe2\x82\xac \xf0\x9f\x98\x80")},
+    };
+    char big[3000];
+    memset(big, 'x', sizeof big);
+    struct gw_sqs_received m[] = {
+        {
+            .message_id = SL_SLICE_LIT("5fea7756-0ea4-451a-a703-a558b933e274"),
+            .receipt_handle = SL_SLICE_LIT("AQEB_handle-1"),
+            .body = SL_SLICE_LIT("{\"json\": \"in a body\"}\r\n\t\xc3\xa9\xe2\x80\xa8"),
+            .system_attributes = sys,
+            .system_attribute_count = 3,
+            .attrs = attrs,
+            .attr_count = 3,
+        },
+        {
+            .message_id = SL_SLICE_LIT("id-2"),
+            .receipt_handle = SL_SLICE_LIT("rh-2"),
+            .body = {big, sizeof big},
+        },
+        {
+            .message_id = SL_SLICE_LIT("id-3"),
+            .receipt_handle = SL_SLICE_LIT("rh-3"),
+            .body = SL_SLICE_LIT("only attributes"),
+            .attrs = &attrs[1],
+            .attr_count = 1,
+        },
+    };
+    gw_sqs_reply_messages(&r, m, 3);
+    assert_non_null(strstr(r.body.p, "\"BinaryValue\":\"iVBORwD/\""));
+    expect_direct_equals_tree(&r, gw_sqs_encode_messages(m, 3));
+    gw_sqs_reply_messages(&r, &m[1], 1);
+    expect_direct_equals_tree(&r, gw_sqs_encode_messages(&m[1], 1));
+    gw_sqs_reply_fini(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error_table),    cmocka_unit_test(test_actions_table),
-        cmocka_unit_test(test_error_reply),    cmocka_unit_test(test_empty_ok_reply),
-        cmocka_unit_test(test_success_bodies), cmocka_unit_test(test_messages_body),
+        cmocka_unit_test(test_error_table),
+        cmocka_unit_test(test_actions_table),
+        cmocka_unit_test(test_error_reply),
+        cmocka_unit_test(test_empty_ok_reply),
+        cmocka_unit_test(test_success_bodies),
+        cmocka_unit_test(test_messages_body),
+        cmocka_unit_test(test_direct_send_replies),
+        cmocka_unit_test(test_direct_id_batch_replies),
+        cmocka_unit_test(test_direct_messages_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
