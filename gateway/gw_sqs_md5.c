@@ -8,8 +8,13 @@
  * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html
  * (research/sqs-peers.md 1.5, with the vectors tests/unit/gateway/test_sqs_md5.c checks).
  *
- * Threading: pure; any thread. OpenSSL EVP contexts are per call.
+ * Threading: pure; any thread. Each thread keeps one EVP context, freed
+ * when it exits, and all share one MD5 implementation fetched once: in
+ * OpenSSL 3 a context made and initialised with EVP_md5() per digest looks
+ * the algorithm up by name every time, which cost more than hashing a
+ * 1 KiB body.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,11 +46,32 @@ static void digest_final_hex(EVP_MD_CTX *ctx, char out[33])
     sl_hex_encode(md, 16, out);
 }
 
+static pthread_once_t md5_once = PTHREAD_ONCE_INIT;
+static EVP_MD *md5_md;            /* fetched once; lives as long as the process */
+static pthread_key_t md5_ctx_key; /* this thread's EVP_MD_CTX */
+
+static void free_ctx(void *ctx)
+{
+    EVP_MD_CTX_free(ctx);
+}
+
+static void md5_setup(void)
+{
+    md5_md = EVP_MD_fetch(NULL, "MD5", NULL);
+    SL_ASSERT(md5_md != NULL);
+    SL_ASSERT(pthread_key_create(&md5_ctx_key, free_ctx) == 0);
+}
+
+/* This thread's context, initialised for a new MD5. */
 static EVP_MD_CTX *md5_begin(void)
 {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    SL_ASSERT(ctx != NULL);
-    SL_ASSERT(EVP_DigestInit_ex(ctx, EVP_md5(), NULL) == 1);
+    pthread_once(&md5_once, md5_setup);
+    EVP_MD_CTX *ctx = pthread_getspecific(md5_ctx_key);
+    if (ctx == NULL) {
+        ctx = EVP_MD_CTX_new();
+        SL_ASSERT(ctx != NULL && pthread_setspecific(md5_ctx_key, ctx) == 0);
+    }
+    SL_ASSERT(EVP_DigestInit_ex2(ctx, md5_md, NULL) == 1);
     return ctx;
 }
 
@@ -79,7 +105,6 @@ void gw_sqs_md5_hex(const void *data, size_t n, char out[33])
         EVP_DigestUpdate(ctx, data, n);
     }
     digest_final_hex(ctx, out);
-    EVP_MD_CTX_free(ctx);
 }
 
 int gw_sqs_md5_of_attrs(const struct gw_sqs_msg_attr *attrs, size_t n, char out[33])
@@ -104,7 +129,6 @@ int gw_sqs_md5_of_attrs(const struct gw_sqs_msg_attr *attrs, size_t n, char out[
         digest_lv(ctx, a->value);
     }
     digest_final_hex(ctx, out);
-    EVP_MD_CTX_free(ctx);
     return SL_OK;
 }
 
