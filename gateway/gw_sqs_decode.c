@@ -519,18 +519,24 @@ static int decode_send_message_batch(struct gw_sqs_dec *d, const json_t *o)
     q->entry_count = n;
     for (size_t i = 0; i < n; i++) {
         struct gw_sqs_send_entry *e = &q->entries[i];
-        struct gw_sqs_err *fail = gw__sqs_dec_alloc(d, 1, sizeof(*fail));
-        if (fail == NULL) {
-            return SL_ENOMEM;
-        }
-        rc = gw__sqs_decode_send_entry(d, json_array_get(arr, i), e, fail);
-        if (rc == GW__SQS_ENTRY_FAILED) {
-            e->fail = fail;
-        } else if (rc != SL_OK) {
+        /* an entry's failure is kept in a block only if there is one */
+        struct gw_sqs_err fail;
+        rc = gw__sqs_decode_send_entry(d, json_array_get(arr, i), e, &fail);
+        bool failed = rc == GW__SQS_ENTRY_FAILED;
+        if (rc != SL_OK && !failed) {
             return rc;
-        } else if (e->size > GW_SQS_MAX_MESSAGE_BYTES) {
-            gw__sqs_message_too_long(fail);
-            e->fail = fail;
+        }
+        if (!failed && e->size > GW_SQS_MAX_MESSAGE_BYTES) {
+            gw__sqs_message_too_long(&fail);
+            failed = true;
+        }
+        if (failed) {
+            struct gw_sqs_err *kept = gw__sqs_dec_alloc(d, 1, sizeof(*kept));
+            if (kept == NULL) {
+                return SL_ENOMEM;
+            }
+            *kept = fail;
+            e->fail = kept;
         }
         e->id = ids[i];
         q->total_size += e->size;

@@ -26,11 +26,25 @@ static bool allowed_code_point(uint32_t c)
            (c >= 0xE000 && c <= 0xFFFD) || (c >= 0x10000 && c <= 0x10FFFF);
 }
 
+/* True if the 8 bytes at p are all printable ASCII (0x20..0x7f): no high
+ * bit in x, and none after 0x20 is taken from every byte (the lowest byte
+ * below 0x20 wraps to 0xe0 or more; no borrow reaches it from below). */
+static bool printable_ascii8(const uint8_t *p)
+{
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    return ((x | (x - 0x2020202020202020ull)) & 0x8080808080808080ull) == 0;
+}
+
 bool gw__sqs_chars_valid(struct sl_slice s, uint32_t *bad)
 {
     const uint8_t *p = (const uint8_t *)s.p;
     size_t i = 0;
     while (i < s.n) {
+        if (s.n - i >= 8 && printable_ascii8(p + i)) {
+            i += 8; /* the common case, 8 bytes at a time */
+            continue;
+        }
         uint32_t c = p[i];
         size_t len;
         if (c < 0x80) {

@@ -438,6 +438,30 @@ static void test_allowed_characters(void **state)
     assert_false(gw__sqs_chars_valid(SL_SLICE_LIT("\x1f"), &bad));
     assert_int_equal(bad, 0x1F);
     assert_true(gw__sqs_chars_valid(SL_SLICE_LIT("caf\xc3\xa9"), &bad));
+
+    /* long ASCII runs are checked 8 bytes at a time: one odd character at
+     * every offset of a 40-byte string is still seen */
+    static const struct {
+        const char *text;
+        bool ok;
+        uint32_t bad;
+    } odd[] = {
+        {"\x01", false, 0x01}, {"\x1f", false, 0x1f},           {"\x80", false, 0x80},
+        {"\xff", false, 0xff}, {"\xef\xbf\xbe", false, 0xfffe}, {"\t", true, 0},
+        {"\x7f", true, 0},     {"\xc3\xa9", true, 0},           {"\xf0\x9f\x98\x80", true, 0},
+    };
+    for (size_t k = 0; k < SL_ARRAY_LEN(odd); k++) {
+        size_t len = strlen(odd[k].text);
+        for (size_t at = 0; at + len <= 40; at++) {
+            char text[40];
+            memset(text, 'a', sizeof text);
+            memcpy(text + at, odd[k].text, len);
+            bad = 0;
+            assert_int_equal(gw__sqs_chars_valid((struct sl_slice){text, sizeof text}, &bad),
+                             odd[k].ok);
+            assert_int_equal(bad, odd[k].bad);
+        }
+    }
 }
 
 static void test_message_attribute_rules(void **state)
