@@ -469,6 +469,11 @@ struct crypto {
     EVP_MD *sha256;
     EVP_MD_CTX *md;
     EVP_MAC_CTX *mac;
+    /* The signing key mac holds, if any: a request signed with the same
+     * key as the one before (one tenant, one day) re-initialises the HMAC
+     * from its kept inner and outer states instead of keying it again. */
+    bool mac_keyed;
+    uint8_t mac_key[GW_SIGV4_KEY_BYTES];
 };
 
 static bool crypto_init(struct crypto *cr)
@@ -486,6 +491,7 @@ static bool crypto_init(struct crypto *cr)
 
 static void crypto_fini(struct crypto *cr)
 {
+    OPENSSL_cleanse(cr->mac_key, sizeof cr->mac_key);
     EVP_MAC_CTX_free(cr->mac);
     EVP_MD_CTX_free(cr->md);
     EVP_MD_free(cr->sha256);
@@ -512,8 +518,8 @@ static void sha256_hex(const struct crypto *cr, const void *data, size_t n,
     sl_hex_encode(digest, sizeof digest, hex);
 }
 
-static void hmac_sha256(const struct crypto *cr, const void *key, size_t key_len,
-                        struct sl_slice data, uint8_t out[GW_SIGV4_KEY_BYTES])
+static void hmac_sha256(struct crypto *cr, const void *key, size_t key_len, struct sl_slice data,
+                        uint8_t out[GW_SIGV4_KEY_BYTES])
 {
     if (!cr) {
         unsigned int out_len = GW_SIGV4_KEY_BYTES;
@@ -522,11 +528,19 @@ static void hmac_sha256(const struct crypto *cr, const void *key, size_t key_len
         SL_ASSERT(done != NULL && out_len == GW_SIGV4_KEY_BYTES);
         return;
     }
+    /* EVP_MAC_init with a NULL key re-initialises with the key it has */
+    bool same_key = cr->mac_keyed && key_len == sizeof cr->mac_key &&
+                    CRYPTO_memcmp(cr->mac_key, key, key_len) == 0;
+    cr->mac_keyed = false;
     size_t out_len = 0;
-    bool ok = EVP_MAC_init(cr->mac, key, key_len, NULL) == 1 &&
+    bool ok = EVP_MAC_init(cr->mac, same_key ? NULL : key, same_key ? 0 : key_len, NULL) == 1 &&
               EVP_MAC_update(cr->mac, (const unsigned char *)data.p, data.n) == 1 &&
               EVP_MAC_final(cr->mac, out, &out_len, GW_SIGV4_KEY_BYTES) == 1;
     SL_ASSERT(ok && out_len == GW_SIGV4_KEY_BYTES);
+    if (key_len == sizeof cr->mac_key) {
+        memcpy(cr->mac_key, key, key_len);
+        cr->mac_keyed = true;
+    }
 }
 
 static size_t string_to_sign(const struct crypto *cr, struct sl_slice amz_date,
@@ -560,7 +574,7 @@ size_t gw__sigv4_string_to_sign(struct sl_slice amz_date, struct sl_slice region
     return string_to_sign(NULL, amz_date, region, service, canonical, canonical_len, out, cap);
 }
 
-static void derive_key(const struct crypto *cr, struct sl_slice secret, struct sl_slice date,
+static void derive_key(struct crypto *cr, struct sl_slice secret, struct sl_slice date,
                        struct sl_slice region, struct sl_slice service,
                        uint8_t key[GW_SIGV4_KEY_BYTES])
 {
@@ -582,6 +596,10 @@ static void derive_key(const struct crypto *cr, struct sl_slice secret, struct s
     hmac_sha256(cr, k_date, sizeof k_date, SL_SLICE_LIT("aws4_request"), key);
     OPENSSL_cleanse(k_date, sizeof k_date);
     OPENSSL_cleanse(k_region, sizeof k_region);
+    if (cr) { /* keep no copy of an intermediate key */
+        OPENSSL_cleanse(cr->mac_key, sizeof cr->mac_key);
+        cr->mac_keyed = false;
+    }
 }
 
 void gw__sigv4_derive_key(struct sl_slice secret, struct sl_slice date, struct sl_slice region,
@@ -1014,7 +1032,7 @@ enum gw_sigv4_status gw_sigv4_verify(const struct gw_sigv4_request *req,
         return GW_SIGV4_INCOMPLETE;
     }
 
-    const struct crypto *cr = cache ? &cache->crypto : NULL;
+    struct crypto *cr = cache ? &cache->crypto : NULL;
     char body_hash[GW_SIGV4_HASH_HEX + 1];
     sha256_hex(cr, req->payload.p, req->payload.n, body_hash);
     struct sl_slice payload_hash = {body_hash, GW_SIGV4_HASH_HEX};
