@@ -115,7 +115,11 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
         snprintf(r.message_id, sizeof r.message_id, "%s", res->sent[0].message_id);
         gw_sqs_send_result_digest(&ctx->req.u.send_message.msg, &r);
         free(b);
-        gw__act_reply(ctx, gw_sqs_encode_send_result(&r));
+        struct gw_sqs_reply reply;
+        gw_sqs_reply_init(&reply);
+        gw_sqs_reply_send_result(&reply, &r);
+        gw__act_finish(ctx, &reply);
+        gw_sqs_reply_fini(&reply);
         return;
     }
     const struct gw_sqs_send_message_batch_req *req = &ctx->req.u.send_message_batch;
@@ -135,9 +139,12 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
             failed[n_failed++] = (struct gw_sqs_batch_failure){req->entries[i].id, b->fail[i]};
         }
     }
-    json_t *body = gw_sqs_encode_send_batch(ok, n_ok, failed, n_failed);
+    struct gw_sqs_reply reply;
+    gw_sqs_reply_init(&reply);
+    gw_sqs_reply_send_batch(&reply, ok, n_ok, failed, n_failed);
     free(b);
-    gw__act_reply(ctx, body);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
 }
 
 /* Sends the request's entries that passed validation. entries/count are
@@ -361,7 +368,9 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
         out[i].attrs = attrs[i];
         out[i].attr_count = kept;
     }
-    json_t *body = gw_sqs_encode_messages(out, n);
+    struct gw_sqs_reply reply;
+    gw_sqs_reply_init(&reply);
+    gw_sqs_reply_messages(&reply, out, n);
     for (size_t i = 0; i < n; i++) {
         sl_buf_free(&arns[i]);
     }
@@ -370,7 +379,8 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
     free(nums);
     free(sys);
     free(out);
-    gw__act_reply(ctx, body);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
 }
 
 static void receive_cancelled(struct gw_exchange *ex, void *data)
@@ -588,9 +598,12 @@ static void receipts_done(struct part_cookie cookie, int status, const struct pa
             ok[n_ok++] = views[i].id;
         }
     }
-    json_t *body = gw_sqs_encode_id_batch(ok, n_ok, failed, n_failed);
+    struct gw_sqs_reply reply;
+    gw_sqs_reply_init(&reply);
+    gw_sqs_reply_id_batch(&reply, ok, n_ok, failed, n_failed);
     free(b);
-    gw__act_reply(ctx, body);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
 }
 
 /* Every receipt action: pre-check each handle (MAC, queue), submit the
