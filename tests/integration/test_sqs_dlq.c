@@ -126,6 +126,52 @@ static void redrive_validation(void)
     r = set_attr(dlq, "RedriveAllowPolicy", "{\"redrivePermission\":\"sometimes\"}");
     IT_CHECK(r.status == 400);
     it_reply_free(&r);
+    /* byQueue takes at most 10 source queues (research 1.6). */
+    char eleven[1024] = "{\"redrivePermission\":\"byQueue\",\"sourceQueueArns\":[";
+    for (int i = 0; i < 11; i++) {
+        char arn[64];
+        snprintf(arn, sizeof arn, "%s\"" ARN_PREFIX "s%d\"", i > 0 ? "," : "", i);
+        strcat(eleven, arn);
+    }
+    strcat(eleven, "]}");
+    r = set_attr(dlq, "RedriveAllowPolicy", eleven);
+    IT_CHECK(r.status == 400);
+    it_reply_free(&r);
+    free(p);
+
+    /* The policy in force is shown as set; a byQueue list without the
+     * source refuses it; "" removes the policy (allowAll again). */
+    const char *other_only =
+        "{\"redrivePermission\":\"byQueue\",\"sourceQueueArns\":[\"" ARN_PREFIX "d-other\"]}";
+    r = set_attr(dlq, "RedriveAllowPolicy", other_only);
+    IT_OK(&r);
+    it_reply_free(&r);
+    r = it_call(&srv, "GetQueueAttributes",
+                json_pack("{s:s,s:[s]}", "QueueUrl", dlq, "AttributeNames", "All"));
+    const char *shown = it_jstr(json_object_get(r.json, "Attributes"), "RedriveAllowPolicy");
+    json_t *got = shown != NULL ? json_loads(shown, 0, NULL) : NULL;
+    json_t *want = json_loads(other_only, 0, NULL);
+    IT_CHECK(got != NULL && json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+    it_reply_free(&r);
+    r = set_attr(src, "RedrivePolicy", "");
+    IT_OK(&r);
+    it_reply_free(&r);
+    p = policy("d-target", "2");
+    r = set_attr(src, "RedrivePolicy", p);
+    IT_ERR(&r, 400, IPV, IPV_SHAPE, NULL);
+    it_reply_free(&r);
+    r = set_attr(dlq, "RedriveAllowPolicy", "");
+    IT_OK(&r);
+    it_reply_free(&r);
+    r = it_call(&srv, "GetQueueAttributes",
+                json_pack("{s:s,s:[s]}", "QueueUrl", dlq, "AttributeNames", "All"));
+    IT_CHECK(json_object_get(json_object_get(r.json, "Attributes"), "RedriveAllowPolicy") == NULL);
+    it_reply_free(&r);
+    r = set_attr(src, "RedrivePolicy", p);
+    IT_OK(&r);
+    it_reply_free(&r);
     free(p);
     free(src);
     free(dlq);
@@ -249,6 +295,15 @@ static void list_sources(void)
     IT_CHECK(json_object_get(r.json, "NextToken") == NULL);
     it_reply_free(&r);
     free(first_url);
+
+    /* MaxResults is 1..1000, as for ListQueues (research 1.2, 1.8). */
+    static const int bad_max[] = {0, 1001};
+    for (size_t i = 0; i < 2; i++) {
+        r = it_call(&srv, "ListDeadLetterSourceQueues",
+                    json_pack("{s:s,s:i}", "QueueUrl", dlq, "MaxResults", bad_max[i]));
+        IT_ERR(&r, 400, IPV, IPV_SHAPE, NULL);
+        it_reply_free(&r);
+    }
 
     char missing[256];
     snprintf(missing, sizeof missing, "%s/" IT_TENANT "/d-nowhere", srv.base_url);

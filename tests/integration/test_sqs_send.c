@@ -378,10 +378,61 @@ static void message_size(void)
                 send_req(small, body, json_pack("{s:o}", "abcd", str_attr("12345678901234"))));
     IT_OK(&r);
     it_reply_free(&r);
-    /* A lowered maximum applies at once. */
-    r = it_call(&srv, "SetQueueAttributes",
-                json_pack("{s:s,s:{s:s}}", "QueueUrl", small, "Attributes", "MaximumMessageSize",
-                          "1048576"));
+    /* A custom type counts with its label: 1000 + "abcd" + "Number.x" + 13
+     * = 1025. */
+    r = it_call(&srv, "SendMessage",
+                send_req(small, body,
+                         json_pack("{s:{s:s,s:s}}", "abcd", "DataType", "Number.x", "StringValue",
+                                   "1234567890123")));
+    IT_ERR(&r, 400, IPV, IPV_SHAPE,
+           "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.");
+    it_reply_free(&r);
+    /* A Binary value counts its bytes, not its base64 text: 1000 + "abcd" +
+     * "Binary" + 14 bytes (20 base64 characters) = 1024. */
+    r = it_call(&srv, "SendMessage",
+                send_req(small, body,
+                         json_pack("{s:{s:s,s:s}}", "abcd", "DataType", "Binary", "BinaryValue",
+                                   "MDEyMzQ1Njc4OTAxMjM=")));
+    IT_OK(&r);
+    it_reply_free(&r);
+    /* The body counts its UTF-8 bytes: 512 two-byte characters are 1024
+     * bytes, one more ASCII byte is too many. */
+    char *wide = malloc(1026);
+    for (int k = 0; k < 512; k++) {
+        memcpy(wide + 2 * k, "\xc3\xa9", 2);
+    }
+    wide[1024] = '\0';
+    r = it_call(&srv, "SendMessage", send_req(small, wide, NULL));
+    IT_OK(&r);
+    it_reply_free(&r);
+    wide[1024] = 'x';
+    wide[1025] = '\0';
+    r = it_call(&srv, "SendMessage", send_req(small, wide, NULL));
+    IT_ERR(&r, 400, IPV, IPV_SHAPE,
+           "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.");
+    it_reply_free(&r);
+    free(wide);
+    /* A changed maximum applies at once, raised (LS
+     * test_send_message_with_updated_maximum_message_size) ... */
+    body[1000] = 'x';
+    body[1025] = '\0';
+    r = it_call(
+        &srv, "SetQueueAttributes",
+        json_pack("{s:s,s:{s:s}}", "QueueUrl", small, "Attributes", "MaximumMessageSize", "2048"));
+    IT_OK(&r);
+    it_reply_free(&r);
+    r = it_call(&srv, "SendMessage", send_req(small, body, NULL));
+    IT_OK(&r);
+    it_reply_free(&r);
+    /* ... and lowered. */
+    r = it_call(
+        &srv, "SetQueueAttributes",
+        json_pack("{s:s,s:{s:s}}", "QueueUrl", small, "Attributes", "MaximumMessageSize", "1024"));
+    IT_OK(&r);
+    it_reply_free(&r);
+    r = it_call(&srv, "SendMessage", send_req(small, body, NULL));
+    IT_ERR(&r, 400, IPV, IPV_SHAPE,
+           "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.");
     it_reply_free(&r);
 
     /* The default: 1 MiB. */
