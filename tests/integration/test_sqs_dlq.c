@@ -26,6 +26,20 @@ static struct it_reply set_attr(const char *url, const char *name, const char *v
                    json_pack("{s:s,s:{s:s}}", "QueueUrl", url, "Attributes", name, value));
 }
 
+/* The policy attribute name of url as GetQueueAttributes(All) shows it,
+ * parsed (NULL when absent or not JSON); *present tells absent apart. */
+static json_t *policy_shown(const char *url, const char *name, bool *present)
+{
+    struct it_reply r = it_call(&srv, "GetQueueAttributes",
+                                json_pack("{s:s,s:[s]}", "QueueUrl", url, "AttributeNames", "All"));
+    IT_OK(&r);
+    const char *shown = it_jstr(json_object_get(r.json, "Attributes"), name);
+    *present = shown != NULL;
+    json_t *doc = shown != NULL ? json_loads(shown, 0, NULL) : NULL;
+    it_reply_free(&r);
+    return doc;
+}
+
 static char *policy(const char *dlq_name, const char *max_receive)
 {
     char *text = malloc(512);
@@ -76,24 +90,20 @@ static void redrive_validation(void)
         IT_OK(&r);
         it_reply_free(&r);
         free(p);
-        r = it_call(&srv, "GetQueueAttributes",
-                    json_pack("{s:s,s:[s]}", "QueueUrl", src, "AttributeNames", "All"));
-        const char *shown = it_jstr(json_object_get(r.json, "Attributes"), "RedrivePolicy");
-        json_t *doc = shown != NULL ? json_loads(shown, 0, NULL) : NULL;
+        bool present;
+        json_t *doc = policy_shown(src, "RedrivePolicy", &present);
         IT_STREQ(it_jstr(doc, "deadLetterTargetArn"), ARN_PREFIX "d-target");
         json_t *mrc = json_object_get(doc, "maxReceiveCount");
         IT_CHECK(json_integer_value(mrc) == 3 ||
                  (json_is_string(mrc) && strcmp(json_string_value(mrc), "3") == 0));
         json_decref(doc);
-        it_reply_free(&r);
     }
     r = set_attr(src, "RedrivePolicy", "");
     IT_OK(&r);
     it_reply_free(&r);
-    r = it_call(&srv, "GetQueueAttributes",
-                json_pack("{s:s,s:[s]}", "QueueUrl", src, "AttributeNames", "All"));
-    IT_CHECK(json_object_get(json_object_get(r.json, "Attributes"), "RedrivePolicy") == NULL);
-    it_reply_free(&r);
+    bool present;
+    json_decref(policy_shown(src, "RedrivePolicy", &present));
+    IT_CHECK(!present);
     r = it_call(&srv, "ListDeadLetterSourceQueues", json_pack("{s:s}", "QueueUrl", dlq));
     IT_OK(&r);
     IT_CHECK(json_array_size(json_object_get(r.json, "queueUrls")) == 0);
@@ -146,15 +156,11 @@ static void redrive_validation(void)
     r = set_attr(dlq, "RedriveAllowPolicy", other_only);
     IT_OK(&r);
     it_reply_free(&r);
-    r = it_call(&srv, "GetQueueAttributes",
-                json_pack("{s:s,s:[s]}", "QueueUrl", dlq, "AttributeNames", "All"));
-    const char *shown = it_jstr(json_object_get(r.json, "Attributes"), "RedriveAllowPolicy");
-    json_t *got = shown != NULL ? json_loads(shown, 0, NULL) : NULL;
+    json_t *got = policy_shown(dlq, "RedriveAllowPolicy", &present);
     json_t *want = json_loads(other_only, 0, NULL);
     IT_CHECK(got != NULL && json_equal(got, want));
     json_decref(got);
     json_decref(want);
-    it_reply_free(&r);
     r = set_attr(src, "RedrivePolicy", "");
     IT_OK(&r);
     it_reply_free(&r);
@@ -165,10 +171,8 @@ static void redrive_validation(void)
     r = set_attr(dlq, "RedriveAllowPolicy", "");
     IT_OK(&r);
     it_reply_free(&r);
-    r = it_call(&srv, "GetQueueAttributes",
-                json_pack("{s:s,s:[s]}", "QueueUrl", dlq, "AttributeNames", "All"));
-    IT_CHECK(json_object_get(json_object_get(r.json, "Attributes"), "RedriveAllowPolicy") == NULL);
-    it_reply_free(&r);
+    json_decref(policy_shown(dlq, "RedriveAllowPolicy", &present));
+    IT_CHECK(!present);
     r = set_attr(src, "RedrivePolicy", p);
     IT_OK(&r);
     it_reply_free(&r);
