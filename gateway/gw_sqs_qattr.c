@@ -25,7 +25,7 @@ enum kind {
     K_BOOL,       /* "true" / "false" */
     K_POLICY,     /* "" or a JSON object */
     K_REDRIVE,    /* "" or {deadLetterTargetArn, maxReceiveCount} */
-    K_ALLOW,      /* RedriveAllowPolicy */
+    K_ALLOW,      /* "" or a RedriveAllowPolicy document */
     K_DEDUP,      /* messageGroup | queue */
     K_THROUGHPUT, /* perQueue | perMessageGroupId */
     K_TEXT,       /* any string (KmsMasterKeyId) */
@@ -290,7 +290,7 @@ static int check_value(enum gw_sqs_qattr a, struct sl_slice v, bool fifo,
     case K_REDRIVE:
         return v.n == 0 ? SL_OK : check_redrive(v, fifo, err);
     case K_ALLOW:
-        return check_redrive_allow(v, err);
+        return v.n == 0 ? SL_OK : check_redrive_allow(v, err); /* "" removes it */
     case K_DEDUP:
         return sl_slice_eq_cstr(v, "messageGroup") || sl_slice_eq_cstr(v, "queue")
                    ? SL_OK

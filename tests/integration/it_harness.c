@@ -306,12 +306,25 @@ static size_t on_bytes(char *data, size_t size, size_t nmemb, void *user)
     return n;
 }
 
-int it_request(const struct it_server *s, const struct it_request *req, struct it_response *out)
+/* One request's libcurl state: what the easy handle writes into and the
+ * header list it holds, owned until transfer_finish. */
+struct transfer {
+    CURL *easy;
+    struct curl_slist *hdrs;
+    struct grow body, headers;
+    void *tag; /* it_request_many's caller's tag */
+};
+
+/* Sets up t->easy for req. libcurl copies the URL, headers and
+ * credentials; req->body must outlive the transfer. */
+static int transfer_init(const struct it_server *s, const struct it_request *req,
+                         struct transfer *t)
 {
-    memset(out, 0, sizeof(*out));
+    memset(t, 0, sizeof(*t));
     CURL *h = curl_easy_init();
     if (h == NULL)
         return CURLE_FAILED_INIT;
+    t->easy = h;
     char url[512];
     snprintf(url, sizeof(url), "%s%s", req->admin ? s->admin_url : s->base_url,
              req->path != NULL ? req->path : "/");
@@ -333,38 +346,154 @@ int it_request(const struct it_server *s, const struct it_request *req, struct i
     }
     if (strcmp(method, "GET") != 0 && !(strcmp(method, "POST") == 0 && req->body != NULL))
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    struct curl_slist *hdrs = NULL;
     for (size_t i = 0; req->headers != NULL && req->headers[i] != NULL; i++)
-        hdrs = curl_slist_append(hdrs, req->headers[i]);
+        t->hdrs = curl_slist_append(t->hdrs, req->headers[i]);
     /* libcurl adds "Expect: 100-continue" to large HTTP/1.1 bodies; the
      * empty "Expect:" that removes it must not go on HTTP/2 requests:
      * libcurl 7.88 signs it (SigV4) without sending it there, which breaks
      * every signature. */
     if (req->http1) {
-        hdrs = curl_slist_append(hdrs, "Expect:");
+        t->hdrs = curl_slist_append(t->hdrs, "Expect:");
     }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->hdrs);
     char userpwd[256];
     if (req->access_key != NULL && req->secret != NULL) {
         curl_easy_setopt(h, CURLOPT_AWS_SIGV4, "aws:amz:" IT_REGION ":sqs");
         snprintf(userpwd, sizeof(userpwd), "%s:%s", req->access_key, req->secret);
         curl_easy_setopt(h, CURLOPT_USERPWD, userpwd);
     }
-    struct grow body = {0}, headers = {0};
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_bytes);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t->body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_bytes);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &headers);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &t->headers);
+    return CURLE_OK;
+}
 
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
-    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &out->http_version);
-    out->body = body.p != NULL ? body.p : calloc(1, 1);
-    out->body_len = body.n;
-    out->headers = headers.p != NULL ? headers.p : calloc(1, 1);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    return (int)rc;
+/* Moves the transfer's response into out and frees the transfer. */
+static void transfer_finish(struct transfer *t, struct it_response *out)
+{
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &out->http_version);
+    out->body = t->body.p != NULL ? t->body.p : calloc(1, 1);
+    out->body_len = t->body.n;
+    out->headers = t->headers.p != NULL ? t->headers.p : calloc(1, 1);
+    curl_slist_free_all(t->hdrs);
+    curl_easy_cleanup(t->easy);
+    memset(t, 0, sizeof(*t));
+}
+
+int it_request(const struct it_server *s, const struct it_request *req, struct it_response *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct transfer t;
+    int rc = transfer_init(s, req, &t);
+    if (rc != CURLE_OK)
+        return rc;
+    rc = (int)curl_easy_perform(t.easy);
+    transfer_finish(&t, out);
+    return rc;
+}
+
+/* Ends transfer t (removed from m, freed) and hands its response to done. */
+static void answer(CURLM *m, struct transfer *t, int rc, it_request_done_fn done, void *user)
+{
+    curl_multi_remove_handle(m, t->easy);
+    void *tag = t->tag;
+    struct it_response resp;
+    memset(&resp, 0, sizeof(resp));
+    transfer_finish(t, &resp);
+    free(t);
+    done(user, tag, &resp, rc);
+    it_response_free(&resp);
+}
+
+int it_request_many(const struct it_server *s, unsigned window, it_next_request_fn next,
+                    it_request_done_fn done, void *user)
+{
+    /* libcurl before 8.0 breaks a reused h2c (prior knowledge) connection
+     * with "Error in the HTTP2 framing layer" (curl PR #10643); over TLS
+     * (ALPN h2) it multiplexes correctly. */
+    if (!s->tls && curl_version_info(CURLVERSION_NOW)->version_num < 0x080000) {
+        fprintf(stderr, "it: it_request_many needs a TLS server with libcurl %s\n",
+                curl_version_info(CURLVERSION_NOW)->version);
+        return -1;
+    }
+    CURLM *m = curl_multi_init();
+    if (m == NULL)
+        return -1;
+    /* One connection, every request a stream of it. */
+    curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+    /* The transfers outstanding, so a failure can still answer each. */
+    struct transfer **live = calloc(window, sizeof(*live));
+    unsigned active = 0;
+    int result = live != NULL ? 0 : -1;
+    while (result == 0) {
+        while (active < window) {
+            struct it_request req;
+            memset(&req, 0, sizeof(req));
+            void *tag = NULL;
+            if (!next(user, &req, &tag))
+                break;
+            struct transfer *t = malloc(sizeof(*t));
+            if (t == NULL || transfer_init(s, &req, t) != CURLE_OK) {
+                free(t);
+                struct it_response none = {.body = calloc(1, 1), .headers = calloc(1, 1)};
+                done(user, tag, &none, CURLE_FAILED_INIT);
+                it_response_free(&none);
+                result = -1;
+                break;
+            }
+            t->tag = tag;
+            for (unsigned i = 0; i < window; i++) {
+                if (live[i] == NULL) {
+                    live[i] = t;
+                    break;
+                }
+            }
+            curl_easy_setopt(t->easy, CURLOPT_PIPEWAIT, 1L);
+            curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t);
+            curl_multi_add_handle(m, t->easy);
+            active++;
+        }
+        if (active == 0 || result != 0)
+            break;
+        int running = 0;
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            result = -1;
+            break;
+        }
+        bool finished = false;
+        int queued;
+        CURLMsg *msg;
+        while ((msg = curl_multi_info_read(m, &queued)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            char *priv = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+            struct transfer *t = (struct transfer *)(void *)priv;
+            for (unsigned i = 0; i < window; i++) {
+                if (live[i] == t)
+                    live[i] = NULL;
+            }
+            active--;
+            finished = true;
+            answer(m, t, (int)msg->data.result, done, user);
+        }
+        if (!finished && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
+            result = -1;
+            break;
+        }
+    }
+    /* Only after a failure: what is still outstanding is abandoned, and
+     * answered as a transfer that got no response. */
+    for (unsigned i = 0; live != NULL && i < window; i++) {
+        if (live[i] != NULL)
+            answer(m, live[i], CURLE_ABORTED_BY_CALLBACK, done, user);
+    }
+    free(live);
+    curl_multi_cleanup(m);
+    return result;
 }
 
 int it_sqs(const struct it_server *s, const char *action, const char *json, const char *key,

@@ -121,6 +121,24 @@ struct it_response {
  * always initialised; free it with it_response_free. */
 int it_request(const struct it_server *s, const struct it_request *req, struct it_response *out);
 
+/* Performs requests concurrently, as streams of one HTTP/2 connection
+ * (libcurl multi), at most window at a time. next(user, req, tag) fills in
+ * the next request (zeroed before) and an opaque tag and returns true, or
+ * returns false when it has nothing to send right now; it is asked again
+ * after every completion. done(user, tag, resp, rc) gets each request's
+ * response (rc the CURLcode) exactly once; it may take resp->body or
+ * resp->headers (set the member to NULL), the rest is freed after it
+ * returns. req->body must stay valid until that request's done() call.
+ * Returns 0 once next() declines with nothing outstanding, or -1 when
+ * libcurl failed (everything still outstanding is then answered with rc
+ * != 0 and status 0). Each request keeps its own timeout_ms (0 = 30 s).
+ * Needs a TLS server (it_options.tls) with libcurl before 8.0, whose h2c
+ * connection reuse is broken (curl PR #10643). */
+typedef bool (*it_next_request_fn)(void *user, struct it_request *req, void **tag);
+typedef void (*it_request_done_fn)(void *user, void *tag, struct it_response *resp, int rc);
+int it_request_many(const struct it_server *s, unsigned window, it_next_request_fn next,
+                    it_request_done_fn done, void *user);
+
 /* POST / with x-amz-target: AmazonSQS.<action> and the JSON 1.0 content
  * type, signed with key/secret (unsigned when key is NULL). */
 int it_sqs(const struct it_server *s, const char *action, const char *json, const char *key,

@@ -11,24 +11,94 @@
 #include <string.h>
 #include <time.h>
 
+#include <curl/curl.h>
 #include <openssl/evp.h>
+
+/* The reply of a response; takes r->body. */
+static struct it_reply reply_of(struct it_response *r)
+{
+    struct it_reply out;
+    memset(&out, 0, sizeof out);
+    out.status = r->status;
+    it_response_header(r, "x-amzn-query-error", out.query_error, sizeof out.query_error);
+    if (r->body_len > 0) {
+        out.json = json_loadb(r->body, r->body_len, 0, NULL);
+    }
+    out.body = r->body;
+    r->body = NULL;
+    return out;
+}
 
 static struct it_reply call_text(const struct it_server *s, const char *key, const char *secret,
                                  const char *action, const char *text)
 {
-    struct it_reply out;
-    memset(&out, 0, sizeof out);
     struct it_response r;
     it_sqs(s, action, text, key, secret, &r);
-    out.status = r.status;
-    it_response_header(&r, "x-amzn-query-error", out.query_error, sizeof out.query_error);
-    if (r.body_len > 0) {
-        out.json = json_loadb(r.body, r.body_len, 0, NULL);
-    }
-    out.body = r.body;
-    r.body = NULL;
+    struct it_reply out = reply_of(&r);
     it_response_free(&r);
     return out;
+}
+
+/* One request of it_call_many: what libcurl needs kept until it is done. */
+struct pending_call {
+    char *text;
+    char target[128];
+    const char *headers[3];
+    void *tag;
+};
+
+struct call_many {
+    it_next_call_fn next;
+    it_call_done_fn done;
+    void *user;
+};
+
+static bool next_call(void *user, struct it_request *req, void **tag)
+{
+    struct call_many *cm = user;
+    struct it_call_spec spec = {0};
+    if (!cm->next(cm->user, &spec)) {
+        return false;
+    }
+    struct pending_call *p = calloc(1, sizeof *p);
+    p->text = json_dumps(spec.req != NULL ? spec.req : json_object(), JSON_COMPACT);
+    json_decref(spec.req);
+    snprintf(p->target, sizeof p->target, "x-amz-target: AmazonSQS.%s", spec.action);
+    p->headers[0] = p->target;
+    p->headers[1] = "content-type: application/x-amz-json-1.0";
+    p->tag = spec.tag;
+    *req = (struct it_request){
+        .method = "POST",
+        .path = "/",
+        .headers = p->headers,
+        .body = p->text,
+        .body_len = strlen(p->text),
+        .access_key = spec.key != NULL ? spec.key : IT_KEY,
+        .secret = spec.secret != NULL ? spec.secret : IT_SECRET,
+    };
+    *tag = p;
+    return true;
+}
+
+static void call_done(void *user, void *tag, struct it_response *resp, int rc)
+{
+    struct call_many *cm = user;
+    struct pending_call *p = tag;
+    if (rc != 0) { /* no response: status 0, which every check refuses */
+        fprintf(stderr, "it: %s: %s\n", p->target, curl_easy_strerror((CURLcode)rc));
+    }
+    struct it_reply r = reply_of(resp);
+    cm->done(cm->user, p->tag, &r);
+    it_reply_free(&r);
+    free(p->text);
+    free(p);
+}
+
+int it_call_many(const struct it_server *s, unsigned window, it_next_call_fn next,
+                 it_call_done_fn done, void *user)
+{
+    struct call_many cm = {next, done, user};
+    return it_request_many(s, window, next_call, call_done, &cm);
 }
 
 struct it_reply it_call_raw(const struct it_server *s, const char *action, const char *json)

@@ -39,6 +39,25 @@ struct it_reply it_call(const struct it_server *s, const char *action, json_t *r
 struct it_reply it_call_raw(const struct it_server *s, const char *action, const char *json);
 void it_reply_free(struct it_reply *r);
 
+/* Many calls at once, as streams of one HTTP/2 connection
+ * (it_request_many), at most window outstanding. next(user, call) fills in
+ * the next call and returns true, or returns false when it has none right
+ * now (it is asked again after every reply); done(user, tag, reply) gets
+ * each call's reply once (status 0 when none came), freed after it returns.
+ * Returns 0 when next() declines with nothing outstanding, -1 on a libcurl
+ * failure. Start the server with TLS (see it_request_many). */
+struct it_call_spec {
+    const char *action; /* "SendMessageBatch"; copied */
+    json_t *req;        /* stolen; NULL = {} */
+    const char *key;    /* NULL: the tenant acme's credentials */
+    const char *secret;
+    void *tag; /* handed back to done */
+};
+typedef bool (*it_next_call_fn)(void *user, struct it_call_spec *call);
+typedef void (*it_call_done_fn)(void *user, void *tag, const struct it_reply *r);
+int it_call_many(const struct it_server *s, unsigned window, it_next_call_fn next,
+                 it_call_done_fn done, void *user);
+
 /* A member of the reply's top-level object as a string, or NULL. */
 const char *it_str(const struct it_reply *r, const char *member);
 /* A string member of any object, or NULL. */

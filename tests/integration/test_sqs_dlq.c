@@ -26,6 +26,20 @@ static struct it_reply set_attr(const char *url, const char *name, const char *v
                    json_pack("{s:s,s:{s:s}}", "QueueUrl", url, "Attributes", name, value));
 }
 
+/* The policy attribute name of url as GetQueueAttributes(All) shows it,
+ * parsed (NULL when absent or not JSON); *present tells absent apart. */
+static json_t *policy_shown(const char *url, const char *name, bool *present)
+{
+    struct it_reply r = it_call(&srv, "GetQueueAttributes",
+                                json_pack("{s:s,s:[s]}", "QueueUrl", url, "AttributeNames", "All"));
+    IT_OK(&r);
+    const char *shown = it_jstr(json_object_get(r.json, "Attributes"), name);
+    *present = shown != NULL;
+    json_t *doc = shown != NULL ? json_loads(shown, 0, NULL) : NULL;
+    it_reply_free(&r);
+    return doc;
+}
+
 static char *policy(const char *dlq_name, const char *max_receive)
 {
     char *text = malloc(512);
@@ -76,24 +90,20 @@ static void redrive_validation(void)
         IT_OK(&r);
         it_reply_free(&r);
         free(p);
-        r = it_call(&srv, "GetQueueAttributes",
-                    json_pack("{s:s,s:[s]}", "QueueUrl", src, "AttributeNames", "All"));
-        const char *shown = it_jstr(json_object_get(r.json, "Attributes"), "RedrivePolicy");
-        json_t *doc = shown != NULL ? json_loads(shown, 0, NULL) : NULL;
+        bool present;
+        json_t *doc = policy_shown(src, "RedrivePolicy", &present);
         IT_STREQ(it_jstr(doc, "deadLetterTargetArn"), ARN_PREFIX "d-target");
         json_t *mrc = json_object_get(doc, "maxReceiveCount");
         IT_CHECK(json_integer_value(mrc) == 3 ||
                  (json_is_string(mrc) && strcmp(json_string_value(mrc), "3") == 0));
         json_decref(doc);
-        it_reply_free(&r);
     }
     r = set_attr(src, "RedrivePolicy", "");
     IT_OK(&r);
     it_reply_free(&r);
-    r = it_call(&srv, "GetQueueAttributes",
-                json_pack("{s:s,s:[s]}", "QueueUrl", src, "AttributeNames", "All"));
-    IT_CHECK(json_object_get(json_object_get(r.json, "Attributes"), "RedrivePolicy") == NULL);
-    it_reply_free(&r);
+    bool present;
+    json_decref(policy_shown(src, "RedrivePolicy", &present));
+    IT_CHECK(!present);
     r = it_call(&srv, "ListDeadLetterSourceQueues", json_pack("{s:s}", "QueueUrl", dlq));
     IT_OK(&r);
     IT_CHECK(json_array_size(json_object_get(r.json, "queueUrls")) == 0);
@@ -125,6 +135,46 @@ static void redrive_validation(void)
     it_reply_free(&r);
     r = set_attr(dlq, "RedriveAllowPolicy", "{\"redrivePermission\":\"sometimes\"}");
     IT_CHECK(r.status == 400);
+    it_reply_free(&r);
+    /* byQueue takes at most 10 source queues (research 1.6). */
+    char eleven[1024] = "{\"redrivePermission\":\"byQueue\",\"sourceQueueArns\":[";
+    for (int i = 0; i < 11; i++) {
+        char arn[64];
+        snprintf(arn, sizeof arn, "%s\"" ARN_PREFIX "s%d\"", i > 0 ? "," : "", i);
+        strcat(eleven, arn);
+    }
+    strcat(eleven, "]}");
+    r = set_attr(dlq, "RedriveAllowPolicy", eleven);
+    IT_CHECK(r.status == 400);
+    it_reply_free(&r);
+    free(p);
+
+    /* The policy in force is shown as set; a byQueue list without the
+     * source refuses it; "" removes the policy (allowAll again). */
+    const char *other_only =
+        "{\"redrivePermission\":\"byQueue\",\"sourceQueueArns\":[\"" ARN_PREFIX "d-other\"]}";
+    r = set_attr(dlq, "RedriveAllowPolicy", other_only);
+    IT_OK(&r);
+    it_reply_free(&r);
+    json_t *got = policy_shown(dlq, "RedriveAllowPolicy", &present);
+    json_t *want = json_loads(other_only, 0, NULL);
+    IT_CHECK(got != NULL && json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+    r = set_attr(src, "RedrivePolicy", "");
+    IT_OK(&r);
+    it_reply_free(&r);
+    p = policy("d-target", "2");
+    r = set_attr(src, "RedrivePolicy", p);
+    IT_ERR(&r, 400, IPV, IPV_SHAPE, NULL);
+    it_reply_free(&r);
+    r = set_attr(dlq, "RedriveAllowPolicy", "");
+    IT_OK(&r);
+    it_reply_free(&r);
+    json_decref(policy_shown(dlq, "RedriveAllowPolicy", &present));
+    IT_CHECK(!present);
+    r = set_attr(src, "RedrivePolicy", p);
+    IT_OK(&r);
     it_reply_free(&r);
     free(p);
     free(src);
@@ -249,6 +299,15 @@ static void list_sources(void)
     IT_CHECK(json_object_get(r.json, "NextToken") == NULL);
     it_reply_free(&r);
     free(first_url);
+
+    /* MaxResults is 1..1000, as for ListQueues (research 1.2, 1.8). */
+    static const int bad_max[] = {0, 1001};
+    for (size_t i = 0; i < 2; i++) {
+        r = it_call(&srv, "ListDeadLetterSourceQueues",
+                    json_pack("{s:s,s:i}", "QueueUrl", dlq, "MaxResults", bad_max[i]));
+        IT_ERR(&r, 400, IPV, IPV_SHAPE, NULL);
+        it_reply_free(&r);
+    }
 
     char missing[256];
     snprintf(missing, sizeof missing, "%s/" IT_TENANT "/d-nowhere", srv.base_url);

@@ -349,6 +349,40 @@ static void body_rules(void)
     free(url);
 }
 
+/* SendMessage of body with attrs (stolen; may be NULL) to url: fits, or is
+ * refused as longer than max bytes. The caller's line is reported. */
+#define SEND_FITS(url, body, attrs) send_sized(__LINE__, (url), (body), (attrs), 0)
+#define SEND_TOO_LONG(url, body, attrs, max) send_sized(__LINE__, (url), (body), (attrs), (max))
+static void send_sized(int line, const char *url, const char *body, json_t *attrs, unsigned max)
+{
+    struct it_reply r = it_call(&srv, "SendMessage", send_req(url, body, attrs));
+    if (max == 0) {
+        it_check_ok(__FILE__, line, &r);
+    } else {
+        char want[128];
+        snprintf(want, sizeof want,
+                 "One or more parameters are invalid. Reason: Message must be shorter than %u "
+                 "bytes.",
+                 max);
+        it_check_err(__FILE__, line, &r, 400, IPV, IPV_SHAPE, want);
+    }
+    it_reply_free(&r);
+}
+
+static void set_max_size(const char *url, const char *bytes)
+{
+    struct it_reply r = it_call(
+        &srv, "SetQueueAttributes",
+        json_pack("{s:s,s:{s:s}}", "QueueUrl", url, "Attributes", "MaximumMessageSize", bytes));
+    IT_OK(&r);
+    it_reply_free(&r);
+}
+
+static json_t *typed_attr(const char *name, const char *type, const char *member, const char *value)
+{
+    return json_pack("{s:{s:s,s:s}}", name, "DataType", type, member, value);
+}
+
 /* MaximumMessageSize counts the body plus each attribute's name, type and
  * value; exactly the maximum is fine, one byte more is refused. */
 static void message_size(void)
@@ -358,51 +392,56 @@ static void message_size(void)
     char *body = malloc(1048578);
     memset(body, 'x', 1048577);
     body[1024] = '\0';
-    struct it_reply r = it_call(&srv, "SendMessage", send_req(small, body, NULL));
-    IT_OK(&r);
-    it_reply_free(&r);
+    SEND_FITS(small, body, NULL);
     body[1024] = 'x';
     body[1025] = '\0';
-    r = it_call(&srv, "SendMessage", send_req(small, body, NULL));
-    IT_ERR(&r, 400, IPV, IPV_SHAPE,
-           "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.");
-    it_reply_free(&r);
+    SEND_TOO_LONG(small, body, NULL, 1024);
     /* 1000 + "abcd" + "String" + 15 = 1025. */
     body[1000] = '\0';
-    r = it_call(&srv, "SendMessage",
-                send_req(small, body, json_pack("{s:o}", "abcd", str_attr("123456789012345"))));
-    IT_ERR(&r, 400, IPV, IPV_SHAPE,
-           "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.");
-    it_reply_free(&r);
-    r = it_call(&srv, "SendMessage",
-                send_req(small, body, json_pack("{s:o}", "abcd", str_attr("12345678901234"))));
-    IT_OK(&r);
-    it_reply_free(&r);
-    /* A lowered maximum applies at once. */
-    r = it_call(&srv, "SetQueueAttributes",
-                json_pack("{s:s,s:{s:s}}", "QueueUrl", small, "Attributes", "MaximumMessageSize",
-                          "1048576"));
-    it_reply_free(&r);
+    SEND_TOO_LONG(small, body, typed_attr("abcd", "String", "StringValue", "123456789012345"),
+                  1024);
+    SEND_FITS(small, body, typed_attr("abcd", "String", "StringValue", "12345678901234"));
+    /* A custom type counts with its label: 1000 + "abcd" + "Number.x" + 13
+     * = 1025. */
+    SEND_TOO_LONG(small, body, typed_attr("abcd", "Number.x", "StringValue", "1234567890123"),
+                  1024);
+    /* A Binary value counts its bytes, not its base64 text: 1000 + "abcd" +
+     * "Binary" + 14 bytes (20 base64 characters) = 1024. */
+    SEND_FITS(small, body, typed_attr("abcd", "Binary", "BinaryValue", "MDEyMzQ1Njc4OTAxMjM="));
+    /* The body counts its UTF-8 bytes: 512 two-byte characters are 1024
+     * bytes, one more ASCII byte is too many. */
+    char *wide = malloc(1026);
+    for (int k = 0; k < 512; k++) {
+        memcpy(wide + 2 * k, "\xc3\xa9", 2);
+    }
+    wide[1024] = '\0';
+    SEND_FITS(small, wide, NULL);
+    wide[1024] = 'x';
+    wide[1025] = '\0';
+    SEND_TOO_LONG(small, wide, NULL, 1024);
+    free(wide);
+    /* A changed maximum applies at once, raised (LS
+     * test_send_message_with_updated_maximum_message_size) and lowered. */
+    body[1000] = 'x';
+    body[1025] = '\0';
+    set_max_size(small, "2048");
+    SEND_FITS(small, body, NULL);
+    set_max_size(small, "1024");
+    SEND_TOO_LONG(small, body, NULL, 1024);
 
     /* The default: 1 MiB. */
     char *big = it_create_queue(&srv, "s-big", NULL);
     memset(body, 'x', 1048577);
     body[1048576] = '\0';
-    r = it_call(&srv, "SendMessage", send_req(big, body, NULL));
-    IT_OK(&r);
-    it_reply_free(&r);
-    r = it_receive(&srv, big, NULL);
+    SEND_FITS(big, body, NULL);
+    struct it_reply r = it_receive(&srv, big, NULL);
     IT_CHECK(it_message_count(&r) == 1);
     const char *got = it_jstr(first(&r), "Body");
     IT_CHECK(got != NULL && strlen(got) == 1048576);
     it_reply_free(&r);
     body[1048576] = 'x';
     body[1048577] = '\0';
-    r = it_call(&srv, "SendMessage", send_req(big, body, NULL));
-    IT_ERR(&r, 400, IPV, IPV_SHAPE,
-           "One or more parameters are invalid. Reason: Message must be shorter than 1048576 "
-           "bytes.");
-    it_reply_free(&r);
+    SEND_TOO_LONG(big, body, NULL, 1048576);
     free(body);
     free(big);
     free(small);

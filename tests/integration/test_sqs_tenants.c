@@ -6,8 +6,9 @@
  *    does not exist (no data, no existence leaks), including through
  *    GetQueueUrl's QueueOwnerAWSAccountId and a RedrivePolicy ARN;
  *  - the same queue name in two tenants are two independent queues;
- *  - the admin acts on a tenant's queue through its URL, and its
- *    ListQueues lists every tenant's queues;
+ *  - the admin acts on a tenant's queue through its URL (every
+ *    queue-scoped action, redrive included), and its ListQueues lists
+ *    every tenant's queues;
  *  - ListQueues returns at most 1000 URLs (SQS's cap).
  *
  * Expectations: the contract (shared/contract.md, "Wire protocol") and
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "it_sqs.h"
 
@@ -222,6 +224,137 @@ static void admin_principal(void)
     free(url);
 }
 
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The admin's call; checks a 200 and names the action when it is not. */
+static struct it_reply admin_ok(const char *action, json_t *req)
+{
+    struct it_reply r = as_admin(action, req);
+    if (!IT_OK(&r)) {
+        fprintf(stderr, "  admin action %s\n", action);
+    }
+    return r;
+}
+
+static long long beta_count(const char *url, const char *attribute)
+{
+    struct it_reply r = as_beta("GetQueueAttributes", json_pack("{s:s,s:[s]}", "QueueUrl", url,
+                                                                "AttributeNames", attribute));
+    const char *v = it_jstr(json_object_get(r.json, "Attributes"), attribute);
+    long long n = v != NULL ? strtoll(v, NULL, 10) : -1;
+    it_reply_free(&r);
+    return n;
+}
+
+/* The admin may act on any tenant's queue (issue 4, contract): every
+ * queue-scoped action of the API on beta's queues, each seen by beta. */
+static void admin_every_action(void)
+{
+    char *url = beta_queue("beta-all");
+    char *dlq = beta_queue("beta-all-dlq");
+    const char *dlq_arn = "arn:aws:sqs:" IT_REGION ":" BETA ":beta-all-dlq";
+
+    struct it_reply r = admin_ok(
+        "SendMessageBatch", json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s},{s:s,s:s}]}", "QueueUrl", url,
+                                      "Entries", "Id", "a", "MessageBody", "one", "Id", "b",
+                                      "MessageBody", "two", "Id", "c", "MessageBody", "three"));
+    IT_CHECK(json_array_size(json_object_get(r.json, "Successful")) == 3);
+    it_reply_free(&r);
+    r = admin_ok("SetQueueAttributes",
+                 json_pack("{s:s,s:{s:s}}", "QueueUrl", url, "Attributes", "RedrivePolicy",
+                           "{\"deadLetterTargetArn\":\"arn:aws:sqs:" IT_REGION ":" BETA
+                           ":beta-all-dlq\",\"maxReceiveCount\":1}"));
+    it_reply_free(&r);
+    r = admin_ok("ReceiveMessage", json_pack("{s:s,s:i,s:i}", "QueueUrl", url,
+                                             "MaxNumberOfMessages", 10, "VisibilityTimeout", 600));
+    IT_REQUIRE(it_message_count(&r) == 3);
+    char *h[3];
+    for (size_t i = 0; i < 3; i++) {
+        h[i] = strdup(it_jstr(json_array_get(it_messages(&r), i), "ReceiptHandle"));
+    }
+    it_reply_free(&r);
+    IT_CHECK(beta_count(url, "ApproximateNumberOfMessagesNotVisible") == 3);
+    r = admin_ok(
+        "ChangeMessageVisibility",
+        json_pack("{s:s,s:s,s:i}", "QueueUrl", url, "ReceiptHandle", h[0], "VisibilityTimeout", 0));
+    it_reply_free(&r);
+    r = admin_ok("ChangeMessageVisibilityBatch",
+                 json_pack("{s:s,s:[{s:s,s:s,s:i}]}", "QueueUrl", url, "Entries", "Id", "b",
+                           "ReceiptHandle", h[1], "VisibilityTimeout", 0));
+    IT_CHECK(json_array_size(json_object_get(r.json, "Successful")) == 1);
+    it_reply_free(&r);
+    r = admin_ok("DeleteMessageBatch", json_pack("{s:s,s:[{s:s,s:s}]}", "QueueUrl", url, "Entries",
+                                                 "Id", "c", "ReceiptHandle", h[2]));
+    IT_CHECK(json_array_size(json_object_get(r.json, "Successful")) == 1);
+    it_reply_free(&r);
+    for (size_t i = 0; i < 3; i++) {
+        free(h[i]);
+    }
+    IT_CHECK(beta_count(url, "ApproximateNumberOfMessages") == 2);
+    IT_CHECK(beta_count(url, "ApproximateNumberOfMessagesNotVisible") == 0);
+
+    /* A second receive passes maxReceiveCount 1: both go to beta's DLQ. */
+    r = admin_ok("ReceiveMessage",
+                 json_pack("{s:s,s:i}", "QueueUrl", url, "MaxNumberOfMessages", 10));
+    IT_CHECK(it_message_count(&r) == 0);
+    it_reply_free(&r);
+    IT_CHECK(beta_count(dlq, "ApproximateNumberOfMessages") == 2);
+    r = admin_ok("ListDeadLetterSourceQueues", json_pack("{s:s}", "QueueUrl", dlq));
+    json_t *sources = json_object_get(r.json, "queueUrls");
+    IT_CHECK(json_array_size(sources) == 1);
+    IT_STREQ(json_string_value(json_array_get(sources, 0)), url);
+    it_reply_free(&r);
+    /* Redrive back to the source, by the admin. */
+    r = admin_ok("StartMessageMoveTask", json_pack("{s:s}", "SourceArn", dlq_arn));
+    IT_CHECK(it_str(&r, "TaskHandle") != NULL);
+    it_reply_free(&r);
+    bool completed = false;
+    for (int i = 0; i < 600 && !completed; i++) {
+        r = admin_ok("ListMessageMoveTasks", json_pack("{s:s}", "SourceArn", dlq_arn));
+        const char *status =
+            it_jstr(json_array_get(json_object_get(r.json, "Results"), 0), "Status");
+        completed = status != NULL && strcmp(status, "COMPLETED") == 0;
+        it_reply_free(&r);
+        if (!completed) {
+            sleep_ms(50);
+        }
+    }
+    IT_CHECK(completed);
+    IT_CHECK(beta_count(url, "ApproximateNumberOfMessages") == 2);
+    IT_CHECK(beta_count(dlq, "ApproximateNumberOfMessages") == 0);
+
+    r = admin_ok("TagQueue", json_pack("{s:s,s:{s:s,s:s}}", "QueueUrl", url, "Tags", "by", "admin",
+                                       "gone", "soon"));
+    it_reply_free(&r);
+    r = admin_ok("UntagQueue", json_pack("{s:s,s:[s]}", "QueueUrl", url, "TagKeys", "gone"));
+    it_reply_free(&r);
+    r = admin_ok("ListQueueTags", json_pack("{s:s}", "QueueUrl", url));
+    IT_CHECK(json_object_size(json_object_get(r.json, "Tags")) == 1);
+    it_reply_free(&r);
+    r = as_beta("ListQueueTags", json_pack("{s:s}", "QueueUrl", url));
+    IT_STREQ(it_jstr(json_object_get(r.json, "Tags"), "by"), "admin");
+    it_reply_free(&r);
+
+    r = admin_ok("GetQueueUrl",
+                 json_pack("{s:s,s:s}", "QueueName", "beta-all", "QueueOwnerAWSAccountId", BETA));
+    IT_STREQ(it_str(&r, "QueueUrl"), url);
+    it_reply_free(&r);
+    r = admin_ok("PurgeQueue", json_pack("{s:s}", "QueueUrl", url));
+    it_reply_free(&r);
+    IT_CHECK(beta_count(url, "ApproximateNumberOfMessages") == 0);
+    r = admin_ok("DeleteQueue", json_pack("{s:s}", "QueueUrl", url));
+    it_reply_free(&r);
+    r = as_beta("GetQueueUrl", json_pack("{s:s}", "QueueName", "beta-all"));
+    IT_ERR(&r, 400, NON_EXISTENT, "QueueDoesNotExist", MISSING_MESSAGE);
+    it_reply_free(&r);
+    free(dlq);
+    free(url);
+}
+
 struct creator {
     int from, to;
 };
@@ -284,6 +417,7 @@ int main(void)
     same_name_two_queues();
     cross_tenant_is_nonexistent();
     admin_principal();
+    admin_every_action();
     list_queues_cap();
     IT_CHECK(it_healthz(&srv));
     IT_CHECK(it_server_stop(&srv) == 0);

@@ -281,6 +281,10 @@ static void test_redrive_allow_policy(void **state)
               "\\\"denyAll\\\"}\"}}",
               &r);
     gw_sqs_request_fini(&r);
+    /* "" removes the policy, as for RedrivePolicy and Policy. */
+    expect_ok(GW_SQS_ACT_SET_QUEUE_ATTRIBUTES,
+              "{" Q ",\"Attributes\":{\"RedriveAllowPolicy\":\"\"}}", &r);
+    gw_sqs_request_fini(&r);
     expect_err(GW_SQS_ACT_SET_QUEUE_ATTRIBUTES,
                "{" Q ",\"Attributes\":{\"RedriveAllowPolicy\":\"{\\\"redrivePermission\\\":"
                "\\\"byQueue\\\"}\"}}",
