@@ -122,7 +122,7 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_DELETE] = "DELETE FROM msg WHERE id=?",
     [ST_SET_VISIBLE] = "UPDATE msg SET state=?2, visible_at=?3 WHERE id=?1",
     [ST_MOVE_DLQ] = "UPDATE msg SET queue_id=?2, source_queue_id=?3, state=1, visible_at=?4,"
-                    " lane=0 WHERE id=?1",
+                    " lane=0, expires_at=?5 WHERE id=?1",
     [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
                 " ORDER BY priority, id LIMIT 1",
     [ST_RELEASE] = "UPDATE msg SET state=1, visible_at=?3, receive_count=receive_count-1,"
@@ -587,17 +587,22 @@ static void exec_send(struct part_writer *w, struct batch *b, struct part_job *j
 }
 
 /* The DLQ of q, referenced, if it is usable: live and of the same tenant
- * (so it lives on the same partitions). */
+ * (so it lives on the same partitions); *retention_s gets its retention. */
 static struct part_queue *dlq_of(struct part_engine *e, struct part_queue *q,
-                                 const struct part_queue_config *cfg)
+                                 const struct part_queue_config *cfg, uint32_t *retention_s)
 {
     if (cfg->max_receive_count == 0 || cfg->dlq_target_id == 0 || cfg->dlq_target_id == q->id) {
         return NULL;
     }
     struct part_queue *d = part__queue_ref(e, cfg->dlq_target_id);
-    if (d != NULL && strcmp(d->tenant_name, q->tenant_name) != 0) {
+    struct part_queue_config dcfg;
+    if (d != NULL &&
+        (strcmp(d->tenant_name, q->tenant_name) != 0 || !part__queue_cfg(e, d, &dcfg))) {
         part__queue_unref(d);
-        d = NULL;
+        return NULL;
+    }
+    if (d != NULL) {
+        *retention_s = dcfg.retention_s;
     }
     return d;
 }
@@ -636,7 +641,8 @@ static void fill_message(struct part_writer *w, sqlite3_stmt *st, struct part_me
 /* One row chosen for a receive, before it is leased or dead-lettered. */
 struct candidate {
     int64_t id;
-    uint32_t count; /* receives so far */
+    uint32_t count;   /* receives so far */
+    uint64_t sent_ms; /* the original send: a DLQ move keeps it */
     bool has_group;
     char group[PART_GROUP_ID_MAX + 1];
 };
@@ -649,6 +655,7 @@ static void take_row(struct part_writer *w, sqlite3_stmt *st, struct part_job *j
 {
     cand->id = sqlite3_column_int64(st, 0);
     cand->count = (uint32_t)sqlite3_column_int64(st, 7);
+    cand->sent_ms = (uint64_t)sqlite3_column_int64(st, 8);
     const char *group = (const char *)sqlite3_column_text(st, 5);
     cand->has_group = group != NULL;
     if (group != NULL) {
@@ -780,7 +787,8 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
      * none is, and the plain head is the fair choice. */
     uint64_t inflight = (uint64_t)SL_MAX(atomic_load(&qc->inflight), 0);
     bool fair = r->noisy != NULL && qc->groups != NULL && r->noisy(inflight, inflight);
-    struct part_queue *dlq = dlq_of(w->engine, job->q, &cfg);
+    uint32_t dlq_retention_s = 0;
+    struct part_queue *dlq = dlq_of(w->engine, job->q, &cfg, &dlq_retention_s);
     bool again = true;
     while (again && r->nmsgs < r->max && !b->sql_failed) {
         again = false;
@@ -798,15 +806,20 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
             const char *group = cand[i].has_group ? cand[i].group : NULL;
             if (dlq != NULL && cand[i].count + 1 > cfg.max_receive_count) {
                 /* Over maxReceiveCount: the row moves to the DLQ queue as
-                 * is (body, attributes, id, count) in this transaction. */
+                 * is (body, attributes, id, count) in this transaction. As
+                 * in SQS it expires at its original send time plus the
+                 * DLQ's retention (the entry pushed at send goes stale). */
+                uint64_t expires = cand[i].sent_ms + (uint64_t)dlq_retention_s * 1000;
                 sqlite3_stmt *mv = stmt(w, ST_MOVE_DLQ);
                 sqlite3_bind_int64(mv, 1, cand[i].id);
                 sqlite3_bind_int64(mv, 2, (sqlite3_int64)dlq->id);
                 sqlite3_bind_int64(mv, 3, (sqlite3_int64)job->queue_id);
                 sqlite3_bind_int64(mv, 4, (sqlite3_int64)now);
+                sqlite3_bind_int64(mv, 5, (sqlite3_int64)expires);
                 if (!run(w, b, mv)) {
                     break;
                 }
+                heap_push(&w->timers, expires, cand[i].id, PART_TIMER_EXPIRE);
                 delta_gone(b, job->q, PART_STATE_READY, lane, group);
                 delta_state(b, dlq, PART_STATE_READY, PART_LANE_MAIN, 1);
                 delta_of(b, job->q)->dead_lettered++;
