@@ -422,7 +422,11 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         max = pol_receive_allowance(&ctx->principal.tenant->limits,
                                     inflight > 0 ? (uint64_t)inflight : 0, max);
         if (max == 0) {
-            gw__act_reply(ctx, gw_sqs_encode_messages(NULL, 0));
+            struct gw_sqs_reply reply;
+            gw_sqs_reply_init(&reply);
+            gw_sqs_reply_messages(&reply, NULL, 0);
+            gw__act_finish(ctx, &reply);
+            gw_sqs_reply_fini(&reply);
             return;
         }
     }

@@ -558,20 +558,12 @@ struct gw_sqs_send_result {
 
 /* Fills the MD5s of a result from the message sent. */
 void gw_sqs_send_result_digest(const struct gw_sqs_send_entry *msg, struct gw_sqs_send_result *res);
-struct json_t *gw_sqs_encode_send_result(const struct gw_sqs_send_result *res);
 
 /* A failed batch entry. */
 struct gw_sqs_batch_failure {
     struct sl_slice id;
     const struct gw_sqs_err *err; /* Code is the error's query code */
 };
-
-/* SendMessageBatch: Successful entries are send results. */
-struct json_t *gw_sqs_encode_send_batch(const struct gw_sqs_send_result *ok, size_t n_ok,
-                                        const struct gw_sqs_batch_failure *failed, size_t n_failed);
-/* DeleteMessageBatch / ChangeMessageVisibilityBatch: Successful is [{Id}]. */
-struct json_t *gw_sqs_encode_id_batch(const struct sl_slice *ok_ids, size_t n_ok,
-                                      const struct gw_sqs_batch_failure *failed, size_t n_failed);
 
 /* One received message as ReceiveMessage returns it. attrs are the
  * message's attributes after the request's filter, sorted by name. */
@@ -585,22 +577,27 @@ struct gw_sqs_received {
     size_t attr_count;
 };
 
-/* {"Messages": [...]}, or {} when n is 0 (SQS omits the member). */
-struct json_t *gw_sqs_encode_messages(const struct gw_sqs_received *msgs, size_t n);
-
 /* ---- success replies written directly (the hot message actions) ---------- */
 
 /* Each makes r a 200 reply whose body is written straight into r->body
- * (gw_json.h), with no jansson tree in between: the bytes of
- * gw_sqs_reply_ok(r, gw_sqs_encode_<same>(...)) for the same input. (Only
- * for invalid UTF-8, which nothing decoded can hold, do they differ: the
- * tree path writes "" for such a string, these U+FFFD per bad byte.) */
+ * (gw_json.h), with no jansson tree in between. Members are in SQS's order
+ * and optional ones are left out when empty. (A string that is not valid
+ * UTF-8, which nothing decoded can hold, is written with U+FFFD per bad
+ * byte.) */
+
+/* SendMessage: {MessageId, MD5OfMessageBody, MD5OfMessageAttributes?,
+ * MD5OfMessageSystemAttributes?, SequenceNumber?}. */
 void gw_sqs_reply_send_result(struct gw_sqs_reply *r, const struct gw_sqs_send_result *res);
+/* SendMessageBatch: {"Successful": [send results, each with its Id first],
+ * "Failed": [{Id, SenderFault, Code, Message}]}; both always present. */
 void gw_sqs_reply_send_batch(struct gw_sqs_reply *r, const struct gw_sqs_send_result *ok,
                              size_t n_ok, const struct gw_sqs_batch_failure *failed,
                              size_t n_failed);
+/* DeleteMessageBatch / ChangeMessageVisibilityBatch: Successful is [{Id}]. */
 void gw_sqs_reply_id_batch(struct gw_sqs_reply *r, const struct sl_slice *ok_ids, size_t n_ok,
                            const struct gw_sqs_batch_failure *failed, size_t n_failed);
+/* ReceiveMessage: {"Messages": [...]}, or {} when n is 0 (SQS omits the
+ * member). */
 void gw_sqs_reply_messages(struct gw_sqs_reply *r, const struct gw_sqs_received *msgs, size_t n);
 
 #endif

@@ -7,17 +7,16 @@
  * header is sent: JS v3 would take the error name from it (1.4).
  *
  * Two ways to a body: the gw_sqs_reply_<shape>() functions of the hot
- * message actions write it straight into the reply with gw_json.h; the
- * gw_sqs_encode_<shape>() functions build a jansson tree, which
- * gw_sqs_reply_ok() writes with the same writer (the cold actions, and
- * callers not moved yet). Both give the same bytes for the same input
- * (tests/unit/gateway/test_sqs_encode.c checks each shape).
+ * message actions (send, send batch, receive, id batches) write it
+ * straight into the reply with gw_json.h; the gw_sqs_encode_<shape>()
+ * functions of the cold actions build a jansson tree, which
+ * gw_sqs_reply_ok() writes with the same writer.
+ * tests/unit/gateway/test_sqs_encode.c pins the exact bytes of each shape.
  *
  * Threading: pure; any thread. Ownership: the encoders return new jansson
  * objects (one reference each); gw_sqs_reply_ok() steals it.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -189,130 +188,6 @@ void gw_sqs_send_result_digest(const struct gw_sqs_send_entry *msg, struct gw_sq
     }
 }
 
-static json_t *send_result_object(const struct gw_sqs_send_result *res, bool with_id)
-{
-    json_t *o = json_object();
-    if (with_id) {
-        set_slice(o, "Id", res->id);
-    }
-    json_object_set_new(o, "MessageId", json_string(res->message_id));
-    json_object_set_new(o, "MD5OfMessageBody", json_string(res->md5_of_body));
-    if (res->md5_of_attrs[0] != '\0') {
-        json_object_set_new(o, "MD5OfMessageAttributes", json_string(res->md5_of_attrs));
-    }
-    if (res->md5_of_sys_attrs[0] != '\0') {
-        json_object_set_new(o, "MD5OfMessageSystemAttributes", json_string(res->md5_of_sys_attrs));
-    }
-    if (res->sequence_number.n > 0) {
-        set_slice(o, "SequenceNumber", res->sequence_number);
-    }
-    return o;
-}
-
-json_t *gw_sqs_encode_send_result(const struct gw_sqs_send_result *res)
-{
-    return send_result_object(res, false);
-}
-
-static json_t *failed_array(const struct gw_sqs_batch_failure *failed, size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < n; i++) {
-        const struct gw_sqs_error_info *info = gw_sqs_error_info(failed[i].err->code);
-        json_t *o = json_object();
-        set_slice(o, "Id", failed[i].id);
-        json_object_set_new(o, "SenderFault", json_boolean(info->sender));
-        json_object_set_new(o, "Code", json_string(info->query_code));
-        json_t *msg = json_string(failed[i].err->message);
-        json_object_set_new(o, "Message", msg != NULL ? msg : json_string(info->message));
-        json_array_append_new(a, o);
-    }
-    return a;
-}
-
-json_t *gw_sqs_encode_send_batch(const struct gw_sqs_send_result *ok, size_t n_ok,
-                                 const struct gw_sqs_batch_failure *failed, size_t n_failed)
-{
-    json_t *o = json_object();
-    json_t *s = json_array();
-    for (size_t i = 0; i < n_ok; i++) {
-        json_array_append_new(s, send_result_object(&ok[i], true));
-    }
-    json_object_set_new(o, "Successful", s);
-    json_object_set_new(o, "Failed", failed_array(failed, n_failed));
-    return o;
-}
-
-json_t *gw_sqs_encode_id_batch(const struct sl_slice *ok_ids, size_t n_ok,
-                               const struct gw_sqs_batch_failure *failed, size_t n_failed)
-{
-    json_t *o = json_object();
-    json_t *s = json_array();
-    for (size_t i = 0; i < n_ok; i++) {
-        json_t *e = json_object();
-        set_slice(e, "Id", ok_ids[i]);
-        json_array_append_new(s, e);
-    }
-    json_object_set_new(o, "Successful", s);
-    json_object_set_new(o, "Failed", failed_array(failed, n_failed));
-    return o;
-}
-
-static json_t *message_attr_value(const struct gw_sqs_msg_attr *a)
-{
-    json_t *v = json_object();
-    set_slice(v, "DataType", a->data_type);
-    if (a->type == GW_SQS_ATTR_BINARY) {
-        char *b64 = sl_xmalloc(sl_base64_encoded_len(a->value.n) + 1);
-        sl_base64_encode((const uint8_t *)a->value.p, a->value.n, b64);
-        json_object_set_new(v, "BinaryValue", json_string(b64));
-        free(b64);
-    } else {
-        set_slice(v, "StringValue", a->value);
-    }
-    return v;
-}
-
-json_t *gw_sqs_encode_messages(const struct gw_sqs_received *msgs, size_t n)
-{
-    json_t *o = json_object();
-    if (n == 0) {
-        return o;
-    }
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-        const struct gw_sqs_received *m = &msgs[i];
-        json_t *e = json_object();
-        set_slice(e, "MessageId", m->message_id);
-        set_slice(e, "ReceiptHandle", m->receipt_handle);
-        char md5[33];
-        gw_sqs_md5_hex(m->body.p, m->body.n, md5);
-        json_object_set_new(e, "MD5OfBody", json_string(md5));
-        set_slice(e, "Body", m->body);
-        if (m->system_attribute_count > 0) {
-            json_t *sa = json_object();
-            for (size_t k = 0; k < m->system_attribute_count; k++) {
-                set_slice_key(sa, m->system_attributes[k].key,
-                              slice_json(m->system_attributes[k].value));
-            }
-            json_object_set_new(e, "Attributes", sa);
-        }
-        /* The attribute digest covers only what is returned (1.5). */
-        if (m->attr_count > 0) {
-            SL_ASSERT(gw_sqs_md5_of_attrs(m->attrs, m->attr_count, md5) == SL_OK);
-            json_object_set_new(e, "MD5OfMessageAttributes", json_string(md5));
-            json_t *ma = json_object();
-            for (size_t k = 0; k < m->attr_count; k++) {
-                set_slice_key(ma, m->attrs[k].name, message_attr_value(&m->attrs[k]));
-            }
-            json_object_set_new(e, "MessageAttributes", ma);
-        }
-        json_array_append_new(arr, e);
-    }
-    json_object_set_new(o, "Messages", arr);
-    return o;
-}
-
 /* ---- replies written directly (the hot message actions) ------------------- */
 
 static void write_member(struct gw_json *w, const char *key, struct sl_slice value)
@@ -321,7 +196,8 @@ static void write_member(struct gw_json *w, const char *key, struct sl_slice val
     gw_json_string(w, value);
 }
 
-/* One send result; the members and their order of send_result_object(). */
+/* One send result, in SQS's member order (SendMessageResult, and an entry
+ * of SendMessageBatchResult with its Id first). */
 static void write_send_result(struct gw_json *w, const struct gw_sqs_send_result *res, bool with_id)
 {
     gw_json_object_begin(w);
@@ -342,7 +218,7 @@ static void write_send_result(struct gw_json *w, const struct gw_sqs_send_result
     gw_json_object_end(w);
 }
 
-/* "Failed": [...] as failed_array() builds it. */
+/* "Failed": [...]: the BatchResultErrorEntry of each failed entry. */
 static void write_failed(struct gw_json *w, const struct gw_sqs_batch_failure *failed, size_t n)
 {
     gw_json_key_lit(w, "Failed");
@@ -404,8 +280,7 @@ void gw_sqs_reply_id_batch(struct gw_sqs_reply *r, const struct sl_slice *ok_ids
     gw_json_object_end(&w);
 }
 
-/* One received message; the members and their order of
- * gw_sqs_encode_messages(). */
+/* One received message, in SQS's member order. */
 static void write_received(struct gw_json *w, const struct gw_sqs_received *m)
 {
     gw_json_object_begin(w);
