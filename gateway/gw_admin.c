@@ -287,13 +287,34 @@ static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uin
     return o;
 }
 
+/* The tenant's shard: the k partitions its sends go to, in shard order,
+ * placed as the SQS actions place them (gw__act_shard: same key, P and k),
+ * so an operator sees which tenants share a partition. */
+static json_t *shard_json(struct admin_loop *l, const struct cfg_snapshot *snap,
+                          const struct cfg_tenant *t)
+{
+    uint32_t partitions = part_engine_partitions(l->api->engine);
+    uint32_t k = SL_MIN(SL_MIN(snap->shard_size, partitions), GW_MAX_SHARD);
+    uint32_t shard[GW_MAX_SHARD];
+    json_t *list = json_array();
+    if (pol_shard_place(part_engine_key(l->api->engine), PART_KEY_LEN, t->name, strlen(t->name),
+                        partitions, k, shard) == SL_OK) {
+        for (uint32_t i = 0; i < k; i++) {
+            json_array_append_new(list, json_integer(shard[i]));
+        }
+    }
+    return list;
+}
+
 static void answer_tenants(struct admin_loop *l, const struct cfg_snapshot *snap,
                            struct gw_exchange *ex)
 {
     uint64_t now_ns = sl_mono_ns();
     json_t *list = json_array();
     for (size_t i = 0; i < snap->tenant_count; i++) {
-        json_array_append_new(list, tenant_json(l, &snap->tenants[i], now_ns));
+        json_t *tenant = tenant_json(l, &snap->tenants[i], now_ns);
+        json_object_set_new(tenant, "partitions", shard_json(l, snap, &snap->tenants[i]));
+        json_array_append_new(list, tenant);
     }
     json_t *o = json_pack("{s:o}", "tenants", list);
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

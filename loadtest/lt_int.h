@@ -161,7 +161,8 @@ struct lt_opts {
     double duration_s;         /* 0 = not bounded by time */
     uint64_t count;            /* 0 = not bounded by count */
     double rate;               /* 0 = closed loop */
-    double flood_rate;         /* noisy: the first tenant's rate */
+    double flood_rate;         /* noisy: the first tenant's send rate */
+    double receive_rate;       /* noisy: each tenant's receive rate */
     unsigned batch;            /* 1 or 10 */
     size_t message_size;
     struct lt_tenant *tenants;
@@ -220,6 +221,7 @@ struct lt_metric_stats {
 struct lt_group_stats {
     char name[64];
     char tenant[128];
+    char role[16]; /* "send", "receive-delete", "longpoll" or "raw" */
     struct lt_metric_stats m[LT_M_COUNT];
     uint64_t requests; /* HTTP requests answered, any status */
     uint64_t errors;   /* non-2xx replies and transport failures */

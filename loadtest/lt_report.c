@@ -11,13 +11,18 @@
  *     "elapsed_s", "server_cpu": null | { pid, cpu_s, us_per_request,
  *                                          us_per_message },
  *     "totals": { requests, errors, messages, requests_per_s, messages_per_s },
- *     "groups": [ { name, tenant, mode, target_rate, elapsed_s, requests,
+ *     "groups": [ { name, tenant, role, mode, target_rate, elapsed_s, requests,
  *                   errors, messages, requests_per_s, messages_per_s,
  *                   empty_receives, late_max, unstarted,
  *                   errors_by_code: { CODE: n },
  *                   latency_us: { METRIC: { count, min, mean, p50, p90, p99,
  *                                           p99_9, max } },
- *                   timeline: { METRIC: [ [t_s, n, p50, p99, max], ... ] } } ] }
+ *                   timeline: { METRIC: [ [t_s, n, p50, p99, max], ... ] } } ],
+ *     noisy only: "quiet": { ROLE: { groups, requests, errors, errors_by_code,
+ *                                    latency_us: { METRIC: {...} } } } }
+ *
+ * Totals count each message once: a round trip counts what the consumers
+ * took, noisy what the tenants sent (its receivers take the same messages).
  *
  * Threading: none.
  */
@@ -133,15 +138,82 @@ static json_t *group_json(const struct lt_group_stats *g)
         }
         json_object_set_new(tl, metric_names[i], pts);
     }
-    return json_pack("{s:s,s:s,s:s,s:f,s:f,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:o,s:o,s:o}", "name",
-                     g->name, "tenant", g->tenant, "mode", g->target_rate > 0 ? "open" : "closed",
-                     "target_rate", g->target_rate, "elapsed_s", g->elapsed_s, "requests",
-                     (json_int_t)g->requests, "errors", (json_int_t)g->errors, "messages",
-                     (json_int_t)g->messages, "requests_per_s", per_s(g->requests, g->elapsed_s),
-                     "messages_per_s", per_s(g->messages, g->elapsed_s), "empty_receives",
-                     (json_int_t)g->empty_receives, "late_max", (json_int_t)g->late_max,
-                     "unstarted", (json_int_t)g->unstarted, "errors_by_code", codes, "latency_us",
-                     lat, "timeline", tl);
+    return json_pack(
+        "{s:s,s:s,s:s,s:s,s:f,s:f,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:o,s:o,s:o}", "name", g->name,
+        "tenant", g->tenant, "role", g->role, "mode", g->target_rate > 0 ? "open" : "closed",
+        "target_rate", g->target_rate, "elapsed_s", g->elapsed_s, "requests",
+        (json_int_t)g->requests, "errors", (json_int_t)g->errors, "messages",
+        (json_int_t)g->messages, "requests_per_s", per_s(g->requests, g->elapsed_s),
+        "messages_per_s", per_s(g->messages, g->elapsed_s), "empty_receives",
+        (json_int_t)g->empty_receives, "late_max", (json_int_t)g->late_max, "unstarted",
+        (json_int_t)g->unstarted, "errors_by_code", codes, "latency_us", lat, "timeline", tl);
+}
+
+static bool is_quiet(const struct lt_group_stats *g, const char *role)
+{
+    return strncmp(g->name, "quiet:", 6) == 0 && strcmp(g->role, role) == 0;
+}
+
+/* noisy: the quiet tenants' groups of one role as one population: their
+ * histograms merged (a percentile of the union, not an average of
+ * percentiles), their requests and errors summed. NULL when none. */
+static json_t *quiet_role_json(const struct lt_result *r, const char *role)
+{
+    size_t groups = 0;
+    uint64_t requests = 0;
+    uint64_t errors = 0;
+    json_t *codes = json_object();
+    for (size_t i = 0; i < r->group_count; i++) {
+        const struct lt_group_stats *g = &r->groups[i];
+        if (!is_quiet(g, role)) {
+            continue;
+        }
+        groups++;
+        requests += g->requests;
+        errors += g->errors;
+        for (size_t e = 0; e < g->error_codes.n; e++) {
+            const char *code = g->error_codes.e[e].code;
+            json_int_t n = json_integer_value(json_object_get(codes, code));
+            json_object_set_new(codes, code, json_integer(n + (json_int_t)g->error_codes.e[e].n));
+        }
+    }
+    if (groups == 0) {
+        json_decref(codes);
+        return NULL;
+    }
+    json_t *lat = json_object();
+    for (int m = 0; m < LT_M_COUNT; m++) {
+        struct lt_hist merged;
+        lt_hist_init(&merged);
+        bool used = false;
+        for (size_t i = 0; i < r->group_count; i++) {
+            const struct lt_group_stats *g = &r->groups[i];
+            if (is_quiet(g, role) && g->m[m].used) {
+                lt_hist_merge(&merged, &g->m[m].all);
+                used = true;
+            }
+        }
+        if (used) {
+            json_object_set_new(lat, metric_names[m], latency_json(&merged));
+        }
+        lt_hist_fini(&merged);
+    }
+    return json_pack("{s:I,s:I,s:I,s:o,s:o}", "groups", (json_int_t)groups, "requests",
+                     (json_int_t)requests, "errors", (json_int_t)errors, "errors_by_code", codes,
+                     "latency_us", lat);
+}
+
+static json_t *quiet_json(const struct lt_result *r)
+{
+    json_t *q = json_object();
+    static const char *const roles[] = {"send", "receive-delete"};
+    for (size_t i = 0; i < SL_ARRAY_LEN(roles); i++) {
+        json_t *one = quiet_role_json(r, roles[i]);
+        if (one != NULL) {
+            json_object_set_new(q, roles[i], one);
+        }
+    }
+    return q;
 }
 
 static json_t *config_json(const struct lt_opts *o)
@@ -159,6 +231,7 @@ static json_t *config_json(const struct lt_opts *o)
         tenants, "wait_s", (json_int_t)o->wait_s, "prefill", (json_int_t)o->prefill);
     if (o->scenario == LT_SC_NOISY) {
         json_object_set_new(c, "flood_rate", json_real(o->flood_rate));
+        json_object_set_new(c, "receive_rate", json_real(o->receive_rate));
     }
     if (o->scenario == LT_SC_LONGPOLL) {
         json_object_set_new(c, "gap_ms", json_integer(o->gap_ms));
@@ -186,8 +259,9 @@ json_t *lt_result_json(const struct lt_result *r)
         }
         req += g->requests;
         err += g->errors;
-        /* A round trip counts each message once: consumed, not also sent. */
-        if (o->scenario != LT_SC_ROUNDTRIP || strcmp(g->name, "consumers") == 0) {
+        /* Each message once: consumed in a round trip, sent when noisy. */
+        if ((o->scenario != LT_SC_ROUNDTRIP || strcmp(g->name, "consumers") == 0) &&
+            (o->scenario != LT_SC_NOISY || strcmp(g->role, "send") == 0)) {
             msg += g->messages;
         }
         longest = SL_MAX(longest, g->elapsed_s);
@@ -201,11 +275,16 @@ json_t *lt_result_json(const struct lt_result *r)
     json_t *totals = json_pack("{s:I,s:I,s:I,s:f,s:f}", "requests", (json_int_t)req, "errors",
                                (json_int_t)err, "messages", (json_int_t)msg, "requests_per_s",
                                per_s(req, longest), "messages_per_s", per_s(msg, longest));
-    return json_pack("{s:s,s:i,s:s,s:s,s:b,s:o,s:o,s:f,s:o,s:o,s:o}", "tool", "sluice-load",
-                     "version", 1, "scenario", o->scenario_name, "target", o->authority, "tls",
-                     o->tls, "config", config_json(o), "setup_error",
-                     r->setup_error[0] ? json_string(r->setup_error) : json_null(), "elapsed_s",
-                     r->elapsed_s, "server_cpu", cpu, "totals", totals, "groups", groups);
+    json_t *j =
+        json_pack("{s:s,s:i,s:s,s:s,s:b,s:o,s:o,s:f,s:o,s:o,s:o}", "tool", "sluice-load", "version",
+                  1, "scenario", o->scenario_name, "target", o->authority, "tls", o->tls, "config",
+                  config_json(o), "setup_error",
+                  r->setup_error[0] ? json_string(r->setup_error) : json_null(), "elapsed_s",
+                  r->elapsed_s, "server_cpu", cpu, "totals", totals, "groups", groups);
+    if (o->scenario == LT_SC_NOISY) {
+        json_object_set_new(j, "quiet", quiet_json(r));
+    }
+    return j;
 }
 
 int lt_result_write_json(const struct lt_result *r, const char *path)
@@ -221,6 +300,40 @@ int lt_result_write_json(const struct lt_result *r, const char *path)
 static void print_ms(FILE *out, uint64_t us)
 {
     fprintf(out, " %9.3f", (double)us / 1000.0);
+}
+
+/* noisy: one row per role and metric of the quiet tenants merged. */
+static void print_quiet(const json_t *quiet, FILE *out)
+{
+    const char *role;
+    const json_t *q;
+    json_object_foreach((json_t *)quiet, role, q)
+    {
+        char name[64];
+        snprintf(name, sizeof(name), "quiet x%d/%s",
+                 (int)json_integer_value(json_object_get(q, "groups")),
+                 strcmp(role, "send") == 0 ? "send" : "recv");
+        bool first = true;
+        const char *metric;
+        const json_t *h;
+        json_object_foreach(json_object_get(q, "latency_us"), metric, h)
+        {
+            if (first) {
+                fprintf(out, "%-22s %10s %10s %8" JSON_INTEGER_FORMAT " ", name, "", "",
+                        json_integer_value(json_object_get(q, "errors")));
+            } else {
+                fprintf(out, "%-22s %10s %10s %8s ", "", "", "", "");
+            }
+            first = false;
+            fprintf(out, "%-8s", metric);
+            static const char *const cols[] = {"p50", "p90", "p99", "p99_9", "max"};
+            for (size_t c = 0; c < SL_ARRAY_LEN(cols); c++) {
+                print_ms(out, (uint64_t)json_integer_value(json_object_get(h, cols[c])));
+            }
+            fprintf(out, " %9" JSON_INTEGER_FORMAT "\n",
+                    json_integer_value(json_object_get(h, "count")));
+        }
+    }
 }
 
 void lt_result_print(const struct lt_result *r, FILE *out)
@@ -273,6 +386,7 @@ void lt_result_print(const struct lt_result *r, FILE *out)
                     g->target_rate, g->late_max, g->unstarted);
         }
     }
+    print_quiet(json_object_get(j, "quiet"), out);
     fprintf(out, "total: %.0f req/s, %.0f msg/s, %" PRIu64 " errors\n",
             json_real_value(json_object_get(totals, "requests_per_s")),
             json_real_value(json_object_get(totals, "messages_per_s")),

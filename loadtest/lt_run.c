@@ -11,7 +11,10 @@
  *   roundtrip       "producers" and "consumers" together, same queues
  *   longpoll        "longpoll": each flow owns a queue, waits in a receive,
  *                   sends after --gap-ms and times the wake-up
- *   noisy           one group per tenant; the first floods
+ *   noisy           per tenant, a send group and a receive-delete group on
+ *                   that tenant's own queues; the first tenant's sends flood
+ *                   (--flood-rate), every other group runs at --rate
+ *                   (receives at --receive-rate)
  *   raw-action      "raw": the given action and JSON, repeated
  *
  * Phases: connect -> setup (CreateQueue for every queue) -> [prefill] ->
@@ -85,7 +88,8 @@ struct group {
     char **queue_urls;
     size_t queue_count;
     bool owns_queues;
-    bool time_bound; /* stops at --duration (not prefill, not roundtrip consumers) */
+    struct group *queue_owner; /* !owns_queues: whose queues it uses */
+    bool time_bound;           /* stops at --duration (not prefill, not roundtrip consumers) */
     bool prefill;
     size_t next_queue;
     struct lt_req *setup;
@@ -793,6 +797,13 @@ static struct group *add_group(struct run *run, const char *name, const struct l
     run->result->group_count = run->group_count;
     memset(g, 0, sizeof(*g));
     lt_group_stats_init(s, name, t->access_key_id);
+    static const char *const role_names[] = {
+        [ROLE_SEND] = "send",
+        [ROLE_RECV_DELETE] = "receive-delete",
+        [ROLE_RAW] = "raw",
+        [ROLE_LONGPOLL] = "longpoll",
+    };
+    snprintf(s->role, sizeof(s->role), "%s", role_names[role]);
     s->target_rate = rate;
     g->run = run;
     g->stats = s;
@@ -827,6 +838,7 @@ static void share_queues(struct group *dst, struct group *src)
 {
     free(dst->queue_urls);
     dst->owns_queues = false;
+    dst->queue_owner = src;
     dst->queue_urls = NULL;
     dst->queue_count = src->queue_count;
     dst->feeder = NULL;
@@ -835,7 +847,7 @@ static void share_queues(struct group *dst, struct group *src)
 static void build_groups(struct run *run)
 {
     const struct lt_opts *o = run->o;
-    size_t max = o->tenant_count + 2;
+    size_t max = 2 * o->tenant_count + 2;
     run->groups = sl_xcalloc(max, sizeof(*run->groups));
     run->result->groups = sl_xcalloc(max, sizeof(*run->result->groups));
     const struct lt_tenant *t0 = &o->tenants[0];
@@ -878,25 +890,31 @@ static void build_groups(struct run *run)
         add_group(run, "longpoll", t0, ROLE_LONGPOLL, o->streams, o->rate);
         break;
     case LT_SC_NOISY:
+        /* Each tenant receives from its own queues at the same rate in
+         * every run, so the quiet tenants' receive latency shows what the
+         * flooder's sends do to the partitions they share. */
         for (size_t i = 0; i < o->tenant_count; i++) {
+            const struct lt_tenant *t = &o->tenants[i];
+            const char *kind = i == 0 ? "flood" : "quiet";
             char name[96];
-            snprintf(name, sizeof(name), "%s%s",
-                     i == 0 ? "flood:" : "quiet:", o->tenants[i].access_key_id);
-            add_group(run, name, &o->tenants[i], ROLE_SEND, o->streams,
-                      i == 0 ? o->flood_rate : o->rate);
+            snprintf(name, sizeof(name), "%s:%s/send", kind, t->access_key_id);
+            p = add_group(run, name, t, ROLE_SEND, o->streams, i == 0 ? o->flood_rate : o->rate);
+            snprintf(name, sizeof(name), "%s:%s/recv", kind, t->access_key_id);
+            c = add_group(run, name, t, ROLE_RECV_DELETE, o->streams, o->receive_rate);
+            share_queues(c, p);
         }
         break;
     }
 }
 
-/* Groups that share queues borrow the owner's URL array once setup is
- * done; done here, after setup, since the array is filled then. */
+/* Groups that share queues borrow their owner's URL array (its entries
+ * are filled in by setup, the array itself exists from add_group on). */
 static void link_shared_queues(struct run *run)
 {
     for (size_t i = 1; i < run->group_count; i++) {
         struct group *g = &run->groups[i];
         if (!g->owns_queues && g->queue_urls == NULL) {
-            g->queue_urls = run->groups[0].queue_urls;
+            g->queue_urls = g->queue_owner->queue_urls;
         }
     }
 }

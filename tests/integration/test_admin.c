@@ -8,7 +8,9 @@
  *    tenant, action and outcome (including one RequestThrottled and one
  *    NonExistentQueue), shows the queue gauges and the partitions' commits,
  *    and every line has the exposition format's shape;
- *  - /tenants shows each tenant's effective limits and usage.
+ *  - /tenants shows each tenant's effective limits and usage, and its
+ *    shard: the partitions pol_shard_place gives under the deployment key
+ *    the engine wrote into data_dir/manifest (P = 2, k = 1 here).
  *
  * The throttled tenant has requests_per_second 0.001 and burst 1: its
  * first send takes the only token and the second is refused however slow
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "it_sqs.h"
+#include "pol.h"
 
 #define TOKEN "metrics-token_1"
 #define TINY_KEY "AKIDTINY"
@@ -245,6 +248,44 @@ static json_int_t member_int(const json_t *t, const char *obj, const char *key)
     return json_integer_value(json_object_get(json_object_get(t, obj), key));
 }
 
+/* The deployment key from data_dir/manifest ("... key HEX" on its last
+ * line); false when it cannot be read. */
+static bool manifest_key(uint8_t key[32])
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/manifest", srv.data_dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return false;
+    }
+    char hex[80] = "";
+    char line[160];
+    while (fgets(line, sizeof line, f) != NULL) {
+        sscanf(line, "key %79s", hex);
+    }
+    fclose(f);
+    if (strlen(hex) != 64) {
+        return false;
+    }
+    for (int i = 0; i < 32; i++) {
+        unsigned byte;
+        if (sscanf(hex + 2 * i, "%2x", &byte) != 1) {
+            return false;
+        }
+        key[i] = (uint8_t)byte;
+    }
+    return true;
+}
+
+static void check_partitions(const json_t *tenant, const char *name, const uint8_t key[32])
+{
+    uint32_t want;
+    IT_REQUIRE(pol_shard_place(key, 32, name, strlen(name), 2, 1, &want) == 0);
+    const json_t *got = json_object_get(tenant, "partitions");
+    IT_CHECK(json_array_size(got) == 1);
+    IT_CHECK(json_integer_value(json_array_get(got, 0)) == (json_int_t)want);
+}
+
 static void check_tenants(void)
 {
     struct it_response r = admin_get("/tenants", NULL, NULL, "Authorization: Bearer " TOKEN);
@@ -265,6 +306,10 @@ static void check_tenants(void)
     IT_CHECK(member_int(acme, "usage", "inflight") == 1);
     IT_CHECK(member_int(acme, "usage", "long_polls") == 0);
     IT_CHECK(json_object_get(acme, "spill") != NULL);
+    uint8_t key[32];
+    IT_REQUIRE(manifest_key(key));
+    check_partitions(tiny, "tiny", key);
+    check_partitions(acme, IT_TENANT, key);
     json_decref(root);
     it_response_free(&r);
 }

@@ -1,6 +1,7 @@
 /*
- * test_report.c -- the JSON record's shape and numbers, SQS error codes
- * out of replies, the command line's refusals, and message bodies.
+ * test_report.c -- the JSON record's shape and numbers (and the noisy
+ * scenario's merged quiet tenants), SQS error codes out of replies, the
+ * command line's refusals, and message bodies.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,6 +111,70 @@ static void json_record_shape(void **state)
     lt_opts_fini(&o);
 }
 
+static void noisy_merges_quiet_tenants(void **state)
+{
+    struct lt_opts o;
+    char err[256];
+    const char *args[] = {"noisy", "-d", "2", "--rate", "50", "--tenants", "f:x,a:y,b:z"};
+    assert_int_equal(parse(&o, args, 7, err), SL_OK);
+    static const struct {
+        const char *name, *role;
+        uint64_t messages;
+    } layout[] = {
+        {"flood:f/send", "send", 100}, {"flood:f/recv", "receive-delete", 90},
+        {"quiet:a/send", "send", 10},  {"quiet:a/recv", "receive-delete", 10},
+        {"quiet:b/send", "send", 20},  {"quiet:b/recv", "receive-delete", 20},
+    };
+    struct lt_group_stats groups[6];
+    for (size_t i = 0; i < 6; i++) {
+        lt_group_stats_init(&groups[i], layout[i].name, "t");
+        snprintf(groups[i].role, sizeof(groups[i].role), "%s", layout[i].role);
+        groups[i].messages = layout[i].messages;
+        groups[i].elapsed_s = 2.0;
+    }
+    /* quiet a sends 1..100 us, quiet b 101..200 us: the merged median is
+     * 100, which neither tenant's own median is; the flooder's 10 ms stays
+     * out of it. */
+    for (uint64_t v = 1; v <= 100; v++) {
+        lt_group_stats_record(&groups[2], LT_M_SEND, v);
+        lt_group_stats_record(&groups[4], LT_M_SEND, 100 + v);
+        lt_group_stats_record(&groups[0], LT_M_SEND, 10000);
+    }
+    lt_group_stats_record(&groups[3], LT_M_RECEIVE, 7);
+    lt_errors_add(&groups[0].error_codes, "RequestThrottled");
+    lt_errors_add(&groups[3].error_codes, "RequestThrottled");
+    lt_errors_add(&groups[5].error_codes, "RequestThrottled");
+    lt_errors_add(&groups[5].error_codes, "OverLimit");
+    struct lt_result r = {.opts = &o, .elapsed_s = 2, .groups = groups, .group_count = 6};
+    json_t *j = lt_result_json(&r);
+    /* totals count sent messages once, not also their deletes */
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "totals"), "messages")),
+                     130);
+    assert_true(json_real_value(json_object_get(json_object_get(j, "config"), "receive_rate")) ==
+                50.0);
+    json_t *g2 = json_array_get(json_object_get(j, "groups"), 2);
+    assert_string_equal(json_string_value(json_object_get(g2, "role")), "send");
+    json_t *qs = json_object_get(json_object_get(j, "quiet"), "send");
+    json_t *qr = json_object_get(json_object_get(j, "quiet"), "receive-delete");
+    assert_int_equal(json_integer_value(json_object_get(qs, "groups")), 2);
+    json_t *send = json_object_get(json_object_get(qs, "latency_us"), "send");
+    assert_int_equal(json_integer_value(json_object_get(send, "count")), 200);
+    assert_int_equal(json_integer_value(json_object_get(send, "p50")), 100);
+    assert_int_equal(json_integer_value(json_object_get(send, "min")), 1);
+    assert_int_equal(json_integer_value(json_object_get(send, "max")), 200);
+    assert_null(json_object_get(json_object_get(qs, "errors_by_code"), "RequestThrottled"));
+    json_t *codes = json_object_get(qr, "errors_by_code");
+    assert_int_equal(json_integer_value(json_object_get(codes, "RequestThrottled")), 2);
+    assert_int_equal(json_integer_value(json_object_get(codes, "OverLimit")), 1);
+    json_t *recv = json_object_get(json_object_get(qr, "latency_us"), "receive");
+    assert_int_equal(json_integer_value(json_object_get(recv, "count")), 1);
+    json_decref(j);
+    for (size_t i = 0; i < 6; i++) {
+        lt_group_stats_fini(&groups[i]);
+    }
+    lt_opts_fini(&o);
+}
+
 static void error_codes(void **state)
 {
     char code[LT_ERROR_CODE_MAX];
@@ -156,6 +221,16 @@ static void command_line_refusals(void **state)
     assert_string_equal(o.tenants[2].access_key_id, "c");
     assert_string_equal(o.tenants[2].secret, "z");
     assert_true(o.flood_rate == 500.0);
+    assert_true(o.receive_rate == 50.0);
+    lt_opts_fini(&o);
+    const char *noisy_rr[] = {"noisy",          "-d", "1",         "--rate", "50",
+                              "--receive-rate", "20", "--tenants", "a:x,b:y"};
+    assert_int_equal(parse(&o, noisy_rr, 9, err), SL_OK);
+    assert_true(o.receive_rate == 20.0);
+    lt_opts_fini(&o);
+    const char *rr_elsewhere[] = {"send", "-d", "1", "--receive-rate", "20"};
+    assert_int_equal(parse(&o, rr_elsewhere, 5, err), SL_EINVAL);
+    assert_non_null(strstr(err, "noisy"));
     lt_opts_fini(&o);
     const char *raw[] = {"raw-action", "ListQueues", "{}", "-n", "5", "--target", "127.0.0.1:7"};
     assert_int_equal(parse(&o, raw, 7, err), SL_OK);
@@ -195,6 +270,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(json_record_shape),
+        cmocka_unit_test(noisy_merges_quiet_tenants),
         cmocka_unit_test(error_codes),
         cmocka_unit_test(command_line_refusals),
         cmocka_unit_test(bodies_carry_size_and_timestamp),
