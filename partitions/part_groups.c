@@ -74,6 +74,11 @@ static struct group_entry **find_slot(const struct part_groups *g, const char *g
     return slot;
 }
 
+size_t part__groups_count(const struct part_groups *g)
+{
+    return g != NULL ? g->count : 0;
+}
+
 int64_t part__groups_get(const struct part_groups *g, const char *group)
 {
     struct group_entry *e = *find_slot(g, group, hash_group(group));

@@ -353,6 +353,8 @@ struct part_groups *part__groups_new(void);
 void part__groups_free(struct part_groups *g);
 void part__groups_clear(struct part_groups *g);
 int64_t part__groups_get(const struct part_groups *g, const char *group);
+/* Groups with something in flight (0 for a NULL table). */
+size_t part__groups_count(const struct part_groups *g);
 void part__groups_add(struct part_groups *g, const char *group, int64_t delta);
 
 /* ---- receipts (part_receipt.c) ---- */

@@ -786,7 +786,8 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
     /* A group holding every message in flight would not be noisy: then
      * none is, and the plain head is the fair choice. */
     uint64_t inflight = (uint64_t)SL_MAX(atomic_load(&qc->inflight), 0);
-    bool fair = r->noisy != NULL && qc->groups != NULL && r->noisy(inflight, inflight);
+    bool fair =
+        r->noisy != NULL && part__groups_count(qc->groups) > 0 && r->noisy(inflight, inflight);
     uint32_t dlq_retention_s = 0;
     struct part_queue *dlq = dlq_of(w->engine, job->q, &cfg, &dlq_retention_s);
     bool again = true;
