@@ -774,6 +774,21 @@ static int open_queue(struct part_client *c, uint64_t queue_id, struct part_queu
     return *q != NULL ? SL_OK : SL_ENOTFOUND;
 }
 
+/* A job on queue_id holding a reference to the queue, or the reason there
+ * is none (open_queue's). */
+static int queue_job_new(struct part_client *c, enum part_op op, uint64_t queue_id,
+                         struct part_cookie cookie, part_done_fn *done, struct part_job **out)
+{
+    struct part_queue *q = NULL;
+    int rc = open_queue(c, queue_id, &q);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    *out = job_new(c, op, queue_id, cookie, done);
+    (*out)->q = q;
+    return SL_OK;
+}
+
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done)
@@ -786,13 +801,11 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
             return SL_EINVAL;
         }
     }
-    struct part_queue *q = NULL;
-    int rc = open_queue(c, queue_id, &q);
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, PART_OP_SEND, queue_id, cookie, done, &job);
     if (rc != SL_OK) {
         return rc;
     }
-    struct part_job *job = job_new(c, PART_OP_SEND, queue_id, cookie, done);
-    job->q = q;
     job->msgs = sl_xcalloc(n, sizeof *job->msgs);
     job->nmsgs = n;
     for (size_t i = 0; i < n; i++) {
@@ -827,13 +840,11 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
             return SL_EINVAL;
         }
     }
-    struct part_queue *q = NULL;
-    int rc = open_queue(c, req->queue_id, &q);
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, PART_OP_RECEIVE, req->queue_id, cookie, done, &job);
     if (rc != SL_OK) {
         return rc;
     }
-    struct part_job *job = job_new(c, PART_OP_RECEIVE, req->queue_id, cookie, done);
-    job->q = q;
     struct part_recv *r = sl_xcalloc(1, sizeof *r);
     job->recv = r;
     r->ticket = ++c->next_ticket;
@@ -847,7 +858,7 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
     r->fair_window = req->fair_window ? req->fair_window : PART_FAIR_WINDOW;
     r->lanes[0] = PART_LANE_MAIN;
     r->lanes[1] = PART_LANE_OVERFLOW;
-    uint64_t turn = atomic_fetch_add_explicit(&q->recv_seq, 1, memory_order_relaxed) + 1;
+    uint64_t turn = atomic_fetch_add_explicit(&job->q->recv_seq, 1, memory_order_relaxed) + 1;
     if (req->overflow_every > 0 && turn % req->overflow_every == 0) {
         r->lanes[0] = PART_LANE_OVERFLOW; /* the starvation guard's turn */
         r->lanes[1] = PART_LANE_MAIN;
@@ -882,13 +893,11 @@ static int submit_by_receipt(struct part_client *c, enum part_op op, uint64_t qu
     if (n == 0 || n > PART_MAX_BATCH || done == NULL) {
         return SL_EINVAL;
     }
-    struct part_queue *q = NULL;
-    int rc = open_queue(c, queue_id, &q);
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, op, queue_id, cookie, done, &job);
     if (rc != SL_OK) {
         return rc;
     }
-    struct part_job *job = job_new(c, op, queue_id, cookie, done);
-    job->q = q;
     job->entry_status = sl_xcalloc(n, sizeof *job->entry_status);
     job->nrh = n;
     struct part_receipt rh[PART_MAX_BATCH];
@@ -917,8 +926,8 @@ static int submit_by_receipt(struct part_client *c, enum part_op op, uint64_t qu
             sub->engine = e;
             sub->parent = job;
             sub->queue_id = queue_id;
-            sub->q = q;
-            atomic_fetch_add(&q->refs, 1);
+            sub->q = job->q;
+            atomic_fetch_add(&job->q->refs, 1);
             sub->partition = rh[i].partition;
             sub->rh = sl_xcalloc(n, sizeof *sub->rh);
             subs[nsubs++] = sub;
@@ -966,13 +975,11 @@ int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cook
     if (done == NULL) {
         return SL_EINVAL;
     }
-    struct part_queue *q = NULL;
-    int rc = open_queue(c, queue_id, &q);
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, PART_OP_PURGE, queue_id, cookie, done, &job);
     if (rc != SL_OK) {
         return rc;
     }
-    struct part_job *job = job_new(c, PART_OP_PURGE, queue_id, cookie, done);
-    job->q = q;
     job->status = SL_OK;
     atomic_store(&job->pending, (int)e->nparts);
     for (uint32_t p = 0; p < e->nparts; p++) {
@@ -981,8 +988,8 @@ int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cook
         sub->engine = e;
         sub->parent = job;
         sub->queue_id = queue_id;
-        sub->q = q;
-        atomic_fetch_add(&q->refs, 1);
+        sub->q = job->q;
+        atomic_fetch_add(&job->q->refs, 1);
         part__submit_partition(e, p, sub);
     }
     return SL_OK;
