@@ -55,6 +55,7 @@ struct io_thread {
     uv_loop_t loop;
     uv_async_t stop_async;
     uv_timer_t drain_timer;
+    uv_prepare_t log_flush; /* writes the loop's buffered log lines before it blocks */
     struct gw_loop_state ls;
     struct listener listeners[MAX_LISTENERS];
     size_t listener_count;
@@ -191,6 +192,16 @@ static void on_stop_async(uv_async_t *a)
     uv_timer_start(&t->drain_timer, on_drain_timer, 0, DRAIN_POLL_MS);
 }
 
+/* Per-request log lines are buffered per loop (sl_log_buffer_start): one
+ * write(2) per loop iteration instead of one per request. Prepare runs
+ * just before the loop blocks, so no line waits longer than the iteration
+ * that logged it. */
+static void on_log_flush(uv_prepare_t *h)
+{
+    (void)h;
+    sl_log_flush();
+}
+
 static void thread_main(void *arg)
 {
     struct io_thread *t = arg;
@@ -205,7 +216,9 @@ static void thread_main(void *arg)
         if (rv != 0)
             sl_log(SL_LOG_ERROR, "gw", "loop %u: listen: %s", t->index, uv_strerror(rv));
     }
+    sl_log_buffer_start();
     uv_run(&t->loop, UV_RUN_DEFAULT);
+    sl_log_buffer_stop();
 }
 
 /* ---- the server --------------------------------------------------------- */
@@ -235,6 +248,8 @@ static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
     t->stop_async.data = t;
     uv_timer_init(&t->loop, &t->drain_timer);
     t->drain_timer.data = t;
+    uv_prepare_init(&t->loop, &t->log_flush);
+    uv_prepare_start(&t->log_flush, on_log_flush);
     for (size_t i = 0; i < s->spec_count; i++) {
         struct listener *l = &t->listeners[i];
         l->t = t;

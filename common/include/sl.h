@@ -104,6 +104,19 @@ void sl_log(enum sl_log_level level, const char *module, const char *fmt, ...)
 void sl_log_set_level(enum sl_log_level level);
 bool sl_log_enabled(enum sl_log_level level);
 
+/* Per-thread buffering for event-loop threads, whose per-request lines
+ * would otherwise cost a write(2) each (as nginx's "access_log buffer=").
+ * After sl_log_buffer_start() the calling thread's DEBUG and INFO lines
+ * collect in a thread-local buffer, written whole lines at a time when it
+ * fills or at sl_log_flush(); a WARN or ERROR line first writes what is
+ * buffered, then itself, so the order on stderr is kept and problems are
+ * never delayed. The loop must call sl_log_flush() before it blocks (from
+ * a uv_prepare handle). sl_log_buffer_stop() flushes and returns the
+ * thread to one write per line. */
+void sl_log_buffer_start(void);
+void sl_log_flush(void);
+void sl_log_buffer_stop(void);
+
 /* ---- clocks ------------------------------------------------------------ */
 
 /* Wall-clock time (CLOCK_REALTIME) in milliseconds / microseconds since the
