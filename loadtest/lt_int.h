@@ -86,6 +86,12 @@ uint64_t lt_sched_take(struct lt_sched *s);
 /* Latency in microseconds from when an operation was meant to start (open
  * loop) or did start (closed loop) to when it finished. */
 uint64_t lt_latency_us(uint64_t start_ns, uint64_t done_ns);
+/* The wall-clock time (µs) of an intended start, from one reading of both
+ * clocks: an open-loop producer stamps this into its bodies, so that the
+ * end-to-end latency of a round trip also runs from the intended send time
+ * (a producer that fell behind its schedule is charged for it). An
+ * intended time not yet reached is stamped as now. */
+uint64_t lt_intended_wall_us(uint64_t wall_now_us, uint64_t mono_now_ns, uint64_t intended_ns);
 
 /* ===== signing ========================================================== */
 

@@ -421,7 +421,7 @@ int lt_result_plot(const struct lt_result *r, const char *png_path)
     sl_buf_init(&hist_plot);
     sl_buf_append_cstr(&hist_plot,
                        "set xlabel 'percentile'\nset ylabel 'latency ms'\nunset logscale\n"
-                       "set logscale x\nset xtics ('50' 2, '90' 10, '99' 100, '99.9' 1000, "
+                       "set logscale xy\nset xtics ('50' 2, '90' 10, '99' 100, '99.9' 1000, "
                        "'99.99' 10000)\nplot ");
     int series = 0;
     for (size_t i = 0; i < r->group_count; i++) {

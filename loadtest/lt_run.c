@@ -8,7 +8,10 @@
  *
  *   send            one group: "send"
  *   receive-delete  "prefill" (if --prefill) then "consumers"
- *   roundtrip       "producers" and "consumers" together, same queues
+ *   roundtrip       "producers" and "consumers" together, same queues; with
+ *                   --rate the producers run open loop and stamp bodies with
+ *                   the intended send time, so e2e is free of coordinated
+ *                   omission as well
  *   longpoll        "longpoll": each flow owns a queue, waits in a receive,
  *                   sends after --gap-ms and times the wake-up
  *   noisy           per tenant, a send group and a receive-delete group on
@@ -416,7 +419,8 @@ static void flow_begin(struct group *g, struct flow *f, uint64_t intended_ns)
     r->cb = on_main_done;
     switch (g->role) {
     case ROLE_SEND:
-        lt_body_send(&r->body, url, o->message_size, g->batch, sl_wall_us());
+        lt_body_send(&r->body, url, o->message_size, g->batch,
+                     lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
         r->action = g->batch > 1 ? "SendMessageBatch" : "SendMessage";
         break;
     case ROLE_RAW:

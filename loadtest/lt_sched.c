@@ -52,3 +52,12 @@ uint64_t lt_latency_us(uint64_t start_ns, uint64_t done_ns)
     }
     return (done_ns - start_ns + 500) / 1000;
 }
+
+uint64_t lt_intended_wall_us(uint64_t wall_now_us, uint64_t mono_now_ns, uint64_t intended_ns)
+{
+    if (intended_ns >= mono_now_ns) {
+        return wall_now_us;
+    }
+    uint64_t behind_us = (mono_now_ns - intended_ns) / 1000;
+    return behind_us < wall_now_us ? wall_now_us - behind_us : 0;
+}

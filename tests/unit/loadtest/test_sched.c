@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -77,6 +78,42 @@ static void latency_rounds_and_never_goes_negative(void **state)
     assert_int_equal(lt_latency_us(0, 1500), 2);
 }
 
+/* A producer that is behind its schedule stamps the intended time, so the
+ * end-to-end latency includes the delay; one on time stamps now. */
+static void body_stamp_is_the_intended_wall_time(void **state)
+{
+    (void)state;
+    uint64_t wall = 1700000000000000ull; /* µs */
+    uint64_t mono = 50 * 1000 * MS;      /* ns */
+    assert_int_equal(lt_intended_wall_us(wall, mono, mono), wall);
+    assert_int_equal(lt_intended_wall_us(wall, mono, mono - 30 * MS), wall - 30000);
+    assert_int_equal(lt_intended_wall_us(wall, mono, mono - 1999), wall - 1);
+    assert_int_equal(lt_intended_wall_us(wall, mono, mono + 5 * MS), wall);
+    assert_int_equal(lt_intended_wall_us(10, mono, 0), 0);
+
+    /* Through the schedule: at 100/s with the producer stalled 50 ms, the
+     * six due sends carry stamps 10 ms apart, ending at now. */
+    struct lt_sched s;
+    lt_sched_init(&s, mono - 50 * MS, 100.0);
+    uint64_t prev = 0;
+    for (int i = 0; lt_sched_due(&s, mono) > 0; i++) {
+        uint64_t stamp = lt_intended_wall_us(wall, mono, lt_sched_take(&s));
+        assert_int_equal(stamp, wall - 50000 + (uint64_t)i * 10000);
+        assert_true(stamp > prev);
+        prev = stamp;
+    }
+    assert_int_equal(prev, wall);
+
+    /* The receiver's e2e from that stamp is the stall plus the trip. */
+    struct sl_buf b;
+    sl_buf_init(&b);
+    lt_body_send(&b, "q", 64, 1, lt_intended_wall_us(wall, mono, mono - 50 * MS));
+    const char *m = strstr(b.p, "ts=");
+    assert_non_null(m);
+    assert_int_equal(wall + 2000 - lt_body_timestamp(m, strlen(m)), 52000);
+    sl_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -84,6 +121,7 @@ int main(void)
         cmocka_unit_test(stall_is_charged_to_every_delayed_operation),
         cmocka_unit_test(fractional_rates_and_rounding),
         cmocka_unit_test(latency_rounds_and_never_goes_negative),
+        cmocka_unit_test(body_stamp_is_the_intended_wall_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
