@@ -92,6 +92,13 @@ uint64_t lt_latency_us(uint64_t start_ns, uint64_t done_ns);
  * (a producer that fell behind its schedule is charged for it). An
  * intended time not yet reached is stamped as now. */
 uint64_t lt_intended_wall_us(uint64_t wall_now_us, uint64_t mono_now_ns, uint64_t intended_ns);
+/* The seconds a group's rates are over: from its start to its last reply
+ * that moved a message, so that receives answered empty after the last
+ * message (a round trip's consumers still waiting in long polls once the
+ * producers are done) do not dilute its rate; a group that moved none ends
+ * at its last reply, or at now. 0 is "never". */
+double lt_group_elapsed_s(uint64_t start_ns, uint64_t last_message_ns, uint64_t last_reply_ns,
+                          uint64_t now_ns);
 
 /* ===== signing ========================================================== */
 
@@ -235,7 +242,7 @@ struct lt_group_stats {
     uint64_t empty_receives;
     uint64_t late_max;  /* open loop: most operations ever overdue at once */
     double target_rate; /* 0 = closed loop */
-    double elapsed_s;   /* from its first operation to its last */
+    double elapsed_s;   /* see lt_group_elapsed_s() */
     uint64_t unstarted; /* open loop: due at the end but never started */
     struct lt_errors error_codes;
     uint64_t interval_requests;

@@ -21,8 +21,9 @@
  *     noisy only: "quiet": { ROLE: { groups, requests, errors, errors_by_code,
  *                                    latency_us: { METRIC: {...} } } } }
  *
- * Totals count each message once: a round trip counts what the consumers
- * took, noisy what the tenants sent (its receivers take the same messages).
+ * A group's rates are over its elapsed_s, from its start to its last reply
+ * that moved a message (lt_group_elapsed_s). Totals count each message once: a round trip counts
+ * what the consumers took, noisy what the tenants sent (its receivers take the same messages).
  *
  * Threading: none.
  */

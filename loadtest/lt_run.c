@@ -84,6 +84,7 @@ struct group {
     uint64_t start_ns;
     uint64_t end_ns; /* 0 = no time bound */
     uint64_t last_done_ns;
+    uint64_t last_message_ns; /* last reply that moved a message */
     uint64_t count_limit;
     uint64_t started;
     uint64_t expect_messages; /* consumers: stop once this many are deleted */
@@ -226,8 +227,11 @@ static uint64_t account_batch(struct group *g, const struct lt_req *r)
     return ok;
 }
 
-static void add_messages(struct group *g, uint64_t n)
+static void add_messages(struct group *g, uint64_t n, uint64_t done_ns)
 {
+    if (n > 0) {
+        g->last_message_ns = done_ns;
+    }
     g->stats->messages += n;
     g->stats->interval_messages += n;
 }
@@ -272,7 +276,7 @@ static void on_delete_done(struct lt_req *r)
     f->pending--;
     if (!g->run->finishing && account_reply(g, r)) {
         lt_group_stats_record(g->stats, LT_M_DELETE, lt_latency_us(r->issued_ns, r->done_ns));
-        add_messages(g, g->role == ROLE_LONGPOLL ? 1 : account_batch(g, r));
+        add_messages(g, g->role == ROLE_LONGPOLL ? 1 : account_batch(g, r), r->done_ns);
     }
     flow_end(f);
 }
@@ -336,7 +340,7 @@ static void on_main_done(struct lt_req *r)
         lt_group_stats_record(g->stats, LT_M_SEND, from_intended);
         lt_group_stats_record(g->stats, LT_M_OP, from_intended);
         if (ok) {
-            add_messages(g, g->batch > 1 ? account_batch(g, r) : 1);
+            add_messages(g, g->batch > 1 ? account_batch(g, r) : 1, r->done_ns);
         }
         break;
     case ROLE_RAW:
@@ -635,8 +639,8 @@ static void run_finish(struct run *run)
         struct group *g = &run->groups[i];
         if (g->active) {
             group_stop(g, now);
-            uint64_t end = g->last_done_ns > g->start_ns ? g->last_done_ns : now;
-            g->stats->elapsed_s = (double)(end - g->start_ns) / 1e9;
+            g->stats->elapsed_s =
+                lt_group_elapsed_s(g->start_ns, g->last_message_ns, g->last_done_ns, now);
         }
     }
     uv_timer_stop(&run->pacer);
@@ -669,7 +673,8 @@ static void begin_measure(struct run *run)
     for (size_t i = 0; i < run->group_count; i++) {
         struct group *g = &run->groups[i];
         if (g->prefill) {
-            g->stats->elapsed_s = (double)(g->last_done_ns - g->start_ns) / 1e9;
+            g->stats->elapsed_s =
+                lt_group_elapsed_s(g->start_ns, g->last_message_ns, g->last_done_ns, now);
             g->active = false;
             continue;
         }

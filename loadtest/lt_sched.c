@@ -61,3 +61,15 @@ uint64_t lt_intended_wall_us(uint64_t wall_now_us, uint64_t mono_now_ns, uint64_
     uint64_t behind_us = (mono_now_ns - intended_ns) / 1000;
     return behind_us < wall_now_us ? wall_now_us - behind_us : 0;
 }
+
+double lt_group_elapsed_s(uint64_t start_ns, uint64_t last_message_ns, uint64_t last_reply_ns,
+                          uint64_t now_ns)
+{
+    uint64_t end = now_ns;
+    if (last_message_ns > start_ns) {
+        end = last_message_ns;
+    } else if (last_reply_ns > start_ns) {
+        end = last_reply_ns;
+    }
+    return end > start_ns ? (double)(end - start_ns) / 1e9 : 0.0;
+}

@@ -114,6 +114,21 @@ static void body_stamp_is_the_intended_wall_time(void **state)
     sl_buf_free(&b);
 }
 
+/* A round trip's consumers wait in long polls after the last message; the
+ * empty answers that end those waits must not stretch the group's time. */
+static void group_time_ends_at_the_last_message(void **state)
+{
+    (void)state;
+    uint64_t s = 7000 * MS;
+    /* 2 s of messages, then empty long polls answered 1 s later. */
+    assert_true(lt_group_elapsed_s(s, s + 2000 * MS, s + 3000 * MS, s + 3100 * MS) == 2.0);
+    /* Nothing moved (every request throttled): up to the last reply. */
+    assert_true(lt_group_elapsed_s(s, 0, s + 1500 * MS, s + 3100 * MS) == 1.5);
+    /* No reply at all: up to now. */
+    assert_true(lt_group_elapsed_s(s, 0, 0, s + 250 * MS) == 0.25);
+    assert_true(lt_group_elapsed_s(s, 0, 0, s) == 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +137,7 @@ int main(void)
         cmocka_unit_test(fractional_rates_and_rounding),
         cmocka_unit_test(latency_rounds_and_never_goes_negative),
         cmocka_unit_test(body_stamp_is_the_intended_wall_time),
+        cmocka_unit_test(group_time_ends_at_the_last_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
