@@ -131,6 +131,13 @@ void sl_uuid4(char out[37])
 {
     uint8_t b[16];
     sl_random_bytes(b, sizeof b);
+    sl_uuid4_from(b, out);
+}
+
+void sl_uuid4_from(const uint8_t random[16], char out[37])
+{
+    uint8_t b[16];
+    memcpy(b, random, sizeof b);
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
     char hex[33];

@@ -489,6 +489,12 @@ static void on_async(uv_async_t *h)
                 job->status = SL_ECLOSED;
             }
             if (job->status == SL_OK) {
+                for (size_t i = 0; i < r->nmsgs; i++) {
+                    const struct part_message *m = &r->msgs[i];
+                    struct part_receipt rh = {m->partition, m->queue_id, m->sequence,
+                                              m->receive_count};
+                    part__receipt_encode(c->engine, &rh, r->msgs[i].receipt);
+                }
                 job->res.messages = r->msgs;
                 job->res.message_count = r->nmsgs;
             }
@@ -808,9 +814,11 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     }
     job->msgs = sl_xcalloc(n, sizeof *job->msgs);
     job->nmsgs = n;
+    uint8_t rnd[PART_MAX_BATCH][16];
+    sl_random_bytes(rnd, n * sizeof rnd[0]);
     for (size_t i = 0; i < n; i++) {
         struct part_send_msg *m = &job->msgs[i];
-        sl_uuid4(m->message_id);
+        sl_uuid4_from(rnd[i], m->message_id);
         sl_buf_append(&m->body, entries[i].body.p, entries[i].body.n);
         sl_buf_append(&m->attrs, entries[i].attrs.p, entries[i].attrs.n);
         sl_buf_append(&m->sys_attrs, entries[i].sys_attrs.p, entries[i].sys_attrs.n);

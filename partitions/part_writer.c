@@ -180,6 +180,14 @@ static const char PART_MIGRATE_0_1[] = "ALTER TABLE msg ADD COLUMN lane INTEGER 
 static const char PART_PRAGMAS_FSYNC[] = PART_PRAGMAS("FULL");
 static const char PART_PRAGMAS_OS[] = PART_PRAGMAS("NORMAL");
 
+/* NOMUTEX: a partition's connection is used by one thread at a time (its
+ * writer; open and close happen before start and after join), so the
+ * serialized mode's mutex around every SQLite call buys nothing. */
+int part_sql_open_flags(void)
+{
+    return SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+}
+
 const char *part_sql_text(enum part_sql which)
 {
     switch (which) {
@@ -607,7 +615,7 @@ static struct part_queue *dlq_of(struct part_engine *e, struct part_queue *q,
     return d;
 }
 
-static void fill_message(struct part_writer *w, sqlite3_stmt *st, struct part_message *m,
+static void fill_message(const struct part_writer *w, sqlite3_stmt *st, struct part_message *m,
                          uint64_t queue_id, uint32_t gen, uint64_t now)
 {
     const char *mid = (const char *)sqlite3_column_text(st, 1);
@@ -634,8 +642,8 @@ static void fill_message(struct part_writer *w, sqlite3_stmt *st, struct part_me
     m->sequence = (uint64_t)sqlite3_column_int64(st, 0);
     m->queue_id = queue_id;
     m->partition = w->index;
-    struct part_receipt rh = {w->index, queue_id, m->sequence, gen};
-    part__receipt_encode(w->engine, &rh, m->receipt);
+    /* m->receipt is encoded on the client's loop (on_async): its MAC needs
+     * no connection, and this thread is the partition's serial resource. */
 }
 
 /* One row chosen for a receive, before it is leased or dead-lettered. */
@@ -1541,7 +1549,7 @@ int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t ind
     }
     snprintf(w->path, sizeof w->path, "%s/part-%04u.db", e->data_dir, index);
     char why[512] = "";
-    int rc = sqlite3_open_v2(w->path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    int rc = sqlite3_open_v2(w->path, &w->db, part_sql_open_flags(), NULL);
     if (rc != SQLITE_OK) {
         snprintf(why, sizeof why, "%s", w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
         goto fail;

@@ -151,5 +151,8 @@ int sl_base64url_decode(const char *in, size_t n, uint8_t *out, size_t *out_len)
 void sl_random_bytes(void *out, size_t n);
 /* A random RFC 4122 version-4 UUID, lower-case with dashes, into out[37]. */
 void sl_uuid4(char out[37]);
+/* The same made from 16 random bytes the caller drew (one sl_random_bytes
+ * call for many ids: each RAND_bytes call costs far more than its bytes). */
+void sl_uuid4_from(const uint8_t random[16], char out[37]);
 
 #endif

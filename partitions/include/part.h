@@ -484,4 +484,7 @@ enum part_sql {
 /* The text of one of them (static, never NULL for a valid value). */
 const char *part_sql_text(enum part_sql which);
 
+/* The sqlite3_open_v2 flags of a partition file. */
+int part_sql_open_flags(void);
+
 #endif
