@@ -81,6 +81,9 @@ struct sb_cell {
     enum part_durability durability;
     struct sb_measure engine[SB_PHASES_];
     struct sb_measure ceiling[SB_PHASES_];
+    /* the cycle's single-transaction bound (sb_raw.c): not a ceiling a
+     * queue can reach, reported beside it */
+    struct sb_measure ceiling_single_txn;
 };
 
 struct sb_memory {
@@ -114,7 +117,9 @@ int sb_engine_cell(const struct sb_opts *opt, struct sb_cell *cell);
 /* ---- raw SQLite ceiling (sb_raw.c) ---- */
 /* Runs the same phases with plain SQLite calls on P fresh files with P
  * threads, each transaction as large as the engine's measured
- * cell->engine[ph].per_commit. Fills cell->ceiling. SL_OK or SL_EIO. */
+ * cell->engine[ph].per_commit. Fills cell->ceiling (the cycle pipelined
+ * over three transactions, as a queue must) and, for the cycle,
+ * cell->ceiling_single_txn. SL_OK or SL_EIO. */
 int sb_raw_cell(const struct sb_opts *opt, struct sb_cell *cell);
 
 /* ---- memory probe (sb_engine.c, sb_util.c) ---- */

@@ -1,9 +1,10 @@
 /*
  * sb_raw.c -- the raw SQLite ceiling of the storage bench: the engine's
  * work done with plain SQLite calls and nothing else. P files, P threads
- * (one connection each, as the engine's writers), the SAME pragmas, schema
- * and statements as partitions/part_writer.c (copied below: keep them in
- * step), and transactions as large as the engine's group commits were in
+ * (one connection each, as the engine's writers), the SAME open flags,
+ * pragmas, schema and statements as partitions/part_writer.c (taken from
+ * part_sql_open_flags and part_sql_text, so they cannot drift), and
+ * transactions as large as the engine's group commits were in
  * the same cell (its measured jobs per commit), so that the ratio
  * engine / ceiling is the cost of everything around SQLite: job queues,
  * copies, completions, counters, timers, receipt MACs, the client loop.
@@ -13,7 +14,19 @@
  *   receive  ST_SELECT_READY LIMIT 10 (reading every column, copying the
  *            blobs as the engine does) + ST_LEASE per row
  *   delete   10 x (ST_ROW + ST_DELETE)
- *   cycle    k/3 rounds of one send, one receive, one delete job
+ *   cycle    k/3 rounds of one send, one receive and one delete job, where
+ *            the receive takes only rows that an EARLIER transaction
+ *            committed and the delete only leases that an earlier
+ *            transaction committed: what a queue must do, since a message
+ *            is received only after its send was acknowledged (committed)
+ *            and deleted only by a receipt that a committed receive handed
+ *            out. Each message is thus written in three transactions, as
+ *            in the engine.
+ *   cycle, single-transaction bound (SB_CEIL_SINGLE_TXN, reported beside
+ *            it): k/3 rounds whose receive and delete act on the rows sent
+ *            in the same transaction, so each message is inserted, leased
+ *            and deleted before one commit -- work no queue can do, kept
+ *            as an upper bound.
  * and after each commit, as the engine does: ST_HEAD for the queue, and a
  * TRUNCATE checkpoint once the WAL passed 2048 pages.
  *
@@ -69,9 +82,15 @@ struct raw_part {
     size_t nleased;
     size_t leased_cap;
     size_t leased_next;
+    /* the pipelined cycle: what earlier transactions committed */
+    size_t leased_committed;  /* leased[0..this) were leased by a committed txn */
+    uint64_t ready_committed; /* rows a committed txn sent, not yet received */
+    uint64_t sent;            /* cycle: messages sent (the quota counts these) */
+    int64_t committed_row;    /* the last row a committed txn inserted */
     /* the running phase */
     pthread_t thread;
     enum sb_phase phase;
+    bool single_txn; /* cycle: the single-transaction bound */
     uint32_t txn_jobs;
     uint64_t quota;
     uint64_t deadline_ns;
@@ -113,7 +132,9 @@ static sqlite3_stmt *stmt(struct raw_part *rp, int which)
 
 static uint64_t queue_of(const struct raw_part *rp)
 {
-    return rp->index + 1;
+    /* The single-transaction bound has a queue of its own, so that rows
+     * the pipelined cycle left ready are not what its receives take. */
+    return (rp->single_txn ? 1000000 : 0) + rp->index + 1;
 }
 
 static uint64_t job_send(struct raw_part *rp, uint32_t n)
@@ -162,7 +183,15 @@ static uint64_t job_receive(struct raw_part *rp, uint32_t max)
     sqlite3_bind_int(st, 3, 0); /* main lane */
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < PART_MAX_BATCH) {
-        ids[n++] = sqlite3_column_int64(st, 0);
+        ids[n] = sqlite3_column_int64(st, 0);
+        if (rp->phase == SB_CYCLE && !rp->single_txn && ids[n] > rp->committed_row) {
+            /* the pipelined cycle would be the single-transaction one */
+            if (rp->errors++ == 0) {
+                fprintf(stderr, "sluice-storage-bench: ceiling %u: received an uncommitted row\n",
+                        rp->index);
+            }
+        }
+        n++;
         size_t off = 0;
         const unsigned char *mid = sqlite3_column_text(st, 1);
         memcpy(rp->scratch, mid ? (const char *)mid : "", mid ? strlen((const char *)mid) : 0);
@@ -197,11 +226,11 @@ static uint64_t job_receive(struct raw_part *rp, uint32_t max)
     return n;
 }
 
-/* Deletes up to 10 leased rows, oldest lease first. */
-static uint64_t job_delete(struct raw_part *rp)
+/* Deletes up to 10 leased rows, oldest lease first, of leased[0..upto). */
+static uint64_t job_delete(struct raw_part *rp, size_t upto)
 {
     uint64_t done = 0;
-    while (done < PART_MAX_BATCH && rp->leased_next < rp->nleased) {
+    while (done < PART_MAX_BATCH && rp->leased_next < upto) {
         int64_t id = rp->leased[rp->leased_next++];
         sqlite3_stmt *st = stmt(rp, ST_ROW);
         sqlite3_bind_int64(st, 1, id);
@@ -245,6 +274,30 @@ static void after_commit(struct raw_part *rp)
     }
 }
 
+/* One round of the pipelined cycle inside the open transaction: a send
+ * of new messages, a receive of rows that earlier transactions committed,
+ * a delete of leases that earlier transactions committed. Adds the rows
+ * sent to *txn_sent; returns the messages deleted. */
+static uint64_t cycle_round(struct raw_part *rp, uint64_t *txn_sent)
+{
+    uint64_t unsent = rp->quota - SL_MIN(rp->quota, rp->sent + *txn_sent);
+    if (unsent > 0) {
+        *txn_sent += job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, unsent));
+        rp->jobs++;
+    }
+    if (rp->ready_committed > 0) {
+        uint64_t got = job_receive(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, rp->ready_committed));
+        rp->ready_committed -= SL_MIN(got, rp->ready_committed);
+        rp->jobs++;
+    }
+    uint64_t deleted = 0;
+    if (rp->leased_next < rp->leased_committed) {
+        deleted = job_delete(rp, rp->leased_committed);
+        rp->jobs++;
+    }
+    return deleted;
+}
+
 /* One transaction of the phase. Returns false when the phase has nothing
  * left to do here. */
 static bool one_txn(struct raw_part *rp)
@@ -253,8 +306,9 @@ static bool one_txn(struct raw_part *rp)
         return false;
     }
     bool more = true;
-    uint32_t jobs = rp->phase == SB_CYCLE ? SL_MAX(1, rp->txn_jobs / 3) : rp->txn_jobs;
-    for (uint32_t j = 0; j < jobs && more && rp->messages < rp->quota; j++) {
+    uint64_t txn_sent = 0, before = rp->jobs;
+    /* the cycle's txn_jobs counts rounds of three jobs */
+    for (uint32_t j = 0; j < rp->txn_jobs && more && rp->messages < rp->quota; j++) {
         uint64_t left = rp->quota - rp->messages;
         uint64_t got = 0;
         switch (rp->phase) {
@@ -268,15 +322,19 @@ static bool one_txn(struct raw_part *rp)
             rp->jobs += got > 0;
             break;
         case SB_DELETE:
-            got = job_delete(rp);
+            got = job_delete(rp, rp->nleased);
             more = got > 0;
             rp->jobs += got > 0;
             break;
-        case SB_CYCLE: /* the steady state: one send, one receive, one delete */
-            job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, left));
-            job_receive(rp, PART_MAX_BATCH);
-            got = job_delete(rp);
-            rp->jobs += 3;
+        case SB_CYCLE:
+            if (rp->single_txn) { /* all three steps on the same rows, one commit */
+                job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, left));
+                job_receive(rp, PART_MAX_BATCH);
+                got = job_delete(rp, rp->nleased);
+                rp->jobs += 3;
+            } else {
+                got = cycle_round(rp, &txn_sent);
+            }
             break;
         default:
             break;
@@ -287,6 +345,14 @@ static bool one_txn(struct raw_part *rp)
         return false;
     }
     rp->commits++;
+    if (rp->phase == SB_CYCLE && !rp->single_txn) {
+        /* now acknowledged: receivable and deletable by later transactions */
+        rp->sent += txn_sent;
+        rp->ready_committed += txn_sent;
+        rp->leased_committed = rp->nleased;
+        rp->committed_row = sqlite3_last_insert_rowid(rp->db);
+        more = rp->jobs > before; /* nothing left to send, receive or delete */
+    }
     after_commit(rp);
     return more && rp->errors == 0;
 }
@@ -306,8 +372,7 @@ static int raw_open(struct raw_part *rp, const char *dir, enum part_durability d
 {
     char path[4096 + 32];
     snprintf(path, sizeof path, "%s/raw-%04u.db", dir, rp->index);
-    if (sqlite3_open_v2(path, &rp->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
+    if (sqlite3_open_v2(path, &rp->db, part_sql_open_flags(), NULL) != SQLITE_OK) {
         goto fail;
     }
     const char *pragmas =
@@ -352,6 +417,48 @@ static bool phase_needed(const struct sb_opts *opt, enum sb_phase ph)
     return opt->want[ph];
 }
 
+/* Runs one phase on every partition's thread; per is the engine's
+ * measured jobs per commit in that phase. */
+static int run_phase(struct raw_part *parts, uint32_t np, enum sb_phase ph, bool single_txn,
+                     double per, struct sb_measure *m)
+{
+    const struct sb_opts *opt = parts[0].opt;
+    /* transaction size in jobs, as the engine's; the cycle's in rounds of
+     * three jobs (send, receive, delete) */
+    double unit = ph == SB_CYCLE ? 3.0 : 1.0;
+    uint32_t txn = per >= unit ? (uint32_t)lround(per / unit) : 1;
+    uint64_t t0 = sl_mono_ns();
+    uint64_t deadline = t0 + (uint64_t)(opt->seconds * 1e9);
+    for (uint32_t p = 0; p < np; p++) {
+        struct raw_part *rp = &parts[p];
+        rp->phase = ph;
+        rp->single_txn = single_txn;
+        rp->txn_jobs = txn;
+        rp->quota = opt->count / np + (p == 0 ? opt->count % np : 0);
+        rp->deadline_ns = deadline;
+        rp->messages = rp->jobs = rp->commits = rp->errors = 0;
+        if (ph == SB_CYCLE) { /* leases of earlier phases stay in flight, out of the way */
+            rp->leased_next = rp->nleased;
+        }
+        rp->leased_committed = rp->nleased;
+        rp->ready_committed = rp->sent = 0;
+        rp->committed_row = sqlite3_last_insert_rowid(rp->db);
+        pthread_create(&rp->thread, NULL, raw_main, rp);
+    }
+    *m = (struct sb_measure){.ran = true, .per_commit = txn * unit};
+    uint64_t last = t0;
+    for (uint32_t p = 0; p < np; p++) {
+        pthread_join(parts[p].thread, NULL);
+        m->messages += parts[p].messages;
+        m->jobs += parts[p].jobs;
+        m->commits += parts[p].commits;
+        m->errors += parts[p].errors;
+        last = SL_MAX(last, parts[p].end_ns);
+    }
+    m->seconds = (double)(last - t0) / 1e9;
+    return m->errors > 0 ? SL_EIO : SL_OK;
+}
+
 int sb_raw_cell(const struct sb_opts *opt, struct sb_cell *cell)
 {
     uint32_t np = cell->partitions;
@@ -375,34 +482,11 @@ int sb_raw_cell(const struct sb_opts *opt, struct sb_cell *cell)
         if (!phase_needed(opt, (enum sb_phase)ph)) {
             continue;
         }
-        /* the engine's measured group size, in jobs per transaction */
-        double per = cell->engine[ph].per_commit;
-        uint32_t txn = per >= 1.0 ? (uint32_t)lround(per) : 1;
-        uint64_t t0 = sl_mono_ns();
-        uint64_t deadline = t0 + (uint64_t)(opt->seconds * 1e9);
-        for (uint32_t p = 0; p < np; p++) {
-            struct raw_part *rp = &parts[p];
-            rp->phase = (enum sb_phase)ph;
-            rp->txn_jobs = txn;
-            rp->quota = opt->count / np + (p == 0 ? opt->count % np : 0);
-            rp->deadline_ns = deadline;
-            rp->messages = rp->jobs = rp->commits = rp->errors = 0;
-            pthread_create(&rp->thread, NULL, raw_main, rp);
-        }
-        struct sb_measure *m = &cell->ceiling[ph];
-        *m = (struct sb_measure){.ran = true, .per_commit = txn};
-        uint64_t last = t0;
-        for (uint32_t p = 0; p < np; p++) {
-            pthread_join(parts[p].thread, NULL);
-            m->messages += parts[p].messages;
-            m->jobs += parts[p].jobs;
-            m->commits += parts[p].commits;
-            m->errors += parts[p].errors;
-            last = SL_MAX(last, parts[p].end_ns);
-        }
-        m->seconds = (double)(last - t0) / 1e9;
-        if (m->errors > 0) {
-            rc = SL_EIO;
+        rc = run_phase(parts, np, (enum sb_phase)ph, false, cell->engine[ph].per_commit,
+                       &cell->ceiling[ph]);
+        if (rc == SL_OK && ph == SB_CYCLE) {
+            rc = run_phase(parts, np, SB_CYCLE, true, cell->engine[ph].per_commit,
+                           &cell->ceiling_single_txn);
         }
     }
     for (uint32_t p = 0; p < np; p++) {

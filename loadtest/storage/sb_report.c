@@ -108,6 +108,13 @@ static double ratio_of(const struct sb_cell *c, int ph)
     return c->ceiling[ph].ran && ceil > 0 ? sb_rate(&c->engine[ph]) / ceil : -1.0;
 }
 
+/* engine / the cycle's single-transaction bound (sb_raw.c), or -1 */
+static double single_ratio_of(const struct sb_cell *c)
+{
+    double bound = sb_rate(&c->ceiling_single_txn);
+    return c->ceiling_single_txn.ran && bound > 0 ? sb_rate(&c->engine[SB_CYCLE]) / bound : -1.0;
+}
+
 static double bytes_per_msg(int64_t a, int64_t b, uint64_t n)
 {
     return n > 0 ? (double)(b - a) / (double)n : 0.0;
@@ -142,6 +149,10 @@ int sb_report_json(const struct sb_run *run, const char *path)
             if (c->ceiling[ph].ran) {
                 json_object_set_new(cell, "ceiling", measure_json(&c->ceiling[ph]));
                 json_object_set_new(cell, "ratio", json_real(ratio_of(c, ph)));
+            }
+            if (ph == SB_CYCLE && c->ceiling_single_txn.ran) {
+                json_object_set_new(cell, "single_txn_bound", measure_json(&c->ceiling_single_txn));
+                json_object_set_new(cell, "ratio_single_txn", json_real(single_ratio_of(c)));
             }
             json_array_append_new(cells, cell);
         }
@@ -189,8 +200,9 @@ int sb_report_markdown(const struct sb_run *run, const char *path)
     }
     if (run->ncells > 0) {
         fprintf(f, "| P | durability | scenario | engine msg/s | ceiling msg/s | ratio | "
-                   "engine jobs/commit | engine COMMIT ms | goal |\n");
-        fprintf(f, "|---:|---|---|---:|---:|---:|---:|---:|---|\n");
+                   "engine jobs/commit | engine COMMIT ms | goal | single-txn bound msg/s "
+                   "(ratio) |\n");
+        fprintf(f, "|---:|---|---|---:|---:|---:|---:|---:|---|---:|\n");
     }
     for (size_t i = 0; i < run->ncells; i++) {
         const struct sb_cell *c = &run->cells[i];
@@ -220,9 +232,14 @@ int sb_report_markdown(const struct sb_run *run, const char *path)
                          sb_rate(&c->engine[ph]) >= GOAL_CYCLE_P16_FSYNC ? "met" : "**missed**");
                 goal = goalbuf;
             }
-            fprintf(f, "| %u | %s | %s | %s | %s | %s | %.1f | %.2f | %s |\n", c->partitions,
+            char single[48] = "-";
+            if (ph == SB_CYCLE && c->ceiling_single_txn.ran) {
+                snprintf(single, sizeof single, "%.0f (%.2f)", sb_rate(&c->ceiling_single_txn),
+                         single_ratio_of(c));
+            }
+            fprintf(f, "| %u | %s | %s | %s | %s | %s | %.1f | %.2f | %s | %s |\n", c->partitions,
                     dur_name(c->durability), scen, eng, ceil, ratio, c->engine[ph].per_commit,
-                    mean_ms(c->engine[ph].commit_us, c->engine[ph].commits), goal);
+                    mean_ms(c->engine[ph].commit_us, c->engine[ph].commits), goal, single);
         }
     }
     if (run->has_memory) {
@@ -259,6 +276,10 @@ void sb_report_text(const struct sb_run *run)
                    mean_ms(e->commit_us, e->commits));
             if (r->ran) {
                 printf("  ceiling %9.0f msg/s  ratio %.2f", sb_rate(r), ratio_of(c, ph));
+            }
+            if (ph == SB_CYCLE && c->ceiling_single_txn.ran) {
+                printf("  (single-txn bound %.0f msg/s, ratio %.2f)",
+                       sb_rate(&c->ceiling_single_txn), single_ratio_of(c));
             }
             printf("\n");
         }
