@@ -140,9 +140,12 @@ static uint64_t queue_of(const struct raw_part *rp)
 static uint64_t job_send(struct raw_part *rp, uint32_t n)
 {
     uint64_t now = sl_wall_ms();
+    uint8_t rnd[PART_MAX_BATCH][16]; /* one RAND_bytes call per job, as part_send */
+    SL_ASSERT(n <= PART_MAX_BATCH);
+    sl_random_bytes(rnd, n * sizeof rnd[0]);
     for (uint32_t i = 0; i < n; i++) {
         char mid[PART_MSG_ID_LEN + 1];
-        sl_uuid4(mid);
+        sl_uuid4_from(rnd[i], mid);
         sqlite3_stmt *st = stmt(rp, ST_INSERT);
         sqlite3_bind_int64(st, 1, (sqlite3_int64)queue_of(rp));
         sqlite3_bind_int(st, 2, 1);
