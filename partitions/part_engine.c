@@ -267,32 +267,79 @@ void part_engine_drain_polls(struct part_engine *e)
 
 /* ---- job plumbing ------------------------------------------------------ */
 
-void part__writer_submit(struct part_writer *w, struct part_job *job)
+/* Appends the list head..tail (n jobs) to w's queue with one lock and one
+ * wake-up; a writer that is gone fails them instead. */
+static void writer_submit_list(struct part_writer *w, struct part_job *head, struct part_job *tail,
+                               size_t n)
 {
     pthread_mutex_lock(&w->mu);
     bool dead = !w->started || w->exited;
     if (!dead) {
-        job->next = NULL;
+        tail->next = NULL;
         if (w->tail) {
-            w->tail->next = job;
+            w->tail->next = head;
         } else {
-            w->head = job;
+            w->head = head;
         }
-        w->tail = job;
-        atomic_fetch_add(&w->queued, 1);
+        w->tail = tail;
+        atomic_fetch_add(&w->queued, (int64_t)n);
         pthread_cond_signal(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
     if (dead) {
-        job->status = atomic_load(&w->failed) ? SL_EIO : SL_ECLOSED;
-        part__complete(job);
+        int status = atomic_load(&w->failed) ? SL_EIO : SL_ECLOSED;
+        while (head != NULL) {
+            struct part_job *job = head;
+            head = job == tail ? NULL : job->next;
+            job->next = NULL;
+            job->status = status;
+            part__complete(job);
+        }
     }
 }
+
+void part__writer_submit(struct part_writer *w, struct part_job *job)
+{
+    writer_submit_list(w, job, job, 1);
+}
+
+/* The client whose completions this thread is calling back (on_async), or
+ * NULL: what those callbacks submit is corked on that client. */
+static _Thread_local struct part_client *corking;
 
 void part__submit_partition(struct part_engine *e, uint32_t p, struct part_job *job)
 {
     job->partition = p;
-    part__writer_submit(&e->writers[p], job);
+    struct part_client *c = corking;
+    if (c == NULL || c->engine != e) {
+        part__writer_submit(&e->writers[p], job);
+        return;
+    }
+    job->next = NULL;
+    if (c->cork_tail[p] != NULL) {
+        c->cork_tail[p]->next = job;
+    } else {
+        c->cork_head[p] = job;
+    }
+    c->cork_tail[p] = job;
+    c->ncorked++;
+}
+
+static void cork_flush(struct part_client *c)
+{
+    for (uint32_t p = 0; p < c->engine->nparts && c->ncorked > 0; p++) {
+        struct part_job *head = c->cork_head[p], *tail = c->cork_tail[p];
+        if (head == NULL) {
+            continue;
+        }
+        size_t n = 1;
+        for (struct part_job *j = head; j != tail; j = j->next) {
+            n++;
+        }
+        c->cork_head[p] = c->cork_tail[p] = NULL;
+        c->ncorked -= n;
+        writer_submit_list(&c->engine->writers[p], head, tail, n);
+    }
 }
 
 static void recv_free(struct part_recv *r)
@@ -349,6 +396,8 @@ void part__job_free(struct part_job *job)
 static void client_free(struct part_client *c)
 {
     pthread_mutex_destroy(&c->mu);
+    free(c->cork_head);
+    free(c->cork_tail);
     free(c);
 }
 
@@ -467,6 +516,15 @@ static void release_leases(struct part_engine *e, struct part_job *job)
     }
 }
 
+/* Completions come in bursts (a group commit completes all its jobs at
+ * once), and a caller often submits its next job from the callback. Those
+ * submissions are corked and handed to each writer in lists, every
+ * CORK_FLUSH jobs and when the burst is done: one lock and one wake-up per
+ * writer instead of per job, and a writer that finished its group does
+ * not start a new one with the first few resubmissions while the rest are
+ * still being made (a trickle of tiny groups, each with its own commit). */
+#define CORK_FLUSH 64
+
 static void on_async(uv_async_t *h)
 {
     struct part_client *c = h->data;
@@ -474,6 +532,8 @@ static void on_async(uv_async_t *h)
     struct part_job *list = c->done_head;
     c->done_head = c->done_tail = NULL;
     pthread_mutex_unlock(&c->mu);
+    struct part_client *outer = corking;
+    corking = c;
     while (list != NULL) {
         struct part_job *job = list;
         list = job->next;
@@ -506,7 +566,12 @@ static void on_async(uv_async_t *h)
         job->res.purged = atomic_load(&job->purged);
         job->done(job->cookie, job->status, &job->res);
         part__job_free(job);
+        if (c->ncorked >= CORK_FLUSH) {
+            cork_flush(c);
+        }
     }
+    cork_flush(c);
+    corking = outer;
 }
 
 int part_client_new(struct part_engine *e, uv_loop_t *loop, struct part_client **out)
@@ -514,10 +579,11 @@ int part_client_new(struct part_engine *e, uv_loop_t *loop, struct part_client *
     struct part_client *c = sl_xcalloc(1, sizeof *c);
     c->engine = e;
     c->loop = loop;
+    c->cork_head = sl_xcalloc(e->nparts, sizeof *c->cork_head);
+    c->cork_tail = sl_xcalloc(e->nparts, sizeof *c->cork_tail);
     pthread_mutex_init(&c->mu, NULL);
     if (uv_async_init(loop, &c->async, on_async) != 0) {
-        pthread_mutex_destroy(&c->mu);
-        free(c);
+        client_free(c);
         return SL_EIO;
     }
     c->async.data = c;

@@ -279,6 +279,11 @@ struct part_client {
     bool handle_closed;
     /* loop thread only */
     struct part_job *recv_head; /* pending receives, for cancel/drain */
+    /* jobs submitted while on_async runs wait here, one list per
+     * partition, and reach each writer together (see on_async) */
+    struct part_job **cork_head; /* nparts */
+    struct part_job **cork_tail;
+    size_t ncorked;
     uint64_t next_ticket;
     bool draining;
     struct part_client *next; /* engine's client list (engine->clients_mu) */

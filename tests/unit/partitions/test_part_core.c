@@ -422,6 +422,69 @@ static void test_corrupt_partition(void **state)
     assert_int_equal(r.count, 2);
 }
 
+/* Jobs submitted from a completion callback are corked: they reach the
+ * writers together when the burst of callbacks is over (one group here),
+ * in submission order. */
+struct resubmit {
+    struct t_env *t;
+    uint64_t q;
+    struct t_done seed;
+    struct t_done sends[21];
+    size_t queued_inside; /* writer queue depths seen inside the callback */
+};
+
+static void on_seed_sent(struct part_cookie ck, int status, const struct part_result *res)
+{
+    struct resubmit *rs = ck.ptr;
+    t_on_done((struct part_cookie){&rs->seed, 0, 0}, status, res);
+    for (int i = 0; i < 21; i++) {
+        char body[8];
+        snprintf(body, sizeof body, "m%02d", i);
+        struct part_send_entry en = {.body = sl_slice_cstr(body), .delay_s = -1};
+        uint32_t p = i == 20 ? 1 : 0;
+        assert_int_equal(part_send(rs->t->c, rs->q, p, &en, 1, t_ck(&rs->sends[i]), t_on_done),
+                         SL_OK);
+    }
+    rs->queued_inside = (size_t)(part_engine_partition_queued(rs->t->e, 0) +
+                                 part_engine_partition_queued(rs->t->e, 1));
+}
+
+static void test_callback_submissions_corked(void **state)
+{
+    struct t_env *t = *state;
+    struct resubmit *rs = calloc(1, sizeof *rs);
+    rs->t = t;
+    rs->q = t_create(t, "acme", "jobs", NULL);
+    struct part_partition_stats s0, s1;
+    assert_int_equal(part_engine_stats(t->e, 0, &s0), SL_OK);
+    struct part_send_entry en = {.body = SL_SLICE_LIT("seed"), .delay_s = -1};
+    assert_int_equal(
+        part_send(t->c, rs->q, 1, &en, 1, (struct part_cookie){rs, 0, 0}, on_seed_sent), SL_OK);
+    t_wait(t, &rs->seed);
+    for (int i = 0; i < 21; i++) {
+        t_wait(t, &rs->sends[i]);
+        assert_int_equal(rs->sends[i].status, SL_OK);
+    }
+    assert_int_equal(rs->queued_inside, 0);
+    assert_int_equal(part_engine_stats(t->e, 0, &s1), SL_OK);
+    assert_int_equal(s1.commits - s0.commits, 1);
+    assert_int_equal(s1.jobs - s0.jobs, 20);
+    struct t_done r;
+    uint32_t p0 = 0;
+    struct part_receive_req req = {
+        .queue_id = rs->q, .partitions = &p0, .partition_count = 1, .max_messages = 10};
+    assert_int_equal(part_receive(t->c, &req, t_ck(&r), t_on_done, NULL), SL_OK);
+    t_wait(t, &r);
+    assert_int_equal(r.count, 10);
+    for (int i = 0; i < 10; i++) {
+        char body[8];
+        snprintf(body, sizeof body, "m%02d", i);
+        assert_string_equal(r.msgs[i].body, body);
+        assert_int_equal(r.msgs[i].partition, 0);
+    }
+    free(rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +497,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restart_recovery, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_grow_and_shrink, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_partition, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_callback_submissions_corked, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
