@@ -11,7 +11,8 @@
  *   receive  part_receive of 10 from one partition (the messages send
  *            stored), receipts kept per partition for the next phase
  *   delete   part_delete of 10 receipts of one partition
- *   cycle    each slot: send 10 -> receive 10 -> delete what it got
+ *   cycle    each slot: send 10 -> receive 10 -> delete what it got; the
+ *            slots start in three staggered groups (cycle_start_group)
  * A phase stops issuing at opt->count messages or opt->seconds, then
  * waits for its outstanding jobs; its time runs from the start to the
  * last completion.
@@ -71,12 +72,31 @@ struct sb_loop {
     uint64_t last_ns;
     uint32_t outstanding;
     uint32_t rr;
-    bool *drained; /* receive: partitions found empty */
+    uint32_t cycle_groups; /* cycle: thirds of the slots started so far */
+    bool *drained;         /* receive: partitions found empty */
     uint32_t ndrained;
     struct receipts *rcpt; /* per partition, across phases */
 };
 
 static void slot_next(struct slot *s);
+
+/* The cycle starts its slots in three groups, one group's first step
+ * apart (group 1 when group 0's first send completes, group 2 at its first
+ * receive), so that group commits hold sends, receives and deletes alike,
+ * as the ceiling's transactions do. Started together, the slots move in
+ * lock step: a group commit of only sends, then one of only receives,
+ * then one of only deletes (measured at P = 1) -- a convoy of this
+ * closed-loop driver, not what independent producers and consumers do. */
+static void cycle_start_group(struct sb_loop *L, uint32_t group)
+{
+    if (L->cycle_groups != group) {
+        return;
+    }
+    L->cycle_groups = group + 1;
+    for (uint32_t i = group; i < L->nslots; i += 3) {
+        slot_next(&L->slots[i]);
+    }
+}
 
 static bool phase_over(struct sb_loop *L)
 {
@@ -163,6 +183,7 @@ static void on_receive(struct part_cookie ck, int status, const struct part_resu
         L->jobs++;
     }
     if (L->phase == SB_CYCLE) {
+        cycle_start_group(L, 2);
         s->nhandles = 0;
         for (size_t i = 0; i < got; i++) {
             snprintf(s->handles[s->nhandles++], PART_RECEIPT_MAX, "%s", res->messages[i].receipt);
@@ -223,6 +244,7 @@ static void on_send(struct part_cookie ck, int status, const struct part_result 
         }
     }
     if (L->phase == SB_CYCLE && status == SL_OK) {
+        cycle_start_group(L, 1);
         if (submit_receive(s, s->p, PART_MAX_BATCH) != SL_OK) {
             slot_next(s);
         }
@@ -306,8 +328,12 @@ static void *loop_main(void *arg)
         uv_loop_close(&L->loop);
         return NULL;
     }
-    for (uint32_t i = 0; i < L->nslots; i++) {
-        slot_next(&L->slots[i]);
+    if (L->phase == SB_CYCLE) {
+        cycle_start_group(L, 0);
+    } else {
+        for (uint32_t i = 0; i < L->nslots; i++) {
+            slot_next(&L->slots[i]);
+        }
     }
     if (L->outstanding > 0) {
         uv_run(&L->loop, UV_RUN_DEFAULT);
@@ -351,6 +377,7 @@ static void run_phase(struct sb_loop *loops, uint32_t nloops, enum sb_phase ph,
         L->outstanding = 0;
         memset(L->drained, 0, L->nparts * sizeof *L->drained);
         L->ndrained = 0;
+        L->cycle_groups = 0;
         pthread_create(&L->thread, NULL, loop_main, L);
     }
     *m = (struct sb_measure){.ran = true};
