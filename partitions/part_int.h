@@ -230,10 +230,22 @@ struct part_heap_item {
 #define PART_TIMER_EXPIRE 2  /* retention -> gone */
 #define PART_TIMER_AGE 3     /* main-lane aging check; rowid = queue id */
 
+/* A forgotten heap entry (part_timers.c); rowid 0: a free slot. */
+struct part_tomb {
+    int64_t rowid;
+    uint64_t tag;
+};
+
+/* Tombstones before the heap is filtered (at least; see part_timers.c). */
+#define PART_TIMERS_COMPACT_MIN 8192
+
 struct part_heap {
     struct part_heap_item *items;
     size_t n;
     size_t cap;
+    struct part_tomb *tombs; /* open addressing, tomb_cap a power of 2 */
+    size_t tomb_cap;
+    size_t ntombs; /* occupied slots */
 };
 
 struct part_writer {
@@ -256,6 +268,7 @@ struct part_writer {
     _Atomic uint64_t stat_jobs;
     _Atomic uint64_t stat_commit_us;
     _Atomic uint64_t stat_batch_us;
+    _Atomic uint64_t stat_timers; /* timers.n after the last batch */
     /* writer thread only */
     struct sqlite3 *db;
     struct sqlite3_stmt *st[24]; /* prepared statements, by part_writer.c's ST_* */
@@ -349,6 +362,26 @@ void part__queue_foreach(struct part_engine *e, void (*fn)(struct part_queue *q,
 int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t index);
 int part__writer_start(struct part_writer *w);
 void part__writer_stop(struct part_writer *w);
+
+/* ---- timer heap (part_timers.c) ----
+ * Writer thread only. An entry is forgotten only once the change that
+ * killed it is committed: a rolled-back batch forgets nothing. */
+void part__heap_push(struct part_heap *h, uint64_t due, int64_t rowid, uint8_t kind);
+struct part_heap_item part__heap_pop(struct part_heap *h); /* h->n > 0 */
+/* Every VISIBLE and EXPIRE entry of row rowid is dead (the row is gone). */
+void part__heap_forget_row(struct part_heap *h, int64_t rowid);
+/* One entry (due, rowid, kind) is dead: a newer one superseded it. */
+void part__heap_forget(struct part_heap *h, uint64_t due, int64_t rowid, uint8_t kind);
+/* Whether it (just popped) was forgotten: then it needs no look at its
+ * row. Uses up the tombstone of a superseded entry. */
+bool part__heap_forgotten(struct part_heap *h, const struct part_heap_item *it);
+/* Pops the earliest entry due by now that is not forgotten, dropping the
+ * forgotten ones before it; false when there is none. */
+bool part__heap_pop_due(struct part_heap *h, uint64_t now, struct part_heap_item *out);
+/* Filters the forgotten entries out once there are enough of them (after
+ * each batch). */
+void part__heap_tidy(struct part_heap *h);
+void part__heap_free(struct part_heap *h);
 
 /* ---- message groups' in-flight counts (part_groups.c) ----
  * One table per (queue, partition), owned by that partition's writer: no

@@ -53,8 +53,11 @@
  * Timers: a binary min-heap of (due ms, row, kind) per writer, rebuilt
  * from the table at start-up. Entries are validated when they fire (the
  * row's state and visible_at must still match), so a changed visibility
- * just pushes a new entry and the old one fires harmlessly. No scans on a
- * tick: the thread sleeps until the earliest due time or the next job.
+ * just pushes a new entry. The batch notes which entries it killed (rows
+ * gone, entries superseded) and the heap forgets them after the COMMIT
+ * (part_timers.c), so that it stays the size of the live messages. No
+ * scans on a tick: the thread sleeps until the earliest due time or the
+ * next job.
  *
  * Selection: the ready rows of a queue are read through a partial index
  * msg_ready(queue_id, priority, id) WHERE state = 1, so delayed and in
@@ -85,7 +88,7 @@ enum {
     ST_MOVE_DLQ,
     ST_HEAD,
     ST_RELEASE,
-    ST_PURGE_COUNT,
+    ST_PURGE_ROWS,
     ST_PURGE,
     ST_MAKE_READY,
     ST_MOVE_SCAN,
@@ -128,14 +131,13 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_RELEASE] = "UPDATE msg SET state=1, visible_at=?3, receive_count=receive_count-1,"
                    " first_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE first_receive_at END"
                    " WHERE id=?1 AND state=2 AND receive_count=?2",
-    [ST_PURGE_COUNT] =
-        "SELECT state, lane, count(*) FROM msg WHERE queue_id=? GROUP BY state, lane",
+    [ST_PURGE_ROWS] = "SELECT id, state, lane FROM msg WHERE queue_id=?",
     [ST_PURGE] = "DELETE FROM msg WHERE queue_id=?",
     [ST_MAKE_READY] = "UPDATE msg SET state=1 WHERE id=?",
     /* Oldest rows first by row id: msg_queue(queue_id, state) ends in the
      * rowid, so this is an index range, not a sort of the whole queue. */
-    [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane FROM msg WHERE queue_id=?1 AND state=1"
-                     " AND id>?2 ORDER BY id LIMIT ?3",
+    [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane, expires_at FROM msg WHERE queue_id=?1"
+                     " AND state=1 AND id>?2 ORDER BY id LIMIT ?3",
     [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?3, visible_at=?3,"
                     " sent_at=?3, expires_at=?4, message_id=?5, receive_count=0,"
                     " first_receive_at=0, lane=0 WHERE id=?1",
@@ -217,58 +219,12 @@ const char *part_sql_text(enum part_sql which)
     return "";
 }
 
-/* ---- timer heap -------------------------------------------------------- */
-
-static bool heap_less(const struct part_heap_item *a, const struct part_heap_item *b)
-{
-    return a->due < b->due || (a->due == b->due && a->rowid < b->rowid);
-}
-
-static void heap_push(struct part_heap *h, uint64_t due, int64_t rowid, uint8_t kind)
-{
-    if (h->n == h->cap) {
-        h->cap = h->cap ? h->cap * 2 : 256;
-        h->items = sl_xrealloc(h->items, h->cap * sizeof *h->items);
-    }
-    size_t i = h->n++;
-    struct part_heap_item it = {due, rowid, kind};
-    while (i > 0 && heap_less(&it, &h->items[(i - 1) / 2])) {
-        h->items[i] = h->items[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->items[i] = it;
-}
-
-static struct part_heap_item heap_pop(struct part_heap *h)
-{
-    struct part_heap_item top = h->items[0];
-    struct part_heap_item last = h->items[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) {
-            break;
-        }
-        if (c + 1 < h->n && heap_less(&h->items[c + 1], &h->items[c])) {
-            c++;
-        }
-        if (!heap_less(&h->items[c], &last)) {
-            break;
-        }
-        h->items[i] = h->items[c];
-        i = c;
-    }
-    if (h->n > 0) {
-        h->items[i] = last;
-    }
-    return top;
-}
-
 /* ---- per-batch counter deltas ------------------------------------------ */
 
 /* Everything a batch changes outside SQLite is collected here and applied
  * only after its COMMIT: counters, tenants' statistics, groups' in-flight
- * counts. A rolled-back batch leaves them as they were. */
+ * counts, timer entries it made dead. A rolled-back batch leaves them as
+ * they were. */
 struct delta {
     struct part_queue *q; /* referenced */
     struct part_qdelta c;
@@ -292,6 +248,12 @@ struct batch {
     struct group_delta *g;
     size_t ng;
     size_t gcap;
+    int64_t *gone; /* rows deleted: all their timer entries are dead */
+    size_t ngone;
+    size_t gone_cap;
+    struct part_heap_item *stale; /* single entries superseded */
+    size_t nstale;
+    size_t stale_cap;
     bool sql_failed;
 };
 
@@ -340,6 +302,24 @@ static void note_group(struct batch *b, struct part_queue *q, const char *group,
     }
     delta_of(b, q); /* keeps q referenced until the batch is applied */
     b->g[b->ng++] = (struct group_delta){q, sl_xstrdup(group), inflight};
+}
+
+static void note_gone(struct batch *b, int64_t rowid)
+{
+    if (b->ngone == b->gone_cap) {
+        b->gone_cap = b->gone_cap ? b->gone_cap * 2 : 64;
+        b->gone = sl_xrealloc(b->gone, b->gone_cap * sizeof *b->gone);
+    }
+    b->gone[b->ngone++] = rowid;
+}
+
+static void note_stale(struct batch *b, uint64_t due, int64_t rowid, uint8_t kind)
+{
+    if (b->nstale == b->stale_cap) {
+        b->stale_cap = b->stale_cap ? b->stale_cap * 2 : 64;
+        b->stale = sl_xrealloc(b->stale, b->stale_cap * sizeof *b->stale);
+    }
+    b->stale[b->nstale++] = (struct part_heap_item){due, rowid, kind};
 }
 
 /* A row of q goes from (state, lane) to (to_state, to_lane); group (may be
@@ -393,6 +373,13 @@ static void batch_clear(struct batch *b)
         part__queue_unref(b->d[i].q);
     }
     b->n = 0;
+    b->ngone = 0;
+    b->nstale = 0;
+    if (b->gone_cap > 65536) { /* a big purge's: not kept for good */
+        free(b->gone);
+        b->gone = NULL;
+        b->gone_cap = 0;
+    }
     b->sql_failed = false;
 }
 
@@ -507,11 +494,10 @@ static void age_queue(struct part_writer *w, struct batch *b, struct part_queue 
 static void fire_timers(struct part_writer *w, struct batch *b, uint64_t now)
 {
     struct part_engine *e = w->engine;
-    for (int done = 0; done < TIMERS_PER_BATCH && w->timers.n > 0 && !b->sql_failed; done++) {
-        if (w->timers.items[0].due > now) {
-            break;
-        }
-        struct part_heap_item it = heap_pop(&w->timers);
+    struct part_heap_item it;
+    for (int done = 0;
+         done < TIMERS_PER_BATCH && !b->sql_failed && part__heap_pop_due(&w->timers, now, &it);
+         done++) {
         if (it.kind == PART_TIMER_AGE) {
             struct part_queue *q = part__queue_ref(e, (uint64_t)it.rowid);
             if (q != NULL) {
@@ -540,6 +526,7 @@ static void fire_timers(struct part_writer *w, struct batch *b, uint64_t now)
             if (run(w, b, st)) {
                 delta_gone(b, q, r.state, r.lane, row_group(&r));
                 delta_of(b, q)->expired++;
+                note_gone(b, it.rowid);
             }
         }
         part__queue_unref(q);
@@ -587,9 +574,9 @@ static void exec_send(struct part_writer *w, struct batch *b, struct part_job *j
         job->res.sent[i].sequence = (uint64_t)rowid;
         delta_state(b, job->q, state, m->lane, 1);
         if (state == PART_STATE_DELAYED) {
-            heap_push(&w->timers, now + delay_ms, rowid, PART_TIMER_VISIBLE);
+            part__heap_push(&w->timers, now + delay_ms, rowid, PART_TIMER_VISIBLE);
         }
-        heap_push(&w->timers, expires, rowid, PART_TIMER_EXPIRE);
+        part__heap_push(&w->timers, expires, rowid, PART_TIMER_EXPIRE);
     }
     job->status = SL_OK;
 }
@@ -817,8 +804,13 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
                 /* Over maxReceiveCount: the row moves to the DLQ queue as
                  * is (body, attributes, id, count) in this transaction. As
                  * in SQS it expires at its original send time plus the
-                 * DLQ's retention (the entry pushed at send goes stale). */
+                 * DLQ's retention (the entry pushed at send is forgotten). */
                 uint64_t expires = cand[i].sent_ms + (uint64_t)dlq_retention_s * 1000;
+                struct row old; /* for the retention entry it had */
+                int found = row_get(w, b, cand[i].id, &old);
+                if (found < 0) {
+                    break;
+                }
                 sqlite3_stmt *mv = stmt(w, ST_MOVE_DLQ);
                 sqlite3_bind_int64(mv, 1, cand[i].id);
                 sqlite3_bind_int64(mv, 2, (sqlite3_int64)dlq->id);
@@ -828,7 +820,10 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
                 if (!run(w, b, mv)) {
                     break;
                 }
-                heap_push(&w->timers, expires, cand[i].id, PART_TIMER_EXPIRE);
+                part__heap_push(&w->timers, expires, cand[i].id, PART_TIMER_EXPIRE);
+                if (found == 1) {
+                    note_stale(b, old.expires_at, cand[i].id, PART_TIMER_EXPIRE);
+                }
                 delta_gone(b, job->q, PART_STATE_READY, lane, group);
                 delta_state(b, dlq, PART_STATE_READY, PART_LANE_MAIN, 1);
                 delta_of(b, job->q)->dead_lettered++;
@@ -843,7 +838,7 @@ static void exec_receive(struct part_writer *w, struct batch *b, struct part_job
                 break;
             }
             delta_move(b, job->q, PART_STATE_READY, lane, PART_STATE_INFLIGHT, lane, group);
-            heap_push(&w->timers, now + vis_ms, cand[i].id, PART_TIMER_VISIBLE);
+            part__heap_push(&w->timers, now + vis_ms, cand[i].id, PART_TIMER_VISIBLE);
             /* keep the filled messages contiguous */
             if (kept != r->nmsgs + i) {
                 r->msgs[kept] = r->msgs[r->nmsgs + i];
@@ -894,6 +889,7 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
             sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
             if (run(w, b, st)) {
                 delta_gone(b, job->q, r.state, r.lane, row_group(&r));
+                note_gone(b, (int64_t)en->rh.sequence);
             }
         } else if (job->op == PART_OP_CHANGE_VIS) {
             /* SQS standard: a handle whose lease has run out still changes
@@ -914,11 +910,14 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
                 return;
             }
             *status = SL_OK;
+            if (current) { /* its lease's entry is superseded (an expired one fired) */
+                note_stale(b, r.visible_at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
+            }
             if (state != r.state) {
                 delta_move(b, job->q, r.state, r.lane, state, r.lane, row_group(&r));
             }
             if (state == PART_STATE_INFLIGHT) {
-                heap_push(&w->timers, at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
+                part__heap_push(&w->timers, at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
             }
         } else { /* PART_OP_RELEASE: undo a lease nobody will see */
             if (!current) {
@@ -931,6 +930,7 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
             if (run(w, b, st)) {
                 delta_move(b, job->q, PART_STATE_INFLIGHT, r.lane, PART_STATE_READY, r.lane,
                            row_group(&r));
+                note_stale(b, r.visible_at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
             }
         }
     }
@@ -938,19 +938,32 @@ static void exec_by_receipt(struct part_writer *w, struct batch *b, struct part_
 
 static void exec_purge(struct part_writer *w, struct batch *b, struct part_job *job)
 {
-    sqlite3_stmt *st = stmt(w, ST_PURGE_COUNT);
+    /* Row by row rather than count(*): the heap forgets each row's timers. */
+    sqlite3_stmt *st = stmt(w, ST_PURGE_ROWS);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     int rc;
     uint64_t n = 0;
+    int64_t by[3][2] = {{0}}; /* [state][lane] */
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t cnt = sqlite3_column_int64(st, 2);
-        delta_state(b, job->q, sqlite3_column_int(st, 0), sqlite3_column_int(st, 1), -cnt);
-        n += (uint64_t)cnt;
+        int state = sqlite3_column_int(st, 1);
+        state =
+            state == PART_STATE_READY || state == PART_STATE_INFLIGHT ? state : PART_STATE_DELAYED;
+        by[state][sqlite3_column_int(st, 2) == PART_LANE_OVERFLOW]++;
+        note_gone(b, sqlite3_column_int64(st, 0));
+        n++;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
         b->sql_failed = true;
         return;
+    }
+    for (int state = 0; state < 3; state++) {
+        for (int lane = 0; lane < 2; lane++) {
+            if (by[state][lane] != 0) {
+                delta_state(b, job->q, state, lane ? PART_LANE_OVERFLOW : PART_LANE_MAIN,
+                            -by[state][lane]);
+            }
+        }
     }
     st = stmt(w, ST_PURGE);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
@@ -1022,6 +1035,7 @@ static void exec_move(struct part_writer *w, struct batch *b, struct part_job *j
         int64_t id;
         uint64_t source;
         int lane;
+        uint64_t expires_at;
     } *rows = sl_xcalloc(job->move_max, sizeof *rows);
     size_t nrows = 0;
     sqlite3_stmt *st = stmt(w, ST_MOVE_SCAN);
@@ -1033,6 +1047,7 @@ static void exec_move(struct part_writer *w, struct batch *b, struct part_job *j
         rows[nrows].id = sqlite3_column_int64(st, 0);
         rows[nrows].source = (uint64_t)sqlite3_column_int64(st, 1);
         rows[nrows].lane = sqlite3_column_int(st, 2);
+        rows[nrows].expires_at = (uint64_t)sqlite3_column_int64(st, 3);
         nrows++;
     }
     sqlite3_reset(st);
@@ -1070,7 +1085,8 @@ static void exec_move(struct part_writer *w, struct batch *b, struct part_job *j
         }
         delta_state(b, job->q, PART_STATE_READY, rows[i].lane, -1);
         delta_state(b, d->q, PART_STATE_READY, PART_LANE_MAIN, 1);
-        heap_push(&w->timers, expires, rows[i].id, PART_TIMER_EXPIRE);
+        part__heap_push(&w->timers, expires, rows[i].id, PART_TIMER_EXPIRE);
+        note_stale(b, rows[i].expires_at, rows[i].id, PART_TIMER_EXPIRE);
         job->res.moved++;
     }
     for (size_t i = 0; i < ncache; i++) {
@@ -1135,8 +1151,11 @@ static void schedule_aging(struct part_writer *w, struct part_queue *q, int64_t 
     }
     uint64_t due = (uint64_t)main_head + aging;
     if (qc->age_due == 0 || due < qc->age_due) {
+        if (qc->age_due != 0) { /* the later check is superseded */
+            part__heap_forget(&w->timers, qc->age_due, (int64_t)q->id, PART_TIMER_AGE);
+        }
         qc->age_due = due;
-        heap_push(&w->timers, due, (int64_t)q->id, PART_TIMER_AGE);
+        part__heap_push(&w->timers, due, (int64_t)q->id, PART_TIMER_AGE);
     }
 }
 
@@ -1167,6 +1186,14 @@ static void batch_apply(struct part_writer *w, struct batch *b)
         publish_head(w, d->q);
     }
     groups_apply(w, b);
+    for (size_t i = 0; i < b->ngone; i++) {
+        part__heap_forget_row(&w->timers, b->gone[i]);
+    }
+    for (size_t i = 0; i < b->nstale; i++) {
+        const struct part_heap_item *it = &b->stale[i];
+        part__heap_forget(&w->timers, it->due, it->rowid, it->kind);
+    }
+    part__heap_tidy(&w->timers);
 }
 
 /* A receive that leased what it could here: done, or on to the next
@@ -1278,6 +1305,7 @@ int part_engine_stats(const struct part_engine *e, uint32_t p, struct part_parti
     out->commit_us = atomic_load_explicit(&w->stat_commit_us, memory_order_relaxed);
     out->batch_us = atomic_load_explicit(&w->stat_batch_us, memory_order_relaxed);
     out->failed = atomic_load(&w->failed);
+    out->timers = atomic_load_explicit(&w->stat_timers, memory_order_relaxed);
     return SL_OK;
 }
 
@@ -1328,6 +1356,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch
     if (ok) {
         checkpoint(w);
     }
+    atomic_store_explicit(&w->stat_timers, w->timers.n, memory_order_relaxed);
 }
 
 /* ---- thread ------------------------------------------------------------ */
@@ -1397,6 +1426,8 @@ static void *writer_main(void *arg)
     }
     free(b.d);
     free(b.g);
+    free(b.gone);
+    free(b.stale);
     return NULL;
 }
 
@@ -1505,9 +1536,10 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
         if (state != PART_STATE_READY) {
             /* in flight after a crash: ready again when its lease would
              * have ended (visible_at is stored) */
-            heap_push(&w->timers, (uint64_t)sqlite3_column_int64(st, 3), id, PART_TIMER_VISIBLE);
+            part__heap_push(&w->timers, (uint64_t)sqlite3_column_int64(st, 3), id,
+                            PART_TIMER_VISIBLE);
         }
-        heap_push(&w->timers, (uint64_t)sqlite3_column_int64(st, 4), id, PART_TIMER_EXPIRE);
+        part__heap_push(&w->timers, (uint64_t)sqlite3_column_int64(st, 4), id, PART_TIMER_EXPIRE);
     }
     part__queue_unref(q);
     sqlite3_finalize(st);
@@ -1575,6 +1607,7 @@ int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t ind
     if (!rebuild(w, why, sizeof why)) {
         goto fail;
     }
+    atomic_store_explicit(&w->stat_timers, w->timers.n, memory_order_relaxed);
     return SL_OK;
 fail:
     sl_log(SL_LOG_ERROR, LOG_MOD,
@@ -1649,8 +1682,7 @@ void part__writer_stop(struct part_writer *w)
         sqlite3_close(w->db);
         w->db = NULL;
     }
-    free(w->timers.items);
-    w->timers = (struct part_heap){0};
+    part__heap_free(&w->timers);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
 }

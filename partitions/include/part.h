@@ -457,6 +457,11 @@ struct part_partition_stats {
     uint64_t commit_us; /* time inside COMMIT (the fsync with durability fsync) */
     uint64_t batch_us;  /* time from BEGIN to the end of COMMIT */
     bool failed;        /* the partition hit a storage error (sticky) */
+    /* Entries in the writer's timer heap after its last batch (a gauge):
+     * those of live messages, and at most about as many again (or
+     * 16,384) dead ones not compacted away yet (docs/partitions.md,
+     * "Timers"). */
+    uint64_t timers;
 };
 /* Fills *out for partition p. Returns SL_OK or SL_EINVAL (bad p). Any
  * thread; each counter is read on its own (no snapshot across them). */
