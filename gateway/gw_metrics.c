@@ -689,7 +689,7 @@ static void partition_family(struct sl_buf *out, const char *name, const char *t
 
 static void render_partitions(struct sl_buf *out, struct part_engine *e)
 {
-    enum { DEPTH, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, NVALS };
+    enum { DEPTH, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, TIMERS, NVALS };
     uint32_t np = part_engine_partitions(e);
     double *v[NVALS];
     for (size_t i = 0; i < NVALS; i++) {
@@ -705,6 +705,7 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
         v[COMMIT_S][p] = (double)st.commit_us / 1e6;
         v[BATCH_S][p] = (double)st.batch_us / 1e6;
         v[FAILED][p] = st.failed ? 1.0 : 0.0;
+        v[TIMERS][p] = (double)st.timers;
     }
     partition_family(out, "sluice_partition_writer_queue_depth", "gauge",
                      "Jobs waiting at the partition's writer thread.", v[DEPTH], np);
@@ -721,6 +722,8 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
                      np);
     partition_family(out, "sluice_partition_failed", "gauge",
                      "1 when the partition hit a storage error (its jobs fail).", v[FAILED], np);
+    partition_family(out, "sluice_partition_timers", "gauge",
+                     "Entries in the partition writer's timer heap.", v[TIMERS], np);
     for (size_t i = 0; i < NVALS; i++) {
         free(v[i]);
     }
