@@ -241,6 +241,22 @@ struct group_delta {
     int64_t inflight;
 };
 
+/* A growable list of timer entries. */
+struct item_list {
+    struct part_heap_item *v;
+    size_t n;
+    size_t cap;
+};
+
+static void item_list_add(struct item_list *l, uint64_t due, int64_t rowid, uint8_t kind)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->v = sl_xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = (struct part_heap_item){due, rowid, kind};
+}
+
 struct batch {
     struct delta *d;
     size_t n;
@@ -251,9 +267,8 @@ struct batch {
     int64_t *gone; /* rows deleted: all their timer entries are dead */
     size_t ngone;
     size_t gone_cap;
-    struct part_heap_item *stale; /* single entries superseded */
-    size_t nstale;
-    size_t stale_cap;
+    struct item_list stale; /* single entries superseded */
+    struct item_list fired; /* popped by fire_timers: pushed back if the batch rolls back */
     bool sql_failed;
 };
 
@@ -315,11 +330,7 @@ static void note_gone(struct batch *b, int64_t rowid)
 
 static void note_stale(struct batch *b, uint64_t due, int64_t rowid, uint8_t kind)
 {
-    if (b->nstale == b->stale_cap) {
-        b->stale_cap = b->stale_cap ? b->stale_cap * 2 : 64;
-        b->stale = sl_xrealloc(b->stale, b->stale_cap * sizeof *b->stale);
-    }
-    b->stale[b->nstale++] = (struct part_heap_item){due, rowid, kind};
+    item_list_add(&b->stale, due, rowid, kind);
 }
 
 /* A row of q goes from (state, lane) to (to_state, to_lane); group (may be
@@ -374,7 +385,8 @@ static void batch_clear(struct batch *b)
     }
     b->n = 0;
     b->ngone = 0;
-    b->nstale = 0;
+    b->stale.n = 0;
+    b->fired.n = 0;
     if (b->gone_cap > 65536) { /* a big purge's: not kept for good */
         free(b->gone);
         b->gone = NULL;
@@ -464,6 +476,7 @@ static int row_get(struct part_writer *w, struct batch *b, int64_t id, struct ro
 
 #define TIMERS_PER_BATCH 4096
 #define AGE_ROWS_PER_CHECK 1024 /* one check's share of a batch */
+#define TIMER_RETRY_MS 1000     /* a rolled-back batch's timers are due again after this */
 
 /* PART_TIMER_AGE: main-lane ready rows of q sent before now - aging move
  * to the overflow lane. publish_head schedules the next check. */
@@ -498,6 +511,7 @@ static void fire_timers(struct part_writer *w, struct batch *b, uint64_t now)
     for (int done = 0;
          done < TIMERS_PER_BATCH && !b->sql_failed && part__heap_pop_due(&w->timers, now, &it);
          done++) {
+        item_list_add(&b->fired, it.due, it.rowid, it.kind);
         if (it.kind == PART_TIMER_AGE) {
             struct part_queue *q = part__queue_ref(e, (uint64_t)it.rowid);
             if (q != NULL) {
@@ -1189,8 +1203,8 @@ static void batch_apply(struct part_writer *w, struct batch *b)
     for (size_t i = 0; i < b->ngone; i++) {
         part__heap_forget_row(&w->timers, b->gone[i]);
     }
-    for (size_t i = 0; i < b->nstale; i++) {
-        const struct part_heap_item *it = &b->stale[i];
+    for (size_t i = 0; i < b->stale.n; i++) {
+        const struct part_heap_item *it = &b->stale.v[i];
         part__heap_forget(&w->timers, it->due, it->rowid, it->kind);
     }
     part__heap_tidy(&w->timers);
@@ -1309,6 +1323,19 @@ int part_engine_stats(const struct part_engine *e, uint32_t p, struct part_parti
     return SL_OK;
 }
 
+/* A rolled-back batch undid what its timers did, so they are due again:
+ * without this a lease that fired in a failed batch would keep its
+ * message in flight until a restart rebuilt the heap. They come back a
+ * little later, so that a timer whose own statement keeps failing cannot
+ * spin the writer. */
+static void rearm_fired(struct part_writer *w, const struct batch *b, uint64_t now)
+{
+    for (size_t i = 0; i < b->fired.n; i++) {
+        const struct part_heap_item *it = &b->fired.v[i];
+        part__heap_push(&w->timers, SL_MAX(it->due, now + TIMER_RETRY_MS), it->rowid, it->kind);
+    }
+}
+
 static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch *b)
 {
     struct part_engine *e = w->engine;
@@ -1327,6 +1354,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch
         ok = !b->sql_failed && step_simple(w, ST_COMMIT);
         if (!ok) {
             step_simple(w, ST_ROLLBACK);
+            rearm_fired(w, b, now);
         } else {
             count_commit(w, jobs, begin_ns, commit_ns);
         }
@@ -1427,7 +1455,8 @@ static void *writer_main(void *arg)
     free(b.d);
     free(b.g);
     free(b.gone);
-    free(b.stale);
+    free(b.stale.v);
+    free(b.fired.v);
     return NULL;
 }
 

@@ -4,6 +4,8 @@
  */
 #include "part_test_util.h"
 
+#include <sqlite3.h>
+
 static void test_delay_expiry(void **state)
 {
     struct t_env *t = *state;
@@ -186,6 +188,51 @@ static void test_many_timers(void **state)
     }
 }
 
+/* A batch that rolls back undoes what its timers did, so they must fire
+ * again: here the lease's own statement fails once (an injected trigger),
+ * and the message still becomes receivable once the fault is gone, after
+ * the retry delay, instead of staying in flight until a restart. */
+static void test_timer_survives_rollback(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "rollback", NULL);
+    t_send(t, q, 0, "m");
+    struct t_done r;
+    t_recv(t, q, 1, 5, &r);
+    assert_int_equal(r.count, 1);
+
+    char path[256];
+    snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    const char *trigger = "CREATE TRIGGER t_fault BEFORE UPDATE OF state ON msg"
+                          " WHEN OLD.body = CAST('m' AS BLOB)"
+                          " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;";
+    assert_int_equal(sqlite3_exec(db, trigger, NULL, NULL, NULL), SQLITE_OK);
+
+    t_advance(t, 5000);
+    struct t_done d;
+    assert_int_equal(part_barrier(t->c, 0, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.status, SL_EIO); /* the lease fired, failed, and took the batch */
+    assert_int_equal(t_counts(t, q).inflight, 1);
+    assert_true(part_engine_partition_ok(t->e, 0));
+
+    assert_int_equal(sqlite3_exec(db, "DROP TRIGGER t_fault", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    t_sync(t); /* not yet: the retry waits a second */
+    assert_int_equal(t_counts(t, q).inflight, 1);
+    t_advance(t, 1000);
+    t_sync(t);
+    struct part_counts c = t_counts(t, q);
+    assert_int_equal(c.inflight, 0);
+    assert_int_equal(c.ready, 1);
+    t_recv(t, q, 1, 5, &r);
+    assert_int_equal(r.count, 1);
+    assert_int_equal(r.msgs[0].receive_count, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +242,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_move, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_many_timers, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_timer_survives_rollback, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
