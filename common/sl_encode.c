@@ -8,6 +8,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,20 +128,67 @@ void sl_random_bytes(void *out, size_t n)
     }
 }
 
+/* UUIDs draw on a per-thread pool of RAND_bytes output: one RAND_bytes
+ * call costs about as much as formatting forty UUIDs (OpenSSL 3 takes the
+ * DRBG's locks and walks its provider on every call), and the pool's bytes
+ * are the same CSPRNG output, so ids stay unpredictable. A forked child
+ * drops the pool it inherited, or parent and child would hand out the
+ * same ids. */
+#define UUID_POOL_BYTES 512
+
+static _Thread_local struct {
+    uint8_t bytes[UUID_POOL_BYTES];
+    size_t used; /* bytes handed out since the last refill */
+    bool filled; /* false: refill first (a new thread, or after fork) */
+} uuid_pool;
+
+static pthread_once_t uuid_fork_once = PTHREAD_ONCE_INIT;
+
+static void uuid_pool_drop(void)
+{
+    uuid_pool.filled = false;
+}
+
+static void uuid_fork_setup(void)
+{
+    SL_ASSERT(pthread_atfork(NULL, NULL, uuid_pool_drop) == 0);
+}
+
+static void uuid_random(uint8_t out[16])
+{
+    if (!uuid_pool.filled || uuid_pool.used + 16 > UUID_POOL_BYTES) {
+        pthread_once(&uuid_fork_once, uuid_fork_setup);
+        sl_random_bytes(uuid_pool.bytes, UUID_POOL_BYTES);
+        uuid_pool.used = 0;
+        uuid_pool.filled = true;
+    }
+    memcpy(out, uuid_pool.bytes + uuid_pool.used, 16);
+    /* what was handed out does not stay readable in the pool */
+    memset(uuid_pool.bytes + uuid_pool.used, 0, 16);
+    uuid_pool.used += 16;
+}
+
 void sl_uuid4(char out[37])
 {
     uint8_t b[16];
-    sl_random_bytes(b, sizeof b);
+    uuid_random(b);
     sl_uuid4_from(b, out);
 }
 
 void sl_uuid4_from(const uint8_t random[16], char out[37])
 {
+    static const char digits[] = "0123456789abcdef";
     uint8_t b[16];
     memcpy(b, random, sizeof b);
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
-    char hex[33];
-    sl_hex_encode(b, sizeof b, hex);
-    snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
+    size_t o = 0;
+    for (size_t i = 0; i < sizeof b; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) {
+            out[o++] = '-';
+        }
+        out[o++] = digits[b[i] >> 4];
+        out[o++] = digits[b[i] & 15];
+    }
+    out[o] = '\0';
 }

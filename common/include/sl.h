@@ -149,7 +149,8 @@ int sl_base64url_decode(const char *in, size_t n, uint8_t *out, size_t *out_len)
 /* Cryptographically strong random bytes (OpenSSL RAND_bytes); aborts if
  * the generator is unavailable, which only happens on a broken system. */
 void sl_random_bytes(void *out, size_t n);
-/* A random RFC 4122 version-4 UUID, lower-case with dashes, into out[37]. */
+/* A random RFC 4122 version-4 UUID, lower-case with dashes, into out[37];
+ * its 122 random bits come from RAND_bytes, drawn ahead in a per-thread pool. */
 void sl_uuid4(char out[37]);
 /* The same made from 16 random bytes the caller drew (one sl_random_bytes
  * call for many ids: each RAND_bytes call costs far more than its bytes). */
