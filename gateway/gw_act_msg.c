@@ -488,14 +488,6 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
 
 /* ---- DeleteMessage(Batch), ChangeMessageVisibility(Batch) --------------------- */
 
-/* Checks a receipt handle's MAC and that it belongs to queue q. */
-static bool receipt_ok(struct gw_act_ctx *ctx, const struct gw_queue *q, struct sl_slice handle)
-{
-    struct part_receipt rc;
-    return part_receipt_decode(ctx->api->engine, handle.p, handle.n, &rc) == SL_OK &&
-           rc.queue_id == q->id;
-}
-
 static void set_invalid_handle(struct gw_sqs_err *err, struct sl_slice handle)
 {
     gw_sqs_err_set(err, GW_SQS_E_RECEIPT_HANDLE_IS_INVALID,
@@ -610,8 +602,8 @@ static void receipts_done(struct part_cookie cookie, int status, const struct pa
     gw_sqs_reply_fini(&reply);
 }
 
-/* Every receipt action: pre-check each handle (MAC, queue), submit the
- * good ones in one job, answer per entry. */
+/* Every receipt action: decode each handle once here (MAC, queue), submit
+ * the good ones already decoded in one job, answer per entry. */
 static void receipts_act(struct gw_act_ctx *ctx)
 {
     struct receipt_view views[PART_MAX_BATCH];
@@ -626,33 +618,29 @@ static void receipts_act(struct gw_act_ctx *ctx)
         return;
     }
     struct msg_batch *b = batch_new(ctx, count);
-    const char *handles[PART_MAX_BATCH];
-    char *owned[PART_MAX_BATCH];
-    struct part_visibility_entry vis[PART_MAX_BATCH];
+    struct part_receipt rh[PART_MAX_BATCH];
+    uint32_t vis[PART_MAX_BATCH];
     for (size_t i = 0; i < count; i++) {
-        if (!receipt_ok(ctx, &q, views[i].handle)) {
+        size_t j = b->job_count;
+        if (part_receipt_decode(ctx->api->engine, views[i].handle.p, views[i].handle.n, &rh[j]) !=
+                SL_OK ||
+            rh[j].queue_id != q.id) {
             set_invalid_handle(&b->errs[i], views[i].handle);
             b->fail[i] = &b->errs[i];
             continue;
         }
-        size_t j = b->job_count++;
-        b->job_entry[j] = (uint32_t)i;
-        owned[j] = sl_xstrndup(views[i].handle.p, views[i].handle.n);
-        handles[j] = owned[j];
-        vis[j] = (struct part_visibility_entry){owned[j], (uint32_t)SL_MAX(views[i].visibility, 0)};
+        b->job_entry[b->job_count++] = (uint32_t)i;
+        vis[j] = (uint32_t)SL_MAX(views[i].visibility, 0);
     }
     if (b->job_count == 0) {
         receipts_done(cookie_of(b), SL_OK, &(struct part_result){0});
         return;
     }
-    int rc =
-        is_delete(ctx->action)
-            ? part_delete(ctx->loop->part, q.id, handles, b->job_count, cookie_of(b), receipts_done)
-            : part_change_visibility(ctx->loop->part, q.id, vis, b->job_count, cookie_of(b),
-                                     receipts_done);
-    for (size_t j = 0; j < b->job_count; j++) {
-        free(owned[j]);
-    }
+    int rc = is_delete(ctx->action)
+                 ? part_delete_decoded(ctx->loop->part, q.id, rh, b->job_count, cookie_of(b),
+                                       receipts_done)
+                 : part_change_visibility_decoded(ctx->loop->part, q.id, rh, vis, b->job_count,
+                                                  cookie_of(b), receipts_done);
     if (rc != SL_OK) {
         free(b);
         gw__act_fail_storage(ctx, rc);

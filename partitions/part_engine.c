@@ -957,11 +957,11 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
     return SL_OK;
 }
 
-/* Delete, change visibility: decode every handle here (cheap, no I/O),
- * answer the invalid ones, and fan the rest out per partition. */
+/* Delete, change visibility: the handles decoded (valid[i] false for a
+ * bad one, answered SL_EINVAL), fanned out per partition. */
 static int submit_by_receipt(struct part_client *c, enum part_op op, uint64_t queue_id,
-                             const char *const *handles, const uint32_t *vis, size_t n,
-                             struct part_cookie cookie, part_done_fn *done)
+                             const struct part_receipt *rh, const bool *valid, const uint32_t *vis,
+                             size_t n, struct part_cookie cookie, part_done_fn *done)
 {
     struct part_engine *e = c->engine;
     if (n == 0 || n > PART_MAX_BATCH || done == NULL) {
@@ -974,12 +974,7 @@ static int submit_by_receipt(struct part_client *c, enum part_op op, uint64_t qu
     }
     job->entry_status = sl_xcalloc(n, sizeof *job->entry_status);
     job->nrh = n;
-    struct part_receipt rh[PART_MAX_BATCH];
-    bool valid[PART_MAX_BATCH];
     for (size_t i = 0; i < n; i++) {
-        valid[i] = handles[i] != NULL &&
-                   part_receipt_decode(e, handles[i], strlen(handles[i]), &rh[i]) == SL_OK &&
-                   rh[i].queue_id == queue_id;
         job->entry_status[i] = valid[i] ? SL_OK : SL_EINVAL;
     }
     struct part_job *subs[PART_MAX_BATCH];
@@ -1020,10 +1015,45 @@ static int submit_by_receipt(struct part_client *c, enum part_op op, uint64_t qu
     return SL_OK;
 }
 
+/* Decodes handles (NUL-terminated) and submits them. */
+static int submit_handles(struct part_client *c, enum part_op op, uint64_t queue_id,
+                          const char *const *handles, const uint32_t *vis, size_t n,
+                          struct part_cookie cookie, part_done_fn *done)
+{
+    if (n == 0 || n > PART_MAX_BATCH) {
+        return SL_EINVAL;
+    }
+    struct part_receipt rh[PART_MAX_BATCH];
+    bool valid[PART_MAX_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        valid[i] =
+            handles[i] != NULL &&
+            part_receipt_decode(c->engine, handles[i], strlen(handles[i]), &rh[i]) == SL_OK &&
+            rh[i].queue_id == queue_id;
+    }
+    return submit_by_receipt(c, op, queue_id, rh, valid, vis, n, cookie, done);
+}
+
+/* Receipts decoded by the caller: only the queue and the partition range
+ * are checked again (part_receipt_decode checked the MAC). */
+static int submit_decoded(struct part_client *c, enum part_op op, uint64_t queue_id,
+                          const struct part_receipt *rh, const uint32_t *vis, size_t n,
+                          struct part_cookie cookie, part_done_fn *done)
+{
+    if (n == 0 || n > PART_MAX_BATCH || rh == NULL) {
+        return SL_EINVAL;
+    }
+    bool valid[PART_MAX_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        valid[i] = rh[i].queue_id == queue_id && rh[i].partition < c->engine->nparts;
+    }
+    return submit_by_receipt(c, op, queue_id, rh, valid, vis, n, cookie, done);
+}
+
 int part_delete(struct part_client *c, uint64_t queue_id, const char *const *handles, size_t n,
                 struct part_cookie cookie, part_done_fn *done)
 {
-    return submit_by_receipt(c, PART_OP_DELETE, queue_id, handles, NULL, n, cookie, done);
+    return submit_handles(c, PART_OP_DELETE, queue_id, handles, NULL, n, cookie, done);
 }
 
 int part_change_visibility(struct part_client *c, uint64_t queue_id,
@@ -1039,7 +1069,25 @@ int part_change_visibility(struct part_client *c, uint64_t queue_id,
         handles[i] = entries[i].receipt;
         vis[i] = entries[i].visibility_s;
     }
-    return submit_by_receipt(c, PART_OP_CHANGE_VIS, queue_id, handles, vis, n, cookie, done);
+    return submit_handles(c, PART_OP_CHANGE_VIS, queue_id, handles, vis, n, cookie, done);
+}
+
+int part_delete_decoded(struct part_client *c, uint64_t queue_id,
+                        const struct part_receipt *receipts, size_t n, struct part_cookie cookie,
+                        part_done_fn *done)
+{
+    return submit_decoded(c, PART_OP_DELETE, queue_id, receipts, NULL, n, cookie, done);
+}
+
+int part_change_visibility_decoded(struct part_client *c, uint64_t queue_id,
+                                   const struct part_receipt *receipts,
+                                   const uint32_t *visibility_s, size_t n,
+                                   struct part_cookie cookie, part_done_fn *done)
+{
+    if (visibility_s == NULL) {
+        return SL_EINVAL;
+    }
+    return submit_decoded(c, PART_OP_CHANGE_VIS, queue_id, receipts, visibility_s, n, cookie, done);
 }
 
 int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,

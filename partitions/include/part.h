@@ -364,6 +364,20 @@ int part_change_visibility(struct part_client *c, uint64_t queue_id,
                            const struct part_visibility_entry *entries, size_t n,
                            struct part_cookie cookie, part_done_fn *done);
 
+/* part_delete and part_change_visibility for handles the caller has
+ * decoded already with part_receipt_decode (which checks the MAC), so the
+ * engine does not decode them a second time. A receipt of another queue,
+ * or naming a partition out of range, gets SL_EINVAL. visibility_s has one
+ * entry per receipt. Otherwise as the two above. */
+struct part_receipt;
+int part_delete_decoded(struct part_client *c, uint64_t queue_id,
+                        const struct part_receipt *receipts, size_t n, struct part_cookie cookie,
+                        part_done_fn *done);
+int part_change_visibility_decoded(struct part_client *c, uint64_t queue_id,
+                                   const struct part_receipt *receipts,
+                                   const uint32_t *visibility_s, size_t n,
+                                   struct part_cookie cookie, part_done_fn *done);
+
 /* Removes every message of the queue on every partition; res->purged. */
 int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,
                part_done_fn *done);

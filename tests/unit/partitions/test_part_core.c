@@ -298,15 +298,73 @@ static void test_receipts(void **state)
     assert_int_equal(t_counts(t, f).inflight, 0);
 }
 
+/* A new queue with two messages (one on each of partitions 0 and 1),
+ * both leased into r. */
+static uint64_t lease_two(struct t_env *t, const char *name, struct t_done *r)
+{
+    uint64_t q = t_create(t, "acme", name, NULL);
+    t_send(t, q, 0, "a");
+    t_send(t, q, 1, "b");
+    t_recv(t, q, 10, 30, r);
+    assert_int_equal(r->count, 2);
+    return q;
+}
+
+/* Receipts the caller decoded: the same outcomes as handles, and the
+ * queue and partition are checked again. */
+static void test_decoded_receipts(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t other = t_create(t, "acme", "dec2", NULL);
+    struct t_done r, d;
+    uint64_t q = lease_two(t, "dec", &r);
+    struct part_receipt rh[2];
+    for (int i = 0; i < 2; i++) {
+        const char *h = r.msgs[i].receipt;
+        assert_int_equal(part_receipt_decode(t->e, h, strlen(h), &rh[i]), SL_OK);
+    }
+
+    /* another queue's receipts, and one naming a partition out of range */
+    struct part_receipt far = rh[0];
+    far.partition = t->nparts;
+    assert_int_equal(part_delete_decoded(t->c, other, rh, 2, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.count, 2);
+    assert_int_equal(d.entry[0], SL_EINVAL);
+    assert_int_equal(d.entry[1], SL_EINVAL);
+    uint32_t vis[2] = {0, 100};
+    assert_int_equal(part_change_visibility_decoded(t->c, q, &far, vis, 1, t_ck(&d), t_on_done),
+                     SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.entry[0], SL_EINVAL);
+    assert_int_equal(part_change_visibility_decoded(t->c, q, rh, NULL, 2, t_ck(&d), t_on_done),
+                     SL_EINVAL);
+    assert_int_equal(part_delete_decoded(t->c, q, rh, 0, t_ck(&d), t_on_done), SL_EINVAL);
+    struct part_counts c = t_counts(t, q);
+    assert_int_equal(c.inflight, 2);
+
+    /* the first ready again, the second leased on; then both deleted */
+    assert_int_equal(part_change_visibility_decoded(t->c, q, rh, vis, 2, t_ck(&d), t_on_done),
+                     SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.entry[0], SL_OK);
+    assert_int_equal(d.entry[1], SL_OK);
+    c = t_counts(t, q);
+    assert_int_equal(c.ready, 1);
+    assert_int_equal(c.inflight, 1);
+    assert_int_equal(part_delete_decoded(t->c, q, rh, 2, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.entry[0], SL_OK);
+    assert_int_equal(d.entry[1], SL_OK);
+    c = t_counts(t, q);
+    assert_int_equal(c.ready + c.inflight + c.delayed, 0);
+}
+
 static void test_change_visibility_and_purge(void **state)
 {
     struct t_env *t = *state;
-    uint64_t q = t_create(t, "acme", "cv", NULL);
-    t_send(t, q, 0, "a");
-    t_send(t, q, 1, "b");
     struct t_done r, d;
-    t_recv(t, q, 10, 30, &r);
-    assert_int_equal(r.count, 2);
+    uint64_t q = lease_two(t, "cv", &r);
     struct part_visibility_entry ve[2] = {{r.msgs[0].receipt, 0}, {r.msgs[1].receipt, 100}};
     assert_int_equal(part_change_visibility(t->c, q, ve, 2, t_ck(&d), t_on_done), SL_OK);
     t_wait(t, &d);
@@ -493,6 +551,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_priority_order, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_catalog, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_receipts, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_decoded_receipts, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_change_visibility_and_purge, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_restart_recovery, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_grow_and_shrink, t_setup, t_teardown),
