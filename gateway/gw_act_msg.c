@@ -30,6 +30,8 @@ struct msg_batch {
     uint32_t job_entry[PART_MAX_BATCH];            /* job entry -> request entry */
     const struct gw_sqs_err *fail[PART_MAX_BATCH]; /* request entry -> failure, or NULL */
     struct gw_sqs_err errs[PART_MAX_BATCH];        /* storage for failures found here */
+    /* send only: each job entry's MD5s, stored with it and answered */
+    struct gw_sqs_digests digests[PART_MAX_BATCH];
     /* receive only */
     uint64_t ticket;
     struct pol_tenant_state *long_poll; /* a long-poll slot to release, or NULL */
@@ -113,7 +115,7 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
     if (ctx->action == GW_SQS_ACT_SEND_MESSAGE) {
         struct gw_sqs_send_result r = {0};
         snprintf(r.message_id, sizeof r.message_id, "%s", res->sent[0].message_id);
-        gw_sqs_send_result_digest(&ctx->req.u.send_message.msg, &r);
+        gw_sqs_send_result_fill(&ctx->req.u.send_message.msg, &b->digests[0], &r);
         free(b);
         struct gw_sqs_reply reply;
         gw_sqs_reply_init(&reply);
@@ -131,7 +133,7 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
         const struct gw_sqs_send_entry *m = &req->entries[b->job_entry[j]];
         ok[n_ok].id = m->id;
         snprintf(ok[n_ok].message_id, sizeof ok[n_ok].message_id, "%s", res->sent[j].message_id);
-        gw_sqs_send_result_digest(m, &ok[n_ok]);
+        gw_sqs_send_result_fill(m, &b->digests[j], &ok[n_ok]);
         n_ok++;
     }
     for (size_t i = 0; i < b->count; i++) {
@@ -195,11 +197,13 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
         sl_buf_init(&sys[j]);
         gw__attrs_encode(m->attrs, m->attr_count, &attrs[j]);
         encode_sys_attrs(ctx, m, &sys[j]);
+        gw_sqs_digests_of(m, &b->digests[j]);
         int32_t delay = m->has_delay_seconds ? m->delay_seconds : -1;
         job[j] = (struct part_send_entry){
             .body = m->body,
             .attrs = {attrs[j].p, attrs[j].n},
             .sys_attrs = {sys[j].p, sys[j].n},
+            .digests = {(const char *)b->digests[j].bytes, b->digests[j].n},
             .group_id = m->has_group_id ? m->group_id : (struct sl_slice){NULL, 0},
             .delay_s = delay,
         };
@@ -341,19 +345,25 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
     }
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
     size_t n = res->message_count;
+    SL_ASSERT(n <= PART_MAX_BATCH);
     observe_receive(ctx, res);
-    struct gw_sqs_received *out = sl_xcalloc(n + 1, sizeof *out);
-    struct gw_sqs_tag(*sys)[GW_SQS_SYSATTR__COUNT] = sl_xcalloc(n + 1, sizeof *sys);
-    char(*nums)[GW_SQS_SYSATTR__COUNT][32] = sl_xcalloc(n + 1, sizeof *nums);
-    struct gw_sqs_msg_attr(*attrs)[GW_SQS_MAX_MESSAGE_ATTRIBUTES] =
-        sl_xcalloc(n + 1, sizeof *attrs);
-    struct sl_buf *arns = sl_xcalloc(n + 1, sizeof *arns);
+    /* At most PART_MAX_BATCH messages: all of it on the stack (about
+     * 12 KiB), none of it zeroed first. */
+    struct gw_sqs_received out[PART_MAX_BATCH];
+    struct gw_sqs_tag sys[PART_MAX_BATCH][GW_SQS_SYSATTR__COUNT];
+    char nums[PART_MAX_BATCH][GW_SQS_SYSATTR__COUNT][32];
+    struct gw_sqs_msg_attr attrs[PART_MAX_BATCH][GW_SQS_MAX_MESSAGE_ATTRIBUTES];
+    struct gw_sqs_digests digests[PART_MAX_BATCH];
+    struct sl_buf arns[PART_MAX_BATCH];
     for (size_t i = 0; i < n; i++) {
         const struct part_message *m = &res->messages[i];
-        out[i].message_id = sl_slice_cstr(m->message_id);
-        out[i].receipt_handle = sl_slice_cstr(m->receipt);
-        out[i].body = m->body;
-        out[i].system_attributes = sys[i];
+        sl_buf_init(&arns[i]);
+        out[i] = (struct gw_sqs_received){
+            .message_id = sl_slice_cstr(m->message_id),
+            .receipt_handle = sl_slice_cstr(m->receipt),
+            .body = m->body,
+            .system_attributes = sys[i],
+        };
         out[i].system_attribute_count =
             received_sys_attrs(ctx, m, r->system_attributes, sys[i], nums[i], &arns[i]);
         struct gw_sqs_msg_attr all[GW_SQS_MAX_MESSAGE_ATTRIBUTES];
@@ -367,6 +377,14 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
         }
         out[i].attrs = attrs[i];
         out[i].attr_count = kept;
+        /* Messages stored before digests were kept (or with a form this
+         * build does not know) are hashed in the reply instead. */
+        if (gw_sqs_digests_read(m->digests, &digests[i])) {
+            out[i].md5_of_body = digests[i].bytes;
+            if (count > 0 && kept == (size_t)count) {
+                out[i].md5_of_attrs = gw_sqs_digests_attrs(&digests[i]);
+            }
+        }
     }
     struct gw_sqs_reply reply;
     gw_sqs_reply_init(&reply);
@@ -374,11 +392,6 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
     for (size_t i = 0; i < n; i++) {
         sl_buf_free(&arns[i]);
     }
-    free(arns);
-    free(attrs);
-    free(nums);
-    free(sys);
-    free(out);
     gw__act_finish(ctx, &reply);
     gw_sqs_reply_fini(&reply);
 }

@@ -146,8 +146,11 @@ struct gw_sqs_msg_attr {
     struct sl_slice value; /* the text of a String/Number, the decoded bytes of a Binary */
 };
 
-/* Lower-case hex MD5 of bytes (MD5OfMessageBody). */
+#define GW_SQS_MD5_LEN 16
+
+/* Lower-case hex MD5 of bytes (MD5OfMessageBody), and the raw digest. */
 void gw_sqs_md5_hex(const void *data, size_t n, char out[33]);
+void gw_sqs_md5(const void *data, size_t n, uint8_t out[GW_SQS_MD5_LEN]);
 
 /* MD5OfMessageAttributes (and MD5OfMessageSystemAttributes) as SQS computes
  * it: over the attributes sorted by name in byte order, each as
@@ -156,6 +159,9 @@ void gw_sqs_md5_hex(const void *data, size_t n, char out[33]);
  * omits the field when there are no attributes). Returns SL_OK, or
  * SL_EINVAL if n is 0 or more than 64. */
 int gw_sqs_md5_of_attrs(const struct gw_sqs_msg_attr *attrs, size_t n, char out[33]);
+/* The same, raw. */
+int gw_sqs_md5_of_attrs_raw(const struct gw_sqs_msg_attr *attrs, size_t n,
+                            uint8_t out[GW_SQS_MD5_LEN]);
 
 /* MD5OfMessageSystemAttributes for an AWSTraceHeader value. */
 void gw_sqs_md5_of_trace_header(struct sl_slice trace_header, char out[33]);
@@ -556,7 +562,25 @@ struct gw_sqs_send_result {
     struct sl_slice sequence_number; /* FIFO; empty otherwise */
 };
 
-/* Fills the MD5s of a result from the message sent. */
+/* The MD5s a message is stored with (part_send_entry.digests), computed
+ * once at send, so that a receive does not hash the message again. The
+ * stored form is bytes[0..n): the MD5 of the body, then, when the message
+ * has attributes, MD5OfMessageAttributes over all of them (raw). */
+struct gw_sqs_digests {
+    uint8_t bytes[2 * GW_SQS_MD5_LEN];
+    size_t n; /* GW_SQS_MD5_LEN, or twice that with attributes */
+};
+void gw_sqs_digests_of(const struct gw_sqs_send_entry *msg, struct gw_sqs_digests *out);
+/* Reads a stored form back; false if stored is not one (a message stored
+ * before digests were kept has none): then hash the message. */
+bool gw_sqs_digests_read(struct sl_slice stored, struct gw_sqs_digests *out);
+/* The attribute digest of d, or NULL when the message had no attributes. */
+const uint8_t *gw_sqs_digests_attrs(const struct gw_sqs_digests *d);
+
+/* Fills the MD5s of a result from the message sent and its digests. */
+void gw_sqs_send_result_fill(const struct gw_sqs_send_entry *msg, const struct gw_sqs_digests *d,
+                             struct gw_sqs_send_result *res);
+/* The same, hashing the message here. */
 void gw_sqs_send_result_digest(const struct gw_sqs_send_entry *msg, struct gw_sqs_send_result *res);
 
 /* A failed batch entry. */
@@ -575,6 +599,11 @@ struct gw_sqs_received {
     size_t system_attribute_count;
     const struct gw_sqs_msg_attr *attrs;
     size_t attr_count;
+    /* The message's digests as stored (gw_sqs_digests), or NULL to hash
+     * here: md5_of_attrs may be given only when attrs are all of the
+     * message's attributes (the digest covers what is returned). */
+    const uint8_t *md5_of_body;
+    const uint8_t *md5_of_attrs;
 };
 
 /* ---- success replies written directly (the hot message actions) ---------- */

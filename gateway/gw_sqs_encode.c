@@ -175,17 +175,26 @@ json_t *gw_sqs_encode_string_map(const char *member, const struct gw_sqs_tag *kv
     return o;
 }
 
-void gw_sqs_send_result_digest(const struct gw_sqs_send_entry *msg, struct gw_sqs_send_result *res)
+void gw_sqs_send_result_fill(const struct gw_sqs_send_entry *msg, const struct gw_sqs_digests *d,
+                             struct gw_sqs_send_result *res)
 {
-    gw_sqs_md5_hex(msg->body.p, msg->body.n, res->md5_of_body);
+    sl_hex_encode(d->bytes, GW_SQS_MD5_LEN, res->md5_of_body);
     res->md5_of_attrs[0] = '\0';
-    if (msg->attr_count > 0) {
-        SL_ASSERT(gw_sqs_md5_of_attrs(msg->attrs, msg->attr_count, res->md5_of_attrs) == SL_OK);
+    const uint8_t *attrs = gw_sqs_digests_attrs(d);
+    if (attrs != NULL) {
+        sl_hex_encode(attrs, GW_SQS_MD5_LEN, res->md5_of_attrs);
     }
     res->md5_of_sys_attrs[0] = '\0';
     if (msg->has_trace_header) {
         gw_sqs_md5_of_trace_header(msg->trace_header, res->md5_of_sys_attrs);
     }
+}
+
+void gw_sqs_send_result_digest(const struct gw_sqs_send_entry *msg, struct gw_sqs_send_result *res)
+{
+    struct gw_sqs_digests d;
+    gw_sqs_digests_of(msg, &d);
+    gw_sqs_send_result_fill(msg, &d, res);
 }
 
 /* ---- replies written directly (the hot message actions) ------------------- */
@@ -287,7 +296,11 @@ static void write_received(struct gw_json *w, const struct gw_sqs_received *m)
     write_member(w, "MessageId", m->message_id);
     write_member(w, "ReceiptHandle", m->receipt_handle);
     char md5[33];
-    gw_sqs_md5_hex(m->body.p, m->body.n, md5);
+    if (m->md5_of_body != NULL) {
+        sl_hex_encode(m->md5_of_body, GW_SQS_MD5_LEN, md5);
+    } else {
+        gw_sqs_md5_hex(m->body.p, m->body.n, md5);
+    }
     write_member(w, "MD5OfBody", sl_slice_cstr(md5));
     write_member(w, "Body", m->body);
     if (m->system_attribute_count > 0) {
@@ -301,7 +314,11 @@ static void write_received(struct gw_json *w, const struct gw_sqs_received *m)
     }
     /* The attribute digest covers only what is returned (1.5). */
     if (m->attr_count > 0) {
-        SL_ASSERT(gw_sqs_md5_of_attrs(m->attrs, m->attr_count, md5) == SL_OK);
+        if (m->md5_of_attrs != NULL) {
+            sl_hex_encode(m->md5_of_attrs, GW_SQS_MD5_LEN, md5);
+        } else {
+            SL_ASSERT(gw_sqs_md5_of_attrs(m->attrs, m->attr_count, md5) == SL_OK);
+        }
         write_member(w, "MD5OfMessageAttributes", sl_slice_cstr(md5));
         gw_json_key_lit(w, "MessageAttributes");
         gw_json_object_begin(w);

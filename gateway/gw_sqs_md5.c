@@ -38,12 +38,12 @@ static void digest_lv(EVP_MD_CTX *ctx, struct sl_slice s)
     }
 }
 
-static void digest_final_hex(EVP_MD_CTX *ctx, char out[33])
+static void digest_final(EVP_MD_CTX *ctx, uint8_t out[GW_SQS_MD5_LEN])
 {
     uint8_t md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
-    SL_ASSERT(EVP_DigestFinal_ex(ctx, md, &len) == 1 && len == 16);
-    sl_hex_encode(md, 16, out);
+    SL_ASSERT(EVP_DigestFinal_ex(ctx, md, &len) == 1 && len == GW_SQS_MD5_LEN);
+    memcpy(out, md, GW_SQS_MD5_LEN);
 }
 
 static pthread_once_t md5_once = PTHREAD_ONCE_INIT;
@@ -98,16 +98,34 @@ static int attr_cmp(const void *a, const void *b)
     return slice_cmp(x->name, y->name);
 }
 
-void gw_sqs_md5_hex(const void *data, size_t n, char out[33])
+void gw_sqs_md5(const void *data, size_t n, uint8_t out[GW_SQS_MD5_LEN])
 {
     EVP_MD_CTX *ctx = md5_begin();
     if (n > 0) {
         EVP_DigestUpdate(ctx, data, n);
     }
-    digest_final_hex(ctx, out);
+    digest_final(ctx, out);
+}
+
+void gw_sqs_md5_hex(const void *data, size_t n, char out[33])
+{
+    uint8_t md[GW_SQS_MD5_LEN];
+    gw_sqs_md5(data, n, md);
+    sl_hex_encode(md, GW_SQS_MD5_LEN, out);
 }
 
 int gw_sqs_md5_of_attrs(const struct gw_sqs_msg_attr *attrs, size_t n, char out[33])
+{
+    uint8_t md[GW_SQS_MD5_LEN];
+    int rc = gw_sqs_md5_of_attrs_raw(attrs, n, md);
+    if (rc == SL_OK) {
+        sl_hex_encode(md, GW_SQS_MD5_LEN, out);
+    }
+    return rc;
+}
+
+int gw_sqs_md5_of_attrs_raw(const struct gw_sqs_msg_attr *attrs, size_t n,
+                            uint8_t out[GW_SQS_MD5_LEN])
 {
     if (n == 0 || n > MAX_DIGEST_ATTRS) {
         return SL_EINVAL;
@@ -128,8 +146,34 @@ int gw_sqs_md5_of_attrs(const struct gw_sqs_msg_attr *attrs, size_t n, char out[
         EVP_DigestUpdate(ctx, &transport, 1);
         digest_lv(ctx, a->value);
     }
-    digest_final_hex(ctx, out);
+    digest_final(ctx, out);
     return SL_OK;
+}
+
+void gw_sqs_digests_of(const struct gw_sqs_send_entry *msg, struct gw_sqs_digests *out)
+{
+    gw_sqs_md5(msg->body.p, msg->body.n, out->bytes);
+    out->n = GW_SQS_MD5_LEN;
+    if (msg->attr_count > 0) {
+        SL_ASSERT(gw_sqs_md5_of_attrs_raw(msg->attrs, msg->attr_count,
+                                          out->bytes + GW_SQS_MD5_LEN) == SL_OK);
+        out->n += GW_SQS_MD5_LEN;
+    }
+}
+
+bool gw_sqs_digests_read(struct sl_slice stored, struct gw_sqs_digests *out)
+{
+    if (stored.n != GW_SQS_MD5_LEN && stored.n != 2 * GW_SQS_MD5_LEN) {
+        return false;
+    }
+    memcpy(out->bytes, stored.p, stored.n);
+    out->n = stored.n;
+    return true;
+}
+
+const uint8_t *gw_sqs_digests_attrs(const struct gw_sqs_digests *d)
+{
+    return d->n == 2 * GW_SQS_MD5_LEN ? d->bytes + GW_SQS_MD5_LEN : NULL;
 }
 
 void gw_sqs_md5_of_trace_header(struct sl_slice trace_header, char out[33])

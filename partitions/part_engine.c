@@ -345,10 +345,7 @@ static void cork_flush(struct part_client *c)
 static void recv_free(struct part_recv *r)
 {
     for (size_t i = 0; i < PART_MAX_BATCH; i++) {
-        free((void *)r->msgs[i].body.p);
-        free((void *)r->msgs[i].attrs.p);
-        free((void *)r->msgs[i].sys_attrs.p);
-        free((void *)r->msgs[i].group_id);
+        free((void *)r->msgs[i].body.p); /* the block of every column (fill_message) */
     }
     free(r->parts);
     free(r->order);
@@ -869,7 +866,7 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         return SL_EINVAL;
     }
     for (size_t i = 0; i < n; i++) {
-        if (entries[i].group_id.n > PART_GROUP_ID_MAX) {
+        if (entries[i].group_id.n > PART_GROUP_ID_MAX || entries[i].digests.n > PART_DIGESTS_MAX) {
             return SL_EINVAL;
         }
     }
@@ -888,6 +885,10 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         sl_buf_append(&m->body, entries[i].body.p, entries[i].body.n);
         sl_buf_append(&m->attrs, entries[i].attrs.p, entries[i].attrs.n);
         sl_buf_append(&m->sys_attrs, entries[i].sys_attrs.p, entries[i].sys_attrs.n);
+        if (entries[i].digests.n > 0) {
+            memcpy(m->digests, entries[i].digests.p, entries[i].digests.n);
+            m->ndigests = (uint8_t)entries[i].digests.n;
+        }
         if (entries[i].group_id.n > 0) {
             m->group_id = sl_xstrndup(entries[i].group_id.p, entries[i].group_id.n);
         }

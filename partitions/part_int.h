@@ -131,6 +131,8 @@ struct part_send_msg {
     struct sl_buf body;
     struct sl_buf attrs;
     struct sl_buf sys_attrs;
+    uint8_t digests[PART_DIGESTS_MAX];
+    uint8_t ndigests;
     char *group_id;
     int32_t delay_s;
     bool has_priority;

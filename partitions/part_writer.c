@@ -109,12 +109,12 @@ _Static_assert(ST_COUNT_ <=
 /* The columns fill_message reads, in its order. */
 #define MSG_COLUMNS                                                                                \
     "id, message_id, body, attrs, sys_attrs, group_id, priority, receive_count, sent_at,"          \
-    " first_receive_at, source_queue_id"
+    " first_receive_at, source_queue_id, digests"
 
 static const char *const SQL[ST_COUNT_] = {
     [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
-                  " message_id, group_id, body, attrs, sys_attrs, lane)"
-                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                  " message_id, group_id, body, attrs, sys_attrs, lane, digests)"
+                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_SELECT_READY] = "SELECT " MSG_COLUMNS " FROM msg WHERE queue_id=?1 AND lane=?3 AND state=1"
                         " ORDER BY priority, id LIMIT ?2",
     [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
@@ -154,8 +154,9 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_ROLLBACK] = "ROLLBACK",
 };
 
-/* user_version 1 added the lane column (and lane in msg_ready). */
-#define PART_SCHEMA_VERSION 1
+/* user_version 1 added the lane column (and lane in msg_ready), 2 the
+ * digests column. */
+#define PART_SCHEMA_VERSION 2
 
 static const char PART_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS msg("
@@ -164,7 +165,8 @@ static const char PART_SCHEMA[] =
     " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
     " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
     " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
-    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB, lane INTEGER NOT NULL DEFAULT 0);"
+    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB, lane INTEGER NOT NULL DEFAULT 0,"
+    " digests BLOB);"
     "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
     " WHERE state=1;"
     "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
@@ -173,6 +175,9 @@ static const char PART_SCHEMA[] =
  * with lane in it by PART_SCHEMA right after. */
 static const char PART_MIGRATE_0_1[] = "ALTER TABLE msg ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;"
                                        "DROP INDEX IF EXISTS msg_ready;";
+/* From user_version 1: rows stored before it have no digests (NULL), which
+ * part_message reports as none. */
+static const char PART_MIGRATE_1_2[] = "ALTER TABLE msg ADD COLUMN digests BLOB;";
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
@@ -419,16 +424,6 @@ static bool run(struct part_writer *w, struct batch *b, sqlite3_stmt *st)
     return true;
 }
 
-static void *dup_blob(const void *p, size_t n)
-{
-    char *out = sl_xmalloc(n + 1);
-    if (n > 0) {
-        memcpy(out, p, n);
-    }
-    out[n] = '\0';
-    return out;
-}
-
 struct row {
     uint64_t queue_id;
     int state;
@@ -579,6 +574,9 @@ static void exec_send(struct part_writer *w, struct batch *b, struct part_job *j
         sqlite3_bind_blob(st, 11, m->sys_attrs.p ? m->sys_attrs.p : "", (int)m->sys_attrs.n,
                           SQLITE_STATIC);
         sqlite3_bind_int(st, 12, m->lane);
+        if (m->ndigests > 0) {
+            sqlite3_bind_blob(st, 13, m->digests, m->ndigests, SQLITE_STATIC);
+        }
         if (!run(w, b, st)) {
             return;
         }
@@ -616,24 +614,41 @@ static struct part_queue *dlq_of(struct part_engine *e, struct part_queue *q,
     return d;
 }
 
+/* The message's bytes (body, attrs, sys_attrs, digests, group id) go into
+ * ONE block, each NUL-terminated, that body.p points to and recv_free
+ * frees: one allocation per received message instead of one per column. */
 static void fill_message(const struct part_writer *w, sqlite3_stmt *st, struct part_message *m,
                          uint64_t queue_id, uint32_t gen, uint64_t now)
 {
-    const char *mid = (const char *)sqlite3_column_text(st, 1);
-    snprintf(m->message_id, sizeof m->message_id, "%s", mid ? mid : "");
-    for (int c = 2; c <= 4; c++) {
-        size_t n = (size_t)sqlite3_column_bytes(st, c);
-        struct sl_slice s = {dup_blob(sqlite3_column_blob(st, c), n), n};
-        if (c == 2) {
-            m->body = s;
-        } else if (c == 3) {
-            m->attrs = s;
-        } else {
-            m->sys_attrs = s;
-        }
+    static const int blob_cols[] = {2, 3, 4, 11};
+    struct sl_slice *blob_out[] = {&m->body, &m->attrs, &m->sys_attrs, &m->digests};
+    const void *src[4];
+    size_t len[4];
+    size_t total = 0;
+    for (size_t c = 0; c < 4; c++) {
+        src[c] = sqlite3_column_blob(st, blob_cols[c]);
+        len[c] = (size_t)sqlite3_column_bytes(st, blob_cols[c]);
+        total += len[c] + 1;
     }
     const char *gid = (const char *)sqlite3_column_text(st, 5);
-    m->group_id = gid ? sl_xstrdup(gid) : NULL;
+    size_t gid_len = gid ? (size_t)sqlite3_column_bytes(st, 5) : 0;
+    char *block = sl_xmalloc(total + gid_len + 1);
+    char *p = block;
+    for (size_t c = 0; c < 4; c++) {
+        if (len[c] > 0) {
+            memcpy(p, src[c], len[c]);
+        }
+        p[len[c]] = '\0';
+        *blob_out[c] = (struct sl_slice){p, len[c]};
+        p += len[c] + 1;
+    }
+    m->group_id = NULL;
+    if (gid != NULL) {
+        memcpy(p, gid, gid_len + 1);
+        m->group_id = p;
+    }
+    const char *mid = (const char *)sqlite3_column_text(st, 1);
+    snprintf(m->message_id, sizeof m->message_id, "%s", mid ? mid : "");
     m->priority = sqlite3_column_int64(st, 6);
     m->receive_count = gen;
     m->sent_ms = (uint64_t)sqlite3_column_int64(st, 8);
@@ -1471,7 +1486,9 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 
 /* Brings a partition file of an older schema up to PART_SCHEMA_VERSION
  * (before PART_SCHEMA's CREATE ... IF NOT EXISTS, which would keep an old
- * index). A new file has no msg table and needs nothing. */
+ * index), each step and the new user_version in one transaction, so a
+ * crash halfway leaves the old version to migrate again. A new file has no
+ * msg table and needs nothing. */
 static bool migrate(struct part_writer *w)
 {
     sqlite3_stmt *st = NULL;
@@ -1495,7 +1512,25 @@ static bool migrate(struct part_writer *w)
     }
     sl_log(SL_LOG_INFO, LOG_MOD, "partition %u: migrating %s from schema %d to %d", w->index,
            w->path, version, PART_SCHEMA_VERSION);
-    return part__sql_exec(w->db, PART_MIGRATE_0_1) == SL_OK;
+    char set_version[48];
+    snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d;", PART_SCHEMA_VERSION);
+    struct sl_buf sql;
+    sl_buf_init(&sql);
+    sl_buf_append_cstr(&sql, "BEGIN IMMEDIATE;");
+    if (version < 1) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_0_1);
+    }
+    if (version < 2) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_1_2);
+    }
+    sl_buf_append_cstr(&sql, set_version);
+    sl_buf_append_cstr(&sql, "COMMIT;");
+    bool ok = part__sql_exec(w->db, sql.p) == SL_OK;
+    sl_buf_free(&sql);
+    if (!ok && !sqlite3_get_autocommit(w->db)) {
+        part__sql_exec(w->db, "ROLLBACK");
+    }
+    return ok;
 }
 
 static bool rebuild(struct part_writer *w, char *why, size_t whylen)

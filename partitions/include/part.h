@@ -45,6 +45,7 @@ struct part_client;
 #define PART_MSG_ID_LEN 36    /* UUID text, without NUL */
 #define PART_RECEIPT_MAX 96   /* receipt handle text incl. NUL */
 #define PART_GROUP_ID_MAX 128 /* message group id bytes (SQS's limit) */
+#define PART_DIGESTS_MAX 64   /* bytes of digests kept with a message */
 
 /* ---- engine ------------------------------------------------------------ */
 
@@ -241,6 +242,8 @@ struct part_message {
     struct sl_slice body;
     struct sl_slice attrs;     /* opaque, as sent */
     struct sl_slice sys_attrs; /* opaque, as sent */
+    struct sl_slice digests;   /* opaque, as sent; empty for rows stored before
+                                  partition schema 2 */
     const char *group_id;      /* NULL when none */
     int64_t priority;
     uint32_t receive_count; /* including this receive */
@@ -291,6 +294,9 @@ struct part_send_entry {
     struct sl_slice body;
     struct sl_slice attrs;
     struct sl_slice sys_attrs;
+    /* Opaque, at most PART_DIGESTS_MAX bytes: what the caller computed once
+     * from the message (the gateway's MD5s) and wants back on receive. */
+    struct sl_slice digests;
     struct sl_slice group_id; /* n == 0: none; at most PART_GROUP_ID_MAX */
     int32_t delay_s;          /* < 0: the queue's default */
     bool has_priority;        /* false: priority = send time in ms */

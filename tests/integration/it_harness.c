@@ -187,12 +187,20 @@ int it_server_start(struct it_server *s, const struct it_options *opt)
         perror("it: write config");
         return -1;
     }
+    return it_server_restart(s);
+}
 
+int it_server_restart(struct it_server *s)
+{
+    if (s->pid > 0) {
+        fprintf(stderr, "it: sluiced is still running\n");
+        return -1;
+    }
     pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        int fd = open(s->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
             dup2(fd, 2);

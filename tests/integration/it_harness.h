@@ -72,6 +72,11 @@ struct it_server {
  * server's log is printed too). */
 int it_server_start(struct it_server *s, const struct it_options *opt);
 
+/* Starts sluiced again, after it_server_stop, on the same directory,
+ * configuration and port (its data survives), and waits for /healthz.
+ * Returns 0 or -1 as it_server_start. */
+int it_server_restart(struct it_server *s);
+
 /* The YAML it_server_start wrote for opt, into buf (NUL-terminated). Useful to
  * write a changed file for SIGHUP tests. */
 void it_config_yaml(const struct it_server *s, const struct it_options *opt, char *buf, size_t cap);

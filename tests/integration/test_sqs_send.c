@@ -4,13 +4,17 @@
  * (the vectors of research/sqs-peers.md 1.5), message attributes and their
  * receive-side filters, system attributes, the character set, the
  * queue's MaximumMessageSize, batch partial failures and batch errors,
- * attribute limits and MessageGroupId on a standard queue.
+ * attribute limits and MessageGroupId on a standard queue; and the MD5s
+ * of a message stored before its digests were kept (partition schema 1).
  *
  * Expectations are Amazon SQS's (research/sqs-peers.md 1.4-1.8 and 4).
  */
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sqlite3.h>
 
 #include "it_sqs.h"
 
@@ -639,6 +643,53 @@ static void send_batch(void)
     free(url);
 }
 
+/* Forgets the stored digests of every message in every partition file, as
+ * a file of partition schema 1 has none. sluiced must be stopped. */
+static int forget_digests(void)
+{
+    char pattern[400];
+    snprintf(pattern, sizeof pattern, "%s/part-*.db", srv.data_dir);
+    glob_t g;
+    if (glob(pattern, 0, NULL, &g) != 0) {
+        return -1;
+    }
+    int rows = 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        sqlite3 *db = NULL;
+        if (sqlite3_open(g.gl_pathv[i], &db) == SQLITE_OK &&
+            sqlite3_exec(db, "UPDATE msg SET digests = NULL WHERE digests IS NOT NULL", NULL, NULL,
+                         NULL) == SQLITE_OK) {
+            rows += sqlite3_changes(db);
+        } else {
+            rows = -1000;
+        }
+        sqlite3_close(db);
+    }
+    globfree(&g);
+    return rows;
+}
+
+/* A message without stored digests gets its MD5s hashed at receive, the
+ * same as the ones its send answered. Runs last: it restarts sluiced. */
+static void digests_from_before_schema_2(void)
+{
+    char *url = it_create_queue(&srv, "s-old-digests", NULL);
+    json_t *attrs = json_pack("{s:o}", "MyAttribute", str_attr("foobar"));
+    struct it_reply r = it_call(&srv, "SendMessage", send_req(url, "message", attrs));
+    IT_OK(&r);
+    it_reply_free(&r);
+    IT_CHECK(it_server_stop(&srv) == 0);
+    IT_CHECK(forget_digests() >= 1); /* also what earlier checks left */
+    IT_REQUIRE(it_server_restart(&srv) == 0);
+    r = it_receive(&srv, url, json_pack("{s:[s]}", "MessageAttributeNames", "All"));
+    IT_CHECK(it_message_count(&r) == 1);
+    json_t *m = first(&r);
+    IT_STREQ(it_jstr(m, "MD5OfBody"), "78e731027d8fd50ed642340b7c9a63b3");
+    IT_STREQ(it_jstr(m, "MD5OfMessageAttributes"), "adb59cd4678ea5a855436b949cd07ab6");
+    it_reply_free(&r);
+    free(url);
+}
+
 int main(void)
 {
     struct it_options opt = {.tls = false};
@@ -653,6 +704,7 @@ int main(void)
     attribute_limits();
     group_id_on_standard();
     send_batch();
+    digests_from_before_schema_2();
     IT_CHECK(it_healthz(&srv));
     IT_CHECK(it_server_stop(&srv) == 0);
     it_server_cleanup(&srv);

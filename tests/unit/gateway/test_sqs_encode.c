@@ -405,6 +405,32 @@ static void test_messages_reply(void **state)
     gw_sqs_reply_messages(&r, &m[1], 1);
     snprintf(want, sizeof want, "{\"Messages\":[" MSG_BIG "]}", big);
     expect_reply(&r, want);
+
+    /* the digests a send stored give the very same reply */
+    struct gw_sqs_digests d[3];
+    struct gw_sqs_msg_attr *sent_attrs[3] = {attrs, NULL, &attrs[1]}; /* as m[] has them */
+    for (size_t i = 0; i < 3; i++) {
+        struct gw_sqs_send_entry e = {
+            .body = m[i].body, .attrs = sent_attrs[i], .attr_count = m[i].attr_count};
+        gw_sqs_digests_of(&e, &d[i]);
+        m[i].md5_of_body = d[i].bytes;
+        m[i].md5_of_attrs = gw_sqs_digests_attrs(&d[i]);
+    }
+    gw_sqs_reply_messages(&r, m, 3);
+    snprintf(want, sizeof want, "{\"Messages\":[" MSG_RICH "," MSG_BIG "," MSG_ATTRS_ONLY "]}",
+             big);
+    expect_reply(&r, want);
+    /* and they are what the reply carries: nothing is hashed again */
+    static const uint8_t zeros[GW_SQS_MD5_LEN] = {0};
+    m[2].md5_of_body = zeros;
+    m[2].md5_of_attrs = zeros;
+    gw_sqs_reply_messages(&r, &m[2], 1);
+    expect_reply(&r, "{\"Messages\":[{\"MessageId\":\"id-3\",\"ReceiptHandle\":\"rh-3\","
+                     "\"MD5OfBody\":\"00000000000000000000000000000000\","
+                     "\"Body\":\"only attributes\","
+                     "\"MD5OfMessageAttributes\":\"00000000000000000000000000000000\","
+                     "\"MessageAttributes\":{\"n\":{\"DataType\":\"Number\","
+                     "\"StringValue\":\"-1e3\"}}}]}");
     gw_sqs_reply_fini(&r);
 }
 

@@ -34,6 +34,8 @@ struct t_msg {
     char receipt[PART_RECEIPT_MAX];
     char body[256];
     char group[64];
+    uint8_t digests[PART_DIGESTS_MAX];
+    size_t ndigests;
     uint32_t receive_count;
     uint32_t partition;
     uint64_t source_queue_id;
@@ -97,6 +99,11 @@ static void t_on_done(struct part_cookie ck, int status, const struct part_resul
             snprintf(o->receipt, sizeof o->receipt, "%s", m->receipt);
             snprintf(o->body, sizeof o->body, "%.*s", (int)m->body.n, m->body.p);
             snprintf(o->group, sizeof o->group, "%s", m->group_id ? m->group_id : "");
+            assert_true(m->digests.n <= sizeof o->digests);
+            o->ndigests = m->digests.n;
+            if (m->digests.n > 0) {
+                memcpy(o->digests, m->digests.p, m->digests.n);
+            }
             o->receive_count = m->receive_count;
             o->partition = m->partition;
             o->source_queue_id = m->source_queue_id;

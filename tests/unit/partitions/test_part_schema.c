@@ -1,0 +1,169 @@
+/*
+ * test_part_schema.c -- the digests a send hands over come back with every
+ * receive (also after a restart and a redrive), and partition files of the
+ * older schemas (user_version 0: no lane column; 1: no digests column)
+ * migrate on open: their messages stay receivable, without digests.
+ */
+#include <sqlite3.h>
+
+#include "part_test_util.h"
+
+static const uint8_t DIGESTS[32] = {
+    0x78, 0xe7, 0x31, 0x02, 0x7d, 0x8f, 0xd5, 0x0e, 0xd6, 0x42, 0x34, 0x0b, 0x7c, 0x9a, 0x63, 0xb3,
+    0x3d, 0x6b, 0x82, 0x4f, 0xd8, 0xc1, 0x52, 0x0e, 0x9a, 0x04, 0x7d, 0x21, 0xfe, 0xe6, 0xfb, 0x1f,
+};
+
+static void send_digests(struct t_env *t, uint64_t q, const char *body, size_t ndigests)
+{
+    struct part_send_entry en = {
+        .body = sl_slice_cstr(body), .delay_s = -1, .digests = {(const char *)DIGESTS, ndigests}};
+    struct t_done d;
+    assert_int_equal(part_send(t->c, q, 0, &en, 1, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.status, SL_OK);
+}
+
+static void assert_digests(const struct t_msg *m, size_t n)
+{
+    assert_int_equal(m->ndigests, n);
+    assert_memory_equal(m->digests, DIGESTS, n);
+}
+
+static int user_version(struct t_env *t)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* Runs sql on the (closed) partition 0 file. */
+static void rewrite_part0(struct t_env *t, const char *sql)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "%s\n", err ? err : "?");
+    }
+    assert_int_equal(rc, SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* Every message of r ready again now. */
+static void make_visible(struct t_env *t, uint64_t q, const struct t_done *r)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        struct t_done d;
+        t_chvis(t, q, r->msgs[i].receipt, 0, &d);
+        assert_int_equal(d.entry[0], SL_OK);
+    }
+}
+
+static void test_digests_round_trip(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "dig", NULL);
+    send_digests(t, q, "full", 32);
+    send_digests(t, q, "half", 16);
+    send_digests(t, q, "none", 0);
+    struct part_send_entry big = {.body = SL_SLICE_LIT("x"),
+                                  .digests = {(const char *)DIGESTS, PART_DIGESTS_MAX + 1}};
+    struct t_done d;
+    assert_int_equal(part_send(t->c, q, 0, &big, 1, t_ck(&d), t_on_done), SL_EINVAL);
+
+    /* after a restart, leased, made visible again and received again */
+    t_close(t);
+    t_open(t);
+    t_recv(t, q, 10, 30, &d);
+    assert_int_equal(d.count, 3);
+    assert_string_equal(d.msgs[0].body, "full");
+    assert_digests(&d.msgs[0], 32);
+    assert_digests(&d.msgs[1], 16);
+    assert_digests(&d.msgs[2], 0);
+    make_visible(t, q, &d);
+    t_recv(t, q, 10, 30, &d);
+    assert_int_equal(d.count, 3);
+    assert_int_equal(d.msgs[0].receive_count, 2);
+    assert_digests(&d.msgs[0], 32);
+
+    /* a redrive moves the row: the digests go with it */
+    uint64_t dest = t_create(t, "acme", "dig-dest", NULL);
+    make_visible(t, q, &d);
+    struct part_move_req mv = {
+        .queue_id = q, .partition = 0, .dest_queue_id = dest, .max_messages = 10};
+    struct t_done md;
+    assert_int_equal(part_move(t->c, &mv, t_ck(&md), t_on_done), SL_OK);
+    t_wait(t, &md);
+    assert_int_equal(md.status, SL_OK);
+    t_recv(t, dest, 10, 30, &d);
+    assert_int_equal(d.count, 3);
+    assert_digests(&d.msgs[0], 32);
+    assert_digests(&d.msgs[1], 16);
+}
+
+/* A message stored by an older schema, migrated: receivable, no digests;
+ * new sends on the migrated file keep theirs. */
+static void check_migrated(struct t_env *t, uint64_t q)
+{
+    assert_int_equal(user_version(t), 2);
+    struct part_counts c = t_counts(t, q);
+    assert_int_equal(c.ready, 1);
+    struct t_done d;
+    t_recv(t, q, 10, 30, &d);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0].body, "old");
+    assert_int_equal(d.msgs[0].ndigests, 0);
+    t_delete(t, q, d.msgs[0].receipt, &d);
+    send_digests(t, q, "new", 32);
+    t_recv(t, q, 10, 30, &d);
+    assert_int_equal(d.count, 1);
+    assert_digests(&d.msgs[0], 32);
+}
+
+static void test_migrate_from_1(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "mig1", NULL);
+    t_send(t, q, 0, "old");
+    t_close(t);
+    assert_int_equal(user_version(t), 2);
+    rewrite_part0(t, "ALTER TABLE msg DROP COLUMN digests; PRAGMA user_version=1;");
+    t_open(t);
+    check_migrated(t, q);
+}
+
+static void test_migrate_from_0(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "mig0", NULL);
+    t_send(t, q, 0, "old");
+    t_close(t);
+    /* schema 0: no lane column, msg_ready without it */
+    rewrite_part0(t, "DROP INDEX msg_ready; ALTER TABLE msg DROP COLUMN digests;"
+                     " ALTER TABLE msg DROP COLUMN lane;"
+                     " CREATE INDEX msg_ready ON msg(queue_id, priority, id, group_id)"
+                     " WHERE state=1; PRAGMA user_version=0;");
+    t_open(t);
+    check_migrated(t, q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_digests_round_trip, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_1, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_0, t_setup, t_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
