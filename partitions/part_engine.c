@@ -137,9 +137,22 @@ static void set_err(char *err, size_t errlen, const char *msg)
     }
 }
 
+/* SQLite's memory statistics take a process-wide mutex around every one
+ * of its allocations (about 25 per message) and nothing here reads them.
+ * sqlite3_config must come before SQLite initialises; if something in the
+ * process used SQLite first it refuses (SQLITE_MISUSE), which only keeps
+ * the statistics on. */
+static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+
+static void sqlite_setup(void)
+{
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,
                      size_t errlen)
 {
+    pthread_once(&sqlite_once, sqlite_setup);
     char buf[512] = "";
     if (opt == NULL || opt->data_dir == NULL || opt->partitions == 0 ||
         opt->partitions > PART_MAX_PARTITIONS) {
