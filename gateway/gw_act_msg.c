@@ -17,6 +17,7 @@
 #include "gw_metrics.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +30,22 @@ struct msg_batch {
     size_t job_count;                              /* entries handed to the job */
     uint32_t job_entry[PART_MAX_BATCH];            /* job entry -> request entry */
     const struct gw_sqs_err *fail[PART_MAX_BATCH]; /* request entry -> failure, or NULL */
-    struct gw_sqs_err errs[PART_MAX_BATCH];        /* storage for failures found here */
-    /* send only: each job entry's MD5s, stored with it and answered */
-    struct gw_sqs_digests digests[PART_MAX_BATCH];
     /* receive only */
     uint64_t ticket;
     struct pol_tenant_state *long_poll; /* a long-poll slot to release, or NULL */
     uint64_t queue_id;
     bool spilled; /* send: accepted into the overflow lane */
+    /* Written before they are read, so batch_new leaves them as they are
+     * (zeroing them cost more than the rest of a send's bookkeeping). */
+    struct gw_sqs_err errs[PART_MAX_BATCH]; /* storage for failures found here */
+    /* send only: each job entry's MD5s, stored with it and answered */
+    struct gw_sqs_digests digests[PART_MAX_BATCH];
 };
 
 static struct msg_batch *batch_new(struct gw_act_ctx *ctx, size_t count)
 {
-    struct msg_batch *b = sl_xcalloc(1, sizeof *b);
+    struct msg_batch *b = sl_xmalloc(sizeof *b);
+    memset(b, 0, offsetof(struct msg_batch, errs));
     b->ctx = ctx;
     b->count = count;
     return b;
