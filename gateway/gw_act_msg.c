@@ -192,21 +192,24 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
         free(b);
         return;
     }
+    /* Every entry's stored attributes and system attributes in one
+     * buffer; the slices into it are taken once it stops growing. */
     struct part_send_entry job[PART_MAX_BATCH];
-    struct sl_buf attrs[PART_MAX_BATCH];
-    struct sl_buf sys[PART_MAX_BATCH];
+    struct sl_buf enc;
+    sl_buf_init(&enc);
+    sl_buf_reserve(&enc, 128 * b->job_count);
+    size_t attrs_at[PART_MAX_BATCH + 1];
+    size_t sys_at[PART_MAX_BATCH];
     for (size_t j = 0; j < b->job_count; j++) {
         const struct gw_sqs_send_entry *m = &entries[b->job_entry[j]];
-        sl_buf_init(&attrs[j]);
-        sl_buf_init(&sys[j]);
-        gw__attrs_encode(m->attrs, m->attr_count, &attrs[j]);
-        encode_sys_attrs(ctx, m, &sys[j]);
+        attrs_at[j] = enc.n;
+        gw__attrs_encode(m->attrs, m->attr_count, &enc);
+        sys_at[j] = enc.n;
+        encode_sys_attrs(ctx, m, &enc);
         gw_sqs_digests_of(m, &b->digests[j]);
         int32_t delay = m->has_delay_seconds ? m->delay_seconds : -1;
         job[j] = (struct part_send_entry){
             .body = m->body,
-            .attrs = {attrs[j].p, attrs[j].n},
-            .sys_attrs = {sys[j].p, sys[j].n},
             .digests = {(const char *)b->digests[j].bytes, b->digests[j].n},
             .group_id = m->has_group_id ? m->group_id : (struct sl_slice){NULL, 0},
             .delay_s = delay,
@@ -220,13 +223,15 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             job[j].lane = PART_LANE_OVERFLOW;
         }
     }
+    attrs_at[b->job_count] = enc.n;
+    for (size_t j = 0; j < b->job_count; j++) {
+        job[j].attrs = (struct sl_slice){enc.p + attrs_at[j], sys_at[j] - attrs_at[j]};
+        job[j].sys_attrs = (struct sl_slice){enc.p + sys_at[j], attrs_at[j + 1] - sys_at[j]};
+    }
     uint32_t partition = send_partition(ctx, &q);
     int rc =
         part_send(ctx->loop->part, q.id, partition, job, b->job_count, cookie_of(b), send_done);
-    for (size_t j = 0; j < b->job_count; j++) {
-        sl_buf_free(&attrs[j]);
-        sl_buf_free(&sys[j]);
-    }
+    sl_buf_free(&enc);
     if (rc != SL_OK) {
         free(b);
         gw__act_fail_storage(ctx, rc);

@@ -367,13 +367,7 @@ static void recv_free(struct part_recv *r)
 
 static void job_free_now(struct part_job *job)
 {
-    for (size_t i = 0; i < job->nmsgs; i++) {
-        sl_buf_free(&job->msgs[i].body);
-        sl_buf_free(&job->msgs[i].attrs);
-        sl_buf_free(&job->msgs[i].sys_attrs);
-        free(job->msgs[i].group_id);
-    }
-    free(job->msgs);
+    free(job->msgs); /* and the messages' bytes after it */
     free(job->rh);
     if (job->parent == NULL) {
         free(job->entry_status);
@@ -871,6 +865,17 @@ static int queue_job_new(struct part_client *c, enum part_op op, uint64_t queue_
     return SL_OK;
 }
 
+/* Copies s to *p (advanced past it); the copy. */
+static struct sl_slice copy_into(char **p, struct sl_slice s)
+{
+    struct sl_slice out = {*p, s.n};
+    if (s.n > 0) {
+        memcpy(*p, s.p, s.n);
+    }
+    *p += s.n;
+    return out;
+}
+
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done)
@@ -888,22 +893,31 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     if (rc != SL_OK) {
         return rc;
     }
-    job->msgs = sl_xcalloc(n, sizeof *job->msgs);
+    /* One allocation for the array and every message's bytes. */
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        bytes += entries[i].body.n + entries[i].attrs.n + entries[i].sys_attrs.n +
+                 entries[i].group_id.n + 1;
+    }
+    job->msgs = sl_xmalloc(n * sizeof *job->msgs + bytes);
     job->nmsgs = n;
     uint8_t rnd[PART_MAX_BATCH][16];
     sl_random_bytes(rnd, n * sizeof rnd[0]);
+    char *p = (char *)(job->msgs + n);
     for (size_t i = 0; i < n; i++) {
         struct part_send_msg *m = &job->msgs[i];
+        *m = (struct part_send_msg){0};
         sl_uuid4_from(rnd[i], m->message_id);
-        sl_buf_append(&m->body, entries[i].body.p, entries[i].body.n);
-        sl_buf_append(&m->attrs, entries[i].attrs.p, entries[i].attrs.n);
-        sl_buf_append(&m->sys_attrs, entries[i].sys_attrs.p, entries[i].sys_attrs.n);
+        m->body = copy_into(&p, entries[i].body);
+        m->attrs = copy_into(&p, entries[i].attrs);
+        m->sys_attrs = copy_into(&p, entries[i].sys_attrs);
         if (entries[i].digests.n > 0) {
             memcpy(m->digests, entries[i].digests.p, entries[i].digests.n);
             m->ndigests = (uint8_t)entries[i].digests.n;
         }
         if (entries[i].group_id.n > 0) {
-            m->group_id = sl_xstrndup(entries[i].group_id.p, entries[i].group_id.n);
+            m->group_id = copy_into(&p, entries[i].group_id).p;
+            *p++ = '\0';
         }
         m->lane = entries[i].lane == PART_LANE_OVERFLOW ? PART_LANE_OVERFLOW : PART_LANE_MAIN;
         m->delay_s = entries[i].delay_s;

@@ -126,14 +126,16 @@ enum part_op {
     PART_OP_Q_DELETE,
 };
 
+/* A message to send. Its bytes (body, attrs, sys_attrs, group id) live
+ * in the allocation of the job's msgs array, right after it. */
 struct part_send_msg {
     char message_id[PART_MSG_ID_LEN + 1];
-    struct sl_buf body;
-    struct sl_buf attrs;
-    struct sl_buf sys_attrs;
+    struct sl_slice body;
+    struct sl_slice attrs;
+    struct sl_slice sys_attrs;
     uint8_t digests[PART_DIGESTS_MAX];
     uint8_t ndigests;
-    char *group_id;
+    const char *group_id; /* NUL-terminated; NULL: none */
     int32_t delay_s;
     bool has_priority;
     int64_t priority;
