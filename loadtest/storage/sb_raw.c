@@ -158,6 +158,7 @@ static uint64_t job_send(struct raw_part *rp, uint32_t n)
         sqlite3_bind_blob(st, 10, "", 0, SQLITE_STATIC);
         sqlite3_bind_blob(st, 11, "", 0, SQLITE_STATIC);
         sqlite3_bind_int(st, 12, 0); /* main lane */
+        sqlite3_bind_blob(st, 13, SB_DIGESTS, SB_DIGESTS_LEN, SQLITE_STATIC);
         if (!step_done(rp, st)) {
             return i;
         }
