@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -289,6 +291,26 @@ static void t_chvis(struct t_env *t, uint64_t q, const char *receipt, uint32_t v
 
 /* Waits until every partition committed what was queued and ran its due
  * timers (the clock may have moved). */
+/* Installs a fault on partition p's file: trigger_sql creates a trigger
+ * named t_fault whose RAISE(ABORT) makes the writer's statement fail, as a
+ * storage error would. Returns the connection for t_fault_clear. */
+static sqlite3 *t_fault(struct t_env *t, uint32_t p, const char *trigger_sql)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/part-%04u.db", t->dir, p);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    assert_int_equal(sqlite3_exec(db, trigger_sql, NULL, NULL, NULL), SQLITE_OK);
+    return db;
+}
+
+static void t_fault_clear(sqlite3 *db)
+{
+    assert_int_equal(sqlite3_exec(db, "DROP TRIGGER t_fault", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
 static void t_sync(struct t_env *t)
 {
     for (uint32_t p = 0; p < t->nparts; p++) {

@@ -10,8 +10,6 @@
  */
 #include "part_test_util.h"
 
-#include <sqlite3.h>
-
 struct move_done {
     bool done;
     int status;
@@ -322,15 +320,10 @@ static void test_batch_is_atomic(void **state)
     t_send(t, dlq, 0, "b3");
     t_sync(t);
 
-    char path[256];
-    snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
     const char *trigger = "CREATE TRIGGER t_fault BEFORE UPDATE OF queue_id ON msg"
                           " WHEN OLD.body = CAST('b2' AS BLOB)"
                           " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;";
-    assert_int_equal(sqlite3_exec(db, trigger, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3 *db = t_fault(t, 0, trigger);
 
     struct move_done m = t_move(t, dlq, 0, dest, 0, 10);
     assert_int_equal(m.status, SL_EIO);
@@ -340,8 +333,7 @@ static void test_batch_is_atomic(void **state)
     t_recv(t, dest, 10, 30, &r);
     assert_int_equal(r.count, 0);
 
-    assert_int_equal(sqlite3_exec(db, "DROP TRIGGER t_fault", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    t_fault_clear(db);
     assert_true(part_engine_partition_ok(t->e, 0));
     m = t_move(t, dlq, 0, dest, 0, 10);
     assert_int_equal(m.status, SL_OK);

@@ -4,8 +4,6 @@
  */
 #include "part_test_util.h"
 
-#include <sqlite3.h>
-
 static void test_delay_expiry(void **state)
 {
     struct t_env *t = *state;
@@ -201,15 +199,10 @@ static void test_timer_survives_rollback(void **state)
     t_recv(t, q, 1, 5, &r);
     assert_int_equal(r.count, 1);
 
-    char path[256];
-    snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
     const char *trigger = "CREATE TRIGGER t_fault BEFORE UPDATE OF state ON msg"
                           " WHEN OLD.body = CAST('m' AS BLOB)"
                           " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;";
-    assert_int_equal(sqlite3_exec(db, trigger, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3 *db = t_fault(t, 0, trigger);
 
     t_advance(t, 5000);
     struct t_done d;
@@ -219,8 +212,7 @@ static void test_timer_survives_rollback(void **state)
     assert_int_equal(t_counts(t, q).inflight, 1);
     assert_true(part_engine_partition_ok(t->e, 0));
 
-    assert_int_equal(sqlite3_exec(db, "DROP TRIGGER t_fault", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    t_fault_clear(db);
     t_sync(t); /* not yet: the retry waits a second */
     assert_int_equal(t_counts(t, q).inflight, 1);
     t_advance(t, 1000);
