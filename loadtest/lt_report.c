@@ -448,7 +448,7 @@ int lt_result_plot(const struct lt_result *r, const char *png_path)
                 continue;
             }
             for (size_t t = 0; t < m->timeline_n; t++) {
-                fprintf(f, "%.1f %.3f %.3f\n", m->timeline[t].t_s,
+                fprintf(f, "%.2f %.3f %.3f\n", m->timeline[t].t_s,
                         (double)m->timeline[t].p50_us / 1000.0,
                         (double)m->timeline[t].p99_us / 1000.0);
             }

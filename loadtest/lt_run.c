@@ -110,6 +110,7 @@ struct run {
     struct lt_result *result;
     uv_timer_t pacer;
     uv_timer_t ticker;
+    unsigned ticks;
     uint64_t t0_ns;
     uint64_t hard_end_ns;
     size_t conns_pending;
@@ -591,6 +592,11 @@ static void print_progress(struct run *run, double t)
     fputc('\n', stderr);
 }
 
+/* The timeline is sampled four times a second, so that a five-second run
+ * still draws a curve; progress (per-second counts) prints every fourth. */
+#define TIMELINE_MS 250
+#define TICKS_PER_PROGRESS (1000 / TIMELINE_MS)
+
 static void on_ticker(uv_timer_t *t)
 {
     struct run *run = t->data;
@@ -599,6 +605,9 @@ static void on_ticker(uv_timer_t *t)
         if (run->groups[i].active) {
             lt_group_stats_tick(run->groups[i].stats, secs);
         }
+    }
+    if (++run->ticks % TICKS_PER_PROGRESS != 0) {
+        return;
     }
     print_progress(run, secs);
     for (size_t i = 0; i < run->group_count; i++) {
@@ -680,7 +689,7 @@ static void begin_measure(struct run *run)
         }
         group_begin(g, now);
     }
-    uv_timer_start(&run->ticker, on_ticker, 1000, 1000);
+    uv_timer_start(&run->ticker, on_ticker, TIMELINE_MS, TIMELINE_MS);
 }
 
 /* ===== run: setup ======================================================= */
