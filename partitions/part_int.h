@@ -277,6 +277,7 @@ struct part_writer {
     struct sqlite3 *db;
     struct sqlite3_stmt *st[24]; /* prepared statements, by part_writer.c's ST_* */
     struct part_heap timers;
+    bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;
     char path[4096];
 };

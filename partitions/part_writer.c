@@ -42,13 +42,16 @@
  * move or a redrive puts it in the main lane of its new queue. Receives
  * read one lane per pass (see part__recv_plan).
  *
- * Group commit: the thread takes every queued job (up to max_batch_jobs),
- * runs due timers and all those jobs in ONE transaction (BEGIN IMMEDIATE
- * ... COMMIT, synchronous FULL or NORMAL), and only after the commit
- * applies counter deltas, wakes long polls and completes the jobs. If any
- * statement fails the whole group is rolled back and every job in it
- * fails with SL_EIO; corruption or an I/O error also marks the partition
- * failed (sticky), so later jobs fail fast instead of touching the file.
+ * Group commit: the thread takes every queued job (up to max_batch_jobs)
+ * and runs due timers and those jobs in at most two transactions (BEGIN
+ * IMMEDIATE ... COMMIT): first the receives, which with durability fsync
+ * do not wait for the disk (split_leases says why), then everything else,
+ * synchronous FULL with fsync, NORMAL with os. Only after a commit does it
+ * apply counter deltas, wake long polls and complete that transaction's
+ * jobs. If any statement fails the whole transaction is rolled back and
+ * every job in it fails with SL_EIO; corruption or an I/O error also
+ * marks the partition failed (sticky), so later jobs fail fast instead of
+ * touching the file.
  *
  * Timers: a binary min-heap of (due ms, row, kind) per writer, rebuilt
  * from the table at start-up. Entries are validated when they fire (the
@@ -1351,12 +1354,31 @@ static void rearm_fired(struct part_writer *w, const struct batch *b, uint64_t n
     }
 }
 
-static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch *b)
+/* With durability fsync a commit syncs the WAL (synchronous FULL) unless
+ * the batch holds only leases (see split_leases); durability os never
+ * does. The setting is the connection's, so it changes between batches,
+ * and through sqlite3_exec: SQLite applies this pragma when it compiles
+ * the statement, so stepping a prepared one again would change nothing. */
+static bool set_sync(struct part_writer *w, bool sync)
+{
+    if (w->engine->opt.durability != PART_DURABILITY_FSYNC || w->syncing == sync) {
+        return true;
+    }
+    if (part__sql_exec(w->db, sync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL") !=
+        SL_OK) {
+        mark_failed(w, sqlite3_extended_errcode(w->db));
+        return false;
+    }
+    w->syncing = sync;
+    return true;
+}
+
+static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch *b, bool sync)
 {
     struct part_engine *e = w->engine;
     uint64_t now = part__now(e);
     uint64_t begin_ns = sl_mono_ns();
-    bool ok = !atomic_load(&w->failed) && step_simple(w, ST_BEGIN);
+    bool ok = !atomic_load(&w->failed) && set_sync(w, sync) && step_simple(w, ST_BEGIN);
     if (ok) {
         fire_timers(w, b, now);
         for (struct part_job *j = jobs; j != NULL && !b->sql_failed; j = j->next) {
@@ -1400,6 +1422,38 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct batch
         checkpoint(w);
     }
     atomic_store_explicit(&w->stat_timers, w->timers.n, memory_order_relaxed);
+}
+
+/*
+ * A lease (ReceiveMessage) is the one write no client asked to keep: if
+ * the machine loses power before it reaches the disk, the message is
+ * simply ready again after the restart and is delivered once more (with
+ * one receive fewer counted), which at-least-once delivery allows. So a
+ * group's receives commit first, without waiting for the disk, and the
+ * rest (sends, deletes, visibility changes, purges, redrives: acknowledged
+ * writes) commit after them with the sync. The sync of that second commit
+ * or of any later one also makes the leases durable, since the WAL is
+ * appended in order. The receives of one group were all submitted before
+ * any of them was answered, so running them ahead of the others is an
+ * order the clients could have seen anyway. Splits *jobs; returns the
+ * receives, in their order.
+ */
+static struct part_job *split_leases(struct part_job **jobs)
+{
+    struct part_job *leases = NULL, **lt = &leases, **rt = jobs;
+    for (struct part_job *j = *jobs, *next; j != NULL; j = next) {
+        next = j->next;
+        j->next = NULL;
+        if (j->op == PART_OP_RECEIVE) {
+            *lt = j;
+            lt = &j->next;
+        } else {
+            *rt = j;
+            rt = &j->next;
+        }
+    }
+    *rt = NULL;
+    return leases;
 }
 
 /* ---- thread ------------------------------------------------------------ */
@@ -1460,8 +1514,12 @@ static void *writer_main(void *arg)
             w->exited = true;
         }
         pthread_mutex_unlock(&w->mu);
-        if (jobs != NULL || w->timers.n > 0) {
-            run_batch(w, jobs, &b);
+        struct part_job *leases = split_leases(&jobs);
+        if (leases != NULL || (jobs == NULL && w->timers.n > 0)) {
+            run_batch(w, leases, &b, false); /* due timers fire here */
+        }
+        if (jobs != NULL) {
+            run_batch(w, jobs, &b, true);
         }
         if (stop) {
             break;
@@ -1660,6 +1718,7 @@ int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t ind
         snprintf(why, sizeof why, "%s", sqlite3_errmsg(w->db));
         goto fail;
     }
+    w->syncing = e->opt.durability == PART_DURABILITY_FSYNC;
     for (int i = 0; i < ST_COUNT_; i++) {
         if (sqlite3_prepare_v3(w->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
             SQLITE_OK) {
