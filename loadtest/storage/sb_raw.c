@@ -14,21 +14,25 @@
  *   receive  ST_SELECT_READY LIMIT 10 (reading every column, copying the
  *            blobs as the engine does) + ST_LEASE per row
  *   delete   10 x (ST_ROW + ST_DELETE)
- *   cycle    k/3 rounds of one send, one receive and one delete job, where
- *            the receive takes only rows that an EARLIER transaction
- *            committed and the delete only leases that an earlier
- *            transaction committed: what a queue must do, since a message
- *            is received only after its send was acknowledged (committed)
- *            and deleted only by a receipt that a committed receive handed
- *            out. Each message is thus written in three transactions, as
- *            in the engine.
+ *   cycle    groups of r = k/1.5 rounds, in two transactions as the
+ *            engine's writer runs a group: r receive jobs, then r sends
+ *            and r deletes, where the receive takes only rows that an
+ *            EARLIER group committed and the delete only leases that an
+ *            earlier group committed: what a queue must do, since a
+ *            message is received only after its send was acknowledged
+ *            (committed) and deleted only by a receipt that a committed
+ *            receive handed out. Each message is thus written in three
+ *            transactions, as in the engine.
+ * Under durability fsync a transaction of receives only (the receive phase,
+ * the cycle's first) commits without the sync, as the engine's leases do.
  *   cycle, single-transaction bound (SB_CEIL_SINGLE_TXN, reported beside
  *            it): k/3 rounds whose receive and delete act on the rows sent
  *            in the same transaction, so each message is inserted, leased
  *            and deleted before one commit -- work no queue can do, kept
  *            as an upper bound.
- * and after each commit, as the engine does: ST_HEAD for the queue, and a
- * TRUNCATE checkpoint once the WAL passed 2048 pages.
+ * After each commit, as the engine does: ST_HEAD for the queue, and a
+ * RESTART checkpoint (the WAL is then rewritten from its start, not
+ * truncated) once the WAL passed 2048 pages.
  *
  * Threading: each thread owns its connection during a phase; main() opens
  * and closes them between phases.
@@ -87,6 +91,8 @@ struct raw_part {
     uint64_t ready_committed; /* rows a committed txn sent, not yet received */
     uint64_t sent;            /* cycle: messages sent (the quota counts these) */
     int64_t committed_row;    /* the last row a committed txn inserted */
+    bool fsync;               /* durability fsync */
+    bool syncing;             /* the connection's synchronous is FULL */
     /* the running phase */
     pthread_t thread;
     enum sb_phase phase;
@@ -267,7 +273,7 @@ static void after_commit(struct raw_part *rp)
     (void)sqlite3_step(st);
     sqlite3_reset(st);
     if (rp->wal_pages >= CHECKPOINT_PAGES) {
-        sqlite3_wal_checkpoint_v2(rp->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        sqlite3_wal_checkpoint_v2(rp->db, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
         rp->wal_pages = 0;
         sqlite3_stmt *fl = NULL;
         if (sqlite3_prepare_v2(rp->db, "PRAGMA freelist_count", -1, &fl, NULL) == SQLITE_OK &&
@@ -278,40 +284,91 @@ static void after_commit(struct raw_part *rp)
     }
 }
 
-/* One round of the pipelined cycle inside the open transaction: a send
- * of new messages, a receive of rows that earlier transactions committed,
- * a delete of leases that earlier transactions committed. Adds the rows
- * sent to *txn_sent; returns the messages deleted. */
-static uint64_t cycle_round(struct raw_part *rp, uint64_t *txn_sent)
+/* As the engine's writer (part_writer.c, split_leases): under durability
+ * fsync a commit of leases only does not sync, every other commit does. */
+static bool set_sync(struct raw_part *rp, bool sync)
 {
-    uint64_t unsent = rp->quota - SL_MIN(rp->quota, rp->sent + *txn_sent);
-    if (unsent > 0) {
-        *txn_sent += job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, unsent));
-        rp->jobs++;
+    if (!rp->fsync || rp->syncing == sync) {
+        return true;
     }
+    const char *sql = part_sql_text(sync ? PART_SQL_SYNC_FULL : PART_SQL_SYNC_NORMAL);
+    if (sqlite3_exec(rp->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        rp->errors++;
+        return false;
+    }
+    rp->syncing = sync;
+    return true;
+}
+
+static bool commit(struct raw_part *rp)
+{
+    if (!step_done(rp, stmt(rp, ST_COMMIT))) {
+        return false;
+    }
+    rp->commits++;
+    after_commit(rp);
+    return true;
+}
+
+/* One group of the pipelined cycle, two transactions as the engine runs a
+ * group: first the receives of `rounds` rounds (rows that earlier groups
+ * committed), without the sync; then their sends and deletes (of leases
+ * that earlier groups committed), with it. Returns false when the phase
+ * has nothing left to do here. */
+static bool cycle_group(struct raw_part *rp)
+{
+    uint64_t before = rp->jobs;
     if (rp->ready_committed > 0) {
-        uint64_t got = job_receive(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, rp->ready_committed));
-        rp->ready_committed -= SL_MIN(got, rp->ready_committed);
-        rp->jobs++;
+        if (!set_sync(rp, false) || !step_done(rp, stmt(rp, ST_BEGIN))) {
+            return false;
+        }
+        for (uint32_t j = 0; j < rp->txn_jobs && rp->ready_committed > 0; j++) {
+            uint64_t got = job_receive(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, rp->ready_committed));
+            rp->ready_committed -= SL_MIN(got, rp->ready_committed);
+            rp->jobs++;
+        }
+        if (!commit(rp)) {
+            return false;
+        }
     }
-    uint64_t deleted = 0;
-    if (rp->leased_next < rp->leased_committed) {
-        deleted = job_delete(rp, rp->leased_committed);
-        rp->jobs++;
+    if (!set_sync(rp, true) || !step_done(rp, stmt(rp, ST_BEGIN))) {
+        return false;
     }
-    return deleted;
+    uint64_t txn_sent = 0;
+    for (uint32_t j = 0; j < rp->txn_jobs && rp->messages < rp->quota; j++) {
+        uint64_t unsent = rp->quota - SL_MIN(rp->quota, rp->sent + txn_sent);
+        if (unsent > 0) {
+            txn_sent += job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, unsent));
+            rp->jobs++;
+        }
+        if (rp->leased_next < rp->leased_committed) {
+            rp->messages += job_delete(rp, rp->leased_committed);
+            rp->jobs++;
+        }
+    }
+    if (!commit(rp)) {
+        return false;
+    }
+    /* now acknowledged: receivable and deletable by later groups */
+    rp->sent += txn_sent;
+    rp->ready_committed += txn_sent;
+    rp->leased_committed = rp->nleased;
+    rp->committed_row = sqlite3_last_insert_rowid(rp->db);
+    return rp->jobs > before && rp->errors == 0;
 }
 
 /* One transaction of the phase. Returns false when the phase has nothing
  * left to do here. */
 static bool one_txn(struct raw_part *rp)
 {
-    if (!step_done(rp, stmt(rp, ST_BEGIN))) {
+    if (rp->phase == SB_CYCLE && !rp->single_txn) {
+        return cycle_group(rp);
+    }
+    if (!set_sync(rp, rp->phase != SB_RECEIVE) || !step_done(rp, stmt(rp, ST_BEGIN))) {
         return false;
     }
     bool more = true;
-    uint64_t txn_sent = 0, before = rp->jobs;
-    /* the cycle's txn_jobs counts rounds of three jobs */
+    /* the single-transaction cycle's txn_jobs counts rounds of three jobs */
     for (uint32_t j = 0; j < rp->txn_jobs && more && rp->messages < rp->quota; j++) {
         uint64_t left = rp->quota - rp->messages;
         uint64_t got = 0;
@@ -330,35 +387,18 @@ static bool one_txn(struct raw_part *rp)
             more = got > 0;
             rp->jobs += got > 0;
             break;
-        case SB_CYCLE:
-            if (rp->single_txn) { /* all three steps on the same rows, one commit */
-                job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, left));
-                job_receive(rp, PART_MAX_BATCH);
-                got = job_delete(rp, rp->nleased);
-                rp->jobs += 3;
-            } else {
-                got = cycle_round(rp, &txn_sent);
-            }
+        case SB_CYCLE: /* all three steps on the same rows, one commit */
+            job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, left));
+            job_receive(rp, PART_MAX_BATCH);
+            got = job_delete(rp, rp->nleased);
+            rp->jobs += 3;
             break;
         default:
             break;
         }
         rp->messages += got;
     }
-    if (!step_done(rp, stmt(rp, ST_COMMIT))) {
-        return false;
-    }
-    rp->commits++;
-    if (rp->phase == SB_CYCLE && !rp->single_txn) {
-        /* now acknowledged: receivable and deletable by later transactions */
-        rp->sent += txn_sent;
-        rp->ready_committed += txn_sent;
-        rp->leased_committed = rp->nleased;
-        rp->committed_row = sqlite3_last_insert_rowid(rp->db);
-        more = rp->jobs > before; /* nothing left to send, receive or delete */
-    }
-    after_commit(rp);
-    return more && rp->errors == 0;
+    return commit(rp) && more && rp->errors == 0;
 }
 
 static void *raw_main(void *arg)
@@ -392,6 +432,7 @@ static int raw_open(struct raw_part *rp, const char *dir, enum part_durability d
         }
     }
     sqlite3_wal_hook(rp->db, wal_hook, rp);
+    rp->fsync = rp->syncing = dur == PART_DURABILITY_FSYNC;
     rp->scratch = sl_xmalloc((size_t)rp->opt->body_size + 64 + PART_MSG_ID_LEN);
     return SL_OK;
 fail:
@@ -428,8 +469,9 @@ static int run_phase(struct raw_part *parts, uint32_t np, enum sb_phase ph, bool
 {
     const struct sb_opts *opt = parts[0].opt;
     /* transaction size in jobs, as the engine's; the cycle's in rounds of
-     * three jobs (send, receive, delete) */
-    double unit = ph == SB_CYCLE ? 3.0 : 1.0;
+     * three jobs (send, receive, delete): one commit a round for the
+     * single-transaction bound, two (leases, then the rest) otherwise */
+    double unit = ph != SB_CYCLE ? 1.0 : single_txn ? 3.0 : 1.5;
     uint32_t txn = per >= unit ? (uint32_t)lround(per / unit) : 1;
     uint64_t t0 = sl_mono_ns();
     uint64_t deadline = t0 + (uint64_t)(opt->seconds * 1e9);

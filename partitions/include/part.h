@@ -504,6 +504,8 @@ enum part_sql {
     PART_SQL_HEAD,          /* the best ready priority of a queue */
     PART_SQL_BEGIN,
     PART_SQL_COMMIT,
+    PART_SQL_SYNC_FULL,   /* before a commit that must reach the disk (fsync) */
+    PART_SQL_SYNC_NORMAL, /* before a commit of leases only (see part_writer.c) */
 };
 
 /* The text of one of them (static, never NULL for a valid value). */
