@@ -91,16 +91,6 @@ static void respond_error(struct gw_exchange *ex, int status, const char *code, 
 
 /* ---- authentication ----------------------------------------------------------- */
 
-static const struct gw_header *find_header(const struct gw_request *req, const char *name)
-{
-    for (size_t i = 0; i < req->header_count; i++) {
-        if (sl_slice_eq_cstr(req->headers[i].name, name)) {
-            return &req->headers[i];
-        }
-    }
-    return NULL;
-}
-
 static void split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
 {
     const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
@@ -186,10 +176,10 @@ static bool authenticate_sigv4(struct admin_loop *l, const struct cfg_snapshot *
 static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
                          const struct gw_request *req, struct auth_failure *f)
 {
-    if (find_header(req, "x-amz-security-token") != NULL) {
+    if (gw_request_header(req, "x-amz-security-token") != NULL) {
         return auth_fail(f, 403, "AccessDenied", "Session tokens are not supported.");
     }
-    const struct gw_header *authz = find_header(req, "authorization");
+    const struct gw_header *authz = gw_request_header(req, "authorization");
     if (authz == NULL || authz->value.n == 0) {
         return auth_fail(f, 401, "Unauthorized",
                          "The admin listener requires the admin credentials: SigV4 or "

@@ -163,16 +163,6 @@ static void loop_stop(void *loop_ctx)
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static const struct gw_header *find_header(const struct gw_request *req, const char *name)
-{
-    for (size_t i = 0; i < req->header_count; i++) {
-        if (sl_slice_eq_cstr(req->headers[i].name, name)) {
-            return &req->headers[i];
-        }
-    }
-    return NULL;
-}
-
 static bool content_type_is_json(struct sl_slice v)
 {
     size_t n = sizeof(JSON_CONTENT_TYPE) - 1;
@@ -325,10 +315,10 @@ static int authenticate(struct gw_act_ctx *ctx, struct gw_api_loop *l, struct gw
 {
     const struct gw_request *req = ctx->http;
     const char *why = NULL;
-    if (find_header(req, "x-amz-security-token") != NULL) {
+    if (gw_request_header(req, "x-amz-security-token") != NULL) {
         return auth_fail(GW_SIGV4_TOKEN, NULL, err);
     }
-    const struct gw_header *authz = find_header(req, "authorization");
+    const struct gw_header *authz = gw_request_header(req, "authorization");
     if (authz == NULL) {
         return auth_fail(GW_SIGV4_MISSING, NULL, err);
     }
@@ -374,7 +364,7 @@ static int route(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
                               "Only POST requests with X-Amz-Target: AmazonSQS.<Action> and "
                               "Content-Type: " JSON_CONTENT_TYPE " are supported.");
     }
-    const struct gw_header *target = find_header(req, "x-amz-target");
+    const struct gw_header *target = gw_request_header(req, "x-amz-target");
     if (target == NULL) {
         return gw_sqs_err_set(err, GW_SQS_E_UNKNOWN_OPERATION,
                               "The request has no X-Amz-Target header; expected "
@@ -385,7 +375,7 @@ static int route(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
                               "The action or operation %.*s is not valid for this endpoint.",
                               (int)SL_MIN(target->value.n, 200), target->value.p);
     }
-    const struct gw_header *ctype = find_header(req, "content-type");
+    const struct gw_header *ctype = gw_request_header(req, "content-type");
     if (ctype == NULL || !content_type_is_json(ctype->value)) {
         return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
                               "The Content-Type must be " JSON_CONTENT_TYPE ".");

@@ -187,6 +187,16 @@ const struct gw_request *gw_exchange_request(const struct gw_exchange *ex)
     return &ex->req;
 }
 
+const struct gw_header *gw_request_header(const struct gw_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (sl_slice_eq_cstr(req->headers[i].name, name)) {
+            return &req->headers[i];
+        }
+    }
+    return NULL;
+}
+
 /* ---- session ------------------------------------------------------------ */
 
 struct gw_h2c *gw__h2c_new(const struct gw_h2c_env *env, uint64_t now_ns)

@@ -76,4 +76,8 @@ void gw_exchange_on_cancel(struct gw_exchange *ex, gw_cancel_fn *fn, void *data)
 /* The request of this exchange (same pointer the handler received). */
 const struct gw_request *gw_exchange_request(const struct gw_exchange *ex);
 
+/* The first header of req named name (lower case, as headers arrive), or
+ * NULL. Borrows from req. */
+const struct gw_header *gw_request_header(const struct gw_request *req, const char *name);
+
 #endif
