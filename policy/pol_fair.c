@@ -7,7 +7,7 @@
  * more than 10 % of the queue's in-flight messages and at least 30 of them;
  * noisy groups are served after quiet ones (deprioritised, never dropped),
  * so one hot MessageGroupId cannot keep every consumer busy while others
- * wait (fairness-and-engines.md §0, §7).
+ * wait (docs/policy.md, section 4).
  *
  * The overflow lane follows the Builders' Library: spilled sends wait
  * there, and ready messages that waited too long are sidelined to it, so

@@ -8,8 +8,8 @@
  *     max(TAT, now) - now + c * T <= tau
  * and then TAT becomes max(TAT, now) + c * T. One 64-bit word of state
  * means one compare-and-swap makes a take atomic, so every I/O thread can
- * share a tenant's budget exactly without a lock (fairness-and-engines.md
- * §2.1; redis-cell and nghttp2's ratelim take the clock as a parameter the
+ * share a tenant's budget exactly without a lock (docs/policy.md, section
+ * 2; redis-cell and nghttp2's ratelim take the clock as a parameter the
  * same way).
  *
  * Invariants:

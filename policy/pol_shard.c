@@ -11,7 +11,7 @@
  *   2. the top k+1 contain the top k (growing k keeps the old members);
  *   3. without the secret key nobody can aim a tenant name at another
  *      tenant's shard (Route 53 Infima's advice on targeted collisions).
- * See fairness-and-engines.md §1.4 and docs/policy.md for the arithmetic.
+ * See docs/policy.md for the arithmetic.
  *
  * Threading: pure; no shared state. Ownership: none kept.
  */
@@ -136,7 +136,7 @@ uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64
     SL_ASSERT(k >= 1);
     /* Strict comparisons keep the earliest in shard order on full ties:
      * when idle, a tenant's messages gather in its first partition, which
-     * keeps receives cheap (fairness-and-engines.md §1.3). */
+     * keeps receives cheap (docs/policy.md, section 1). */
     for (uint32_t i = 1; i < k; i++) {
         if (ready[i] < ready[best] ||
             (ready[i] == ready[best] && writer_depth[i] < writer_depth[best])) {

@@ -6,7 +6,7 @@
  * queue, send, receive).
  *
  * Expected values in the tests come from Amazon SQS's documented and
- * observed behaviour (research/sqs-peers.md), never from sluice's code.
+ * observed behaviour (docs/api.md), never from sluice's code.
  *
  * Ownership: it_call() steals the request object; a struct it_reply owns
  * its parsed JSON and raw body until it_reply_free(). Strings returned by
@@ -97,8 +97,9 @@ long long it_queue_attr_int(const struct it_server *s, const char *url, const ch
 
 /* Lower-case hex MD5 of bytes (OpenSSL, independent of sluice's). */
 void it_md5_hex(const void *data, size_t n, char out[33]);
-/* MD5 of one String attribute as SQS hashes attributes (research
- * sqs-peers.md 1.5): the vector for AWSTraceHeader and similar. */
+/* MD5 of one String attribute as SQS hashes attributes (Amazon SQS
+ * Developer Guide, "Calculating the MD5 message digest for message
+ * attributes"): the vector for AWSTraceHeader and similar. */
 void it_md5_one_string_attr(const char *name, const char *value, char out[33]);
 
 /* Milliseconds since the epoch (to bound the timestamps SQS returns). */

@@ -5,8 +5,8 @@
  * trace header and receive count intact plus DeadLetterQueueSourceArn,
  * and ListDeadLetterSourceQueues with paging.
  *
- * Expectations are Amazon SQS's (research/sqs-peers.md 1.3, 1.6, 1.9 and
- * 4.11, 4.50-4.52). Receives use VisibilityTimeout 0 instead of waiting.
+ * Expectations are Amazon SQS's (Amazon SQS Developer Guide, "Using
+ * dead-letter queues"; API Reference, SetQueueAttributes). Receives use VisibilityTimeout 0 instead of waiting.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  * timestamp. When a message is moved to a dead-letter queue, the enqueue
  * timestamp is unchanged" -- so in the dead-letter queue a standard
  * queue's message expires at its send time plus the DEAD-LETTER QUEUE's
- * MessageRetentionPeriod (research/sqs-peers.md 1.9; AWS Developer Guide,
- * "setting-up-dead-letter-queue-retention"). Two cases, in one wait:
+ * MessageRetentionPeriod (Amazon SQS Developer Guide, "Configuring a
+ * dead-letter queue", on retention). Two cases, in one wait:
  *  - source 60 s, DLQ 4 days (the default): the moved message is still in
  *    the DLQ after 60 s;
  *  - source 4 days, DLQ 60 s: the moved message is gone from the DLQ

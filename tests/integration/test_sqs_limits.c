@@ -3,7 +3,8 @@
  * real size, against the real sluiced over HTTP/2: once 120,000 messages
  * of a queue are received and not deleted, ReceiveMessage answers
  * OverLimit (HTTP 403) until one of them is deleted; another queue of the
- * same tenant is not affected (research/sqs-peers.md 1.2, 1.4, 1.8).
+ * same tenant is not affected (Amazon SQS Developer Guide, "Amazon SQS
+ * message quotas"; API Reference, ReceiveMessage errors).
  *
  * The tenant's own limits (rate, burst, max_inflight, max_backlog) are set
  * far above what the test uses, so only the queue's limit can answer.

@@ -4,7 +4,8 @@
  * CancelMessageMoveTask. A DLQ is filled through maxReceiveCount, tasks
  * move it back to the messages' own source queue or to a destination,
  * a slow task is cancelled, and every error SQS documents is checked
- * (research/sqs-peers.md 1.4 and 1.9; messages as AWS words them).
+ * (Amazon SQS API Reference, StartMessageMoveTask; messages as AWS words
+ * them).
  *
  * Waiting for a task is a bounded poll of ListMessageMoveTasks; nothing
  * asserts on elapsed time.

@@ -4,8 +4,9 @@
  * ListQueues, DeleteQueue, GetQueueAttributes, SetQueueAttributes,
  * PurgeQueue, TagQueue / UntagQueue / ListQueueTags.
  *
- * Every expectation is Amazon SQS's behaviour as research/sqs-peers.md
- * records it (sections 1.3, 1.4, 1.6, 1.8, 1.9 and 4), not sluice's code.
+ * Every expectation is Amazon SQS's behaviour (Amazon SQS API Reference:
+ * CreateQueue, GetQueueAttributes, SetQueueAttributes, DeleteQueue;
+ * observed details in docs/api.md), not sluice's code.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ static void expected_url(const char *name, char *out, size_t cap)
     snprintf(out, cap, "%s/" IT_TENANT "/%s", srv.base_url, name);
 }
 
-/* research/sqs-peers.md 1.3: a fresh standard queue shows exactly these. */
+/* A fresh standard queue shows exactly these, as Amazon SQS's do. */
 static void create_and_default_attributes(void)
 {
     long long t0 = it_now_ms() / 1000;

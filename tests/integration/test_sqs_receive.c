@@ -6,7 +6,8 @@
  * delays per message and per queue, receipt-handle rules and the batch
  * variants' partial failures.
  *
- * Expectations are Amazon SQS's (research/sqs-peers.md 1.4, 1.9 and 4).
+ * Expectations are Amazon SQS's (Amazon SQS API Reference, ReceiveMessage
+ * and ChangeMessageVisibility; Developer Guide, "Visibility timeout").
  * Timing: visibility is ended with VisibilityTimeout 0 instead of sleeps;
  * the few waits (a 1 s delay, a long poll) are bounded by the poll itself
  * and checked by outcome, never by elapsed time.

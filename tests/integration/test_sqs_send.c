@@ -1,13 +1,15 @@
 /*
  * test_sqs_send.c -- SendMessage, SendMessageBatch and what ReceiveMessage
  * returns of a message, against the real sluiced over HTTP/2: the MD5s
- * (the vectors of research/sqs-peers.md 1.5), message attributes and their
+ * (Amazon SQS Developer Guide, "Calculating the MD5 message digest for
+ * message attributes"), message attributes and their
  * receive-side filters, system attributes, the character set, the
  * queue's MaximumMessageSize, batch partial failures and batch errors,
  * attribute limits and MessageGroupId on a standard queue; and the MD5s
  * of a message stored before its digests were kept (partition schema 1).
  *
- * Expectations are Amazon SQS's (research/sqs-peers.md 1.4-1.8 and 4).
+ * Expectations are Amazon SQS's (Amazon SQS API Reference, SendMessage,
+ * SendMessageBatch and ReceiveMessage; Developer Guide, quotas).
  */
 #include <glob.h>
 #include <stdio.h>
@@ -256,7 +258,7 @@ static void system_attributes(void)
     IT_CHECK(json_object_size(a) == 1);
     IT_STREQ(it_jstr(a, "SentTimestamp"), sent);
     it_reply_free(&r);
-    /* An unknown system attribute name is ignored (sqs-peers.md 1.3). */
+    /* An unknown system attribute name is ignored, as by Amazon SQS. */
     r = peek(url, json_pack("{s:[s]}", "MessageSystemAttributeNames", "not-a-real-name"));
     IT_OK(&r);
     IT_CHECK(it_message_count(&r) == 1);

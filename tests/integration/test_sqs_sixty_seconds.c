@@ -4,8 +4,8 @@
  *  - MessageRetentionPeriod 60 (SQS's minimum): a visible and an in-flight
  *    message are there well before 60 s and gone after it; a later
  *    DeleteMessage with the expired message's receipt handle still answers
- *    200 (research/sqs-peers.md 1.6, 1.8, 4.48; LocalStack
- *    test_message_retention_with_inflight);
+ *    200, as Amazon SQS answers it (LocalStack's test suite checks the
+ *    same: test_message_retention_with_inflight);
  *  - a deleted queue's name is refused for 60 s (QueueDeletedRecently),
  *    then creates a new, empty queue (research 1.6, 1.9, 4.5);
  *  - a second PurgeQueue within 60 s is PurgeQueueInProgress, after 60 s

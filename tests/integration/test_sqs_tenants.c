@@ -11,8 +11,8 @@
  *    every tenant's queues;
  *  - ListQueues returns at most 1000 URLs (SQS's cap).
  *
- * Expectations: the contract (shared/contract.md, "Wire protocol") and
- * SQS's multi-account behaviour (research/sqs-peers.md 4.64).
+ * Expectations: tenant isolation as docs/api.md states it (a tenant plays
+ * an AWS account) and SQS's behaviour across accounts.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -250,7 +250,7 @@ static long long beta_count(const char *url, const char *attribute)
     return n;
 }
 
-/* The admin may act on any tenant's queue (issue 4, contract): every
+/* The admin may act on any tenant's queue (docs/api.md): every
  * queue-scoped action of the API on beta's queues, each seen by beta. */
 static void admin_every_action(void)
 {

@@ -93,7 +93,7 @@ export async function startSluiced(extraYaml = "") {
   };
 }
 
-// A stock SQS client over HTTP/2 (prior knowledge, as the contract says).
+// A stock SQS client over HTTP/2 (prior knowledge, as docs/design.md says).
 // MD5 validation stays on (the SDK default).
 export function sqsClient(server, cred = tenants.alpha, opts = {}) {
   return new SQSClient({
