@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -168,6 +169,7 @@ int it_server_start(struct it_server *s, const struct it_options *opt)
     snprintf(s->data_dir, sizeof(s->data_dir), "%s/data", s->dir);
     snprintf(s->log_path, sizeof(s->log_path), "%s/sluiced.log", s->dir);
     s->tls = opt->tls;
+    s->nofile_limit = opt->nofile_limit;
     s->port = free_port();
     s->admin_port = opt->admin ? free_port() : 0;
     const char *scheme = opt->tls ? "https" : "http";
@@ -208,6 +210,11 @@ int it_server_restart(struct it_server *s)
         }
         if (chdir(s->dir) != 0)
             _exit(126);
+        if (s->nofile_limit > 0) {
+            struct rlimit rl = {s->nofile_limit, s->nofile_limit};
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+                _exit(125);
+        }
         execl(it_sluiced_path(), "sluiced", "--config", s->config_path, (char *)NULL);
         _exit(127);
     }
@@ -572,6 +579,11 @@ static int connect_local(uint16_t port)
         return -1;
     }
     return fd;
+}
+
+int it_connect(const struct it_server *s)
+{
+    return connect_local(s->port);
 }
 
 long it_raw_exchange(const struct it_server *s, const void *bytes, size_t n, char *reply,

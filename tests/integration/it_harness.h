@@ -50,6 +50,7 @@ struct it_options {
                                  section, including the "tenants:" line); NULL =
                                  tenant acme with IT_KEY / IT_SECRET */
     const char *extra_yaml;   /* appended at top level (e.g. "durability: os\n") */
+    unsigned nofile_limit;    /* > 0: sluiced runs with RLIMIT_NOFILE soft = hard = this */
 };
 
 struct it_server {
@@ -65,6 +66,7 @@ struct it_server {
     char base_url[64]; /* "http://127.0.0.1:PORT" or "https://..." */
     char admin_url[64];
     pid_t pid; /* 0 when not running */
+    unsigned nofile_limit; /* from it_options, kept for restarts */
 };
 
 /* Writes the configuration, starts build/sluiced --config, and waits (bounded)
@@ -164,6 +166,10 @@ bool it_healthz(const struct it_server *s);
  * time. */
 long it_raw_exchange(const struct it_server *s, const void *bytes, size_t n, char *reply,
                      size_t cap, int timeout_ms);
+
+/* A raw TCP connection to the SQS listener (blocking). Returns the fd, or -1
+ * when it could not connect. */
+int it_connect(const struct it_server *s);
 
 /* A TLS handshake offering the given ALPN protocols (wire format, e.g.
  * "\x08http/1.1"). True when it completed with "h2" selected. */
