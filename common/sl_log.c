@@ -107,11 +107,11 @@ static size_t format_stamp(struct log_thread *lt, char *out)
     return (size_t)(p - out);
 }
 
-void sl_log(enum sl_log_level level, const char *module, const char *fmt, ...)
+/* Formats and emits one line; suffix (may be NULL) is appended after the
+ * formatted text. */
+static void log_line(enum sl_log_level level, const char *module, const char *suffix,
+                     const char *fmt, va_list ap)
 {
-    if (!sl_log_enabled(level)) {
-        return;
-    }
     struct log_thread *lt = &log_thread;
     char line[LOG_LINE_MAX];
     size_t n = format_stamp(lt, line);
@@ -120,11 +120,14 @@ void sl_log(enum sl_log_level level, const char *module, const char *fmt, ...)
         return;
     }
     n += SL_MIN((size_t)h, sizeof line - n - 1);
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
-    va_end(ap);
     size_t len = n + (m < 0 ? 0 : SL_MIN((size_t)m, sizeof line - n - 2));
+    if (suffix != NULL) {
+        size_t room = sizeof line - len - 2;
+        size_t k = SL_MIN(strlen(suffix), room);
+        memcpy(line + len, suffix, k);
+        len += k;
+    }
     line[len++] = '\n';
     if (lt->buf == NULL) {
         write_all(line, len);
@@ -139,6 +142,48 @@ void sl_log(enum sl_log_level level, const char *module, const char *fmt, ...)
     }
     memcpy(lt->buf + lt->used, line, len);
     lt->used += len;
+}
+
+void sl_log(enum sl_log_level level, const char *module, const char *fmt, ...)
+{
+    if (!sl_log_enabled(level)) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(level, module, NULL, fmt, ap);
+    va_end(ap);
+}
+
+/* The window is reset by whichever thread first sees it expired; a line
+ * racing with the reset may be counted in either window, which only moves
+ * the budget by one line. */
+void sl_log_limited(struct sl_log_limit *lim, enum sl_log_level level, const char *module,
+                    const char *fmt, ...)
+{
+    if (!sl_log_enabled(level)) {
+        return;
+    }
+    uint64_t now_ms = sl_mono_ns() / 1000000u;
+    uint64_t start = atomic_load_explicit(&lim->window_start_ms, memory_order_relaxed);
+    if (now_ms - start >= lim->interval_ms &&
+        atomic_compare_exchange_strong(&lim->window_start_ms, &start, now_ms)) {
+        atomic_store_explicit(&lim->used, 0, memory_order_relaxed);
+    }
+    if (atomic_fetch_add_explicit(&lim->used, 1, memory_order_relaxed) >= lim->burst) {
+        atomic_fetch_add_explicit(&lim->suppressed, 1, memory_order_relaxed);
+        return;
+    }
+    uint64_t skipped = atomic_exchange_explicit(&lim->suppressed, 0, memory_order_relaxed);
+    char suffix[64];
+    if (skipped > 0) {
+        snprintf(suffix, sizeof suffix, " (%llu similar lines suppressed)",
+                 (unsigned long long)skipped);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(level, module, skipped > 0 ? suffix : NULL, fmt, ap);
+    va_end(ap);
 }
 
 uint64_t sl_wall_ms(void)

@@ -104,6 +104,23 @@ void sl_log(enum sl_log_level level, const char *module, const char *fmt, ...)
 void sl_log_set_level(enum sl_log_level level);
 bool sl_log_enabled(enum sl_log_level level);
 
+/* A budget of lines for one message that a client can trigger at will
+ * (accept errors, refused connections, malformed input), so that a flood
+ * cannot fill the disk through the log: at most burst lines per
+ * interval_ms, shared by every thread; the lines over it are counted and
+ * the next line that passes says how many were suppressed. Declare one per
+ * call site, statically: SL_LOG_LIMIT(10, 1000). */
+struct sl_log_limit {
+    uint32_t burst;
+    uint32_t interval_ms;
+    _Atomic uint64_t window_start_ms;
+    _Atomic uint32_t used;
+    _Atomic uint64_t suppressed;
+};
+#define SL_LOG_LIMIT(burst, interval_ms) {(burst), (interval_ms), 0, 0, 0}
+void sl_log_limited(struct sl_log_limit *lim, enum sl_log_level level, const char *module,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Per-thread buffering for event-loop threads, whose per-request lines
  * would otherwise cost a write(2) each (as nginx's "access_log buffer=").
  * After sl_log_buffer_start() the calling thread's DEBUG and INFO lines

@@ -12,6 +12,7 @@
 
 #include "sl.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,31 @@ static void test_long_line_is_cut_not_overflowed(void **state)
     free(s);
 }
 
+/* A limited call site writes burst lines per window; the rest are counted
+ * and the first line of the next window reports them. The window here is
+ * started by hand so that the test never depends on the clock. */
+static void test_limited_lines_are_counted_not_written(void **state)
+{
+    struct capture *c = *state;
+    static struct sl_log_limit lim = SL_LOG_LIMIT(3, 3600u * 1000u);
+    for (int i = 0; i < 1000; i++) {
+        sl_log_limited(&lim, SL_LOG_WARN, "gw", "accept: too many open files %d", i);
+    }
+    char *out = captured(c);
+    assert_int_equal(count_lines(out), 3);
+    assert_null(strstr(out, "suppressed"));
+    free(out);
+
+    /* A new window: one more line, which carries the count. */
+    atomic_store(&lim.window_start_ms, 0);
+    lim.interval_ms = 1;
+    sl_log_limited(&lim, SL_LOG_WARN, "gw", "accept: too many open files again");
+    out = captured(c);
+    assert_int_equal(count_lines(out), 4);
+    assert_non_null(strstr(out, "again (997 similar lines suppressed)\n"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +202,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_warn_writes_buffered_lines_first, capture_setup,
                                         capture_teardown),
         cmocka_unit_test_setup_teardown(test_full_buffer_writes_whole_lines, capture_setup,
+                                        capture_teardown),
+        cmocka_unit_test_setup_teardown(test_limited_lines_are_counted_not_written, capture_setup,
                                         capture_teardown),
         cmocka_unit_test_setup_teardown(test_long_line_is_cut_not_overflowed, capture_setup,
                                         capture_teardown),
