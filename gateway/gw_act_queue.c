@@ -11,7 +11,7 @@
  * Threading: loop threads. Catalog reads are in-memory and synchronous;
  * catalog writes are partition jobs finished from their completion.
  */
-#include "gw_act_store.h"
+#include "gw_act_queue.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -29,8 +29,8 @@ struct attr_default {
     bool fifo_only;
 };
 
-/* What GetQueueAttributes shows for an attribute nobody set
- * (research/sqs-peers.md 1.3 and 1.6). */
+/* What GetQueueAttributes shows for an attribute nobody set (the
+ * defaults in the Amazon SQS API Reference, CreateQueue). */
 static const struct attr_default attr_defaults[] = {
     {GW_SQS_QATTR_DELAY_SECONDS, "0", false},
     {GW_SQS_QATTR_MAXIMUM_MESSAGE_SIZE, "1048576", false},
@@ -349,6 +349,23 @@ static bool mark_recent(struct gw_api *api, uint64_t queue_id, const char *name,
     return recent;
 }
 
+static void marks_init(struct gw_api *api)
+{
+    pthread_mutex_init(&api->purge_lock, NULL);
+}
+
+static void marks_free(struct gw_api *api)
+{
+    pthread_mutex_destroy(&api->purge_lock);
+    free(api->purges);
+    api->purges = NULL;
+}
+
+const struct gw_act_hooks gw__act_queue_hooks = {
+    .api_init = marks_init,
+    .api_free = marks_free,
+};
+
 /* ---- CreateQueue ---------------------------------------------------------- */
 
 static void create_done(struct part_cookie cookie, int status, const struct part_result *res)
@@ -442,7 +459,7 @@ void gw__act_get_queue_url(struct gw_act_ctx *ctx)
         ref.tenant = sl_slice_cstr(ctx->principal.tenant->name);
     }
     struct gw_queue q;
-    if (gw__act_resolve(ctx, &ref, &q)) {
+    if (gw__act_resolve(ctx, &ref, &q) == SL_OK) {
         reply_queue_url(ctx, q.tenant, q.name);
     }
 }
@@ -535,7 +552,7 @@ void gw__act_list_dead_letter_source_queues(struct gw_act_ctx *ctx)
     const struct gw_sqs_list_dead_letter_source_queues_req *r =
         &ctx->req.u.list_dead_letter_source_queues;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_queue_list list;
@@ -571,7 +588,7 @@ static void delete_queue_done(struct part_cookie cookie, int status, const struc
 void gw__act_delete_queue(struct gw_act_ctx *ctx)
 {
     struct gw_queue q;
-    if (gw__act_resolve(ctx, &ctx->req.u.delete_queue.queue, &q)) {
+    if (gw__act_resolve(ctx, &ctx->req.u.delete_queue.queue, &q) == SL_OK) {
         submitted(ctx, part_queue_delete(ctx->loop->part, q.id, cookie_of(ctx), delete_queue_done));
     }
 }
@@ -579,7 +596,7 @@ void gw__act_delete_queue(struct gw_act_ctx *ctx)
 void gw__act_purge_queue(struct gw_act_ctx *ctx)
 {
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &ctx->req.u.purge_queue.queue, &q)) {
+    if (gw__act_resolve(ctx, &ctx->req.u.purge_queue.queue, &q) != SL_OK) {
         return;
     }
     if (mark_recent(ctx->api, q.id, "", sl_wall_ms(), true)) {
@@ -598,7 +615,7 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_get_queue_attributes_req *r = &ctx->req.u.get_queue_attributes;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_queue_info *qi = NULL;
@@ -668,7 +685,7 @@ void gw__act_set_queue_attributes(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_set_queue_attributes_req *r = &ctx->req.u.set_queue_attributes;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_queue_config cfg = q.cfg;
@@ -690,7 +707,7 @@ void gw__act_tag_queue(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_tag_queue_req *r = &ctx->req.u.tag_queue;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_kv *tags = tags_to_kv(r->tags, r->tag_count);
@@ -703,7 +720,7 @@ void gw__act_untag_queue(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_untag_queue_req *r = &ctx->req.u.untag_queue;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     char **keys = sl_xcalloc(r->key_count + 1, sizeof *keys);
@@ -722,7 +739,7 @@ void gw__act_untag_queue(struct gw_act_ctx *ctx)
 void gw__act_list_queue_tags(struct gw_act_ctx *ctx)
 {
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &ctx->req.u.list_queue_tags.queue, &q)) {
+    if (gw__act_resolve(ctx, &ctx->req.u.list_queue_tags.queue, &q) != SL_OK) {
         return;
     }
     struct part_queue_info *qi = NULL;

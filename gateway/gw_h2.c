@@ -197,6 +197,18 @@ const struct gw_header *gw_request_header(const struct gw_request *req, const ch
     return NULL;
 }
 
+void gw_request_split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
+{
+    const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
+    if (q == NULL) {
+        *path = full;
+        *query = (struct sl_slice){"", 0};
+    } else {
+        *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
+        *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
+    }
+}
+
 /* ---- session ------------------------------------------------------------ */
 
 struct gw_h2c *gw__h2c_new(const struct gw_h2c_env *env, uint64_t now_ns)
