@@ -237,7 +237,7 @@ int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
 {
     *spill = false;
     if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN) {
-        return SL_OK; /* the contract: admin requests are not counted */
+        return SL_OK; /* docs/api.md: admin requests are never rate-limited */
     }
     const struct cfg_tenant *t = ctx->principal.tenant;
     struct pol_limiter *limiter = ctx->api->limiter;

@@ -529,7 +529,7 @@ void gw__act_list_queues(struct gw_act_ctx *ctx)
     char prefix[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
     snprintf(prefix, sizeof prefix, "%.*s", (int)SL_MIN(r->prefix.n, GW_SQS_MAX_QUEUE_NAME_LEN),
              r->has_prefix ? r->prefix.p : "");
-    /* The admin's ListQueues lists every tenant's queues (the contract). */
+    /* The admin's ListQueues lists every tenant's queues (docs/api.md). */
     const char *tenant = ctx->principal.tenant != NULL ? ctx->principal.tenant->name : NULL;
     struct part_queue_list list;
     part_queue_list(ctx->api->engine, tenant, prefix, &list);
