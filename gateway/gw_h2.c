@@ -35,7 +35,7 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include "gw_server.h"
+#include "gw_h2.h"
 
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN (sizeof(H2_PREFACE) - 1)
