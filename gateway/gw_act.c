@@ -200,12 +200,18 @@ static uint32_t name_hash(const char *s)
     return h;
 }
 
+uint32_t gw__act_shard_k(const struct gw_api *api, const struct cfg_snapshot *snap,
+                         uint32_t *partitions)
+{
+    *partitions = part_engine_partitions(api->engine);
+    return SL_MIN(SL_MIN(snap->shard_size, *partitions), GW_MAX_SHARD);
+}
+
 uint32_t gw__act_shard(struct gw_act_ctx *ctx, const char *tenant, const uint32_t **shard)
 {
     struct gw_api_loop *l = ctx->loop;
-    uint32_t partitions = part_engine_partitions(ctx->api->engine);
-    uint32_t k = SL_MIN(ctx->snap->shard_size, partitions);
-    k = SL_MIN(k, GW_MAX_SHARD);
+    uint32_t partitions;
+    uint32_t k = gw__act_shard_k(ctx->api, ctx->snap, &partitions);
     struct gw_shard_cache_entry *e = &l->shards[name_hash(tenant) % GW_SHARD_CACHE_SLOTS];
     if (e->partitions != partitions || e->k != k || strcmp(e->tenant, tenant) != 0) {
         const uint8_t *key = part_engine_key(ctx->api->engine);

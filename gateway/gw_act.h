@@ -170,6 +170,11 @@ void gw__act_queue_arn(const struct gw_act_ctx *ctx, const char *tenant, const c
 
 /* ---- policy ------------------------------------------------------------- */
 
+/* The shard size k under snap: its shard_size, at most the engine's
+ * partition count P (set in *partitions) and GW_MAX_SHARD. Any thread. */
+uint32_t gw__act_shard_k(const struct gw_api *api, const struct cfg_snapshot *snap,
+                         uint32_t *partitions);
+
 /* The tenant's shard (k partitions, best first), from the loop's cache.
  * Returns k. */
 uint32_t gw__act_shard(struct gw_act_ctx *ctx, const char *tenant, const uint32_t **shard);

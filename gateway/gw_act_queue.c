@@ -109,10 +109,11 @@ static const char *attr_effective(const struct part_queue_info *qi, enum gw_sqs_
 
 /* A RedrivePolicy names its dead-letter queue by ARN; the engine wants its
  * id. SQS requires the DLQ in the same account (tenant) and region, of the
- * same type, and allowed by the DLQ's RedriveAllowPolicy. */
-static bool redrive_resolve(struct gw_act_ctx *ctx, const char *tenant, const char *source_name,
-                            bool fifo, struct sl_slice policy, struct part_queue_config *cfg,
-                            struct gw_sqs_err *err)
+ * same type, and allowed by the DLQ's RedriveAllowPolicy. Returns SL_OK,
+ * or SL_EINVAL with err set. */
+static int redrive_resolve(struct gw_act_ctx *ctx, const char *tenant, const char *source_name,
+                           bool fifo, struct sl_slice policy, struct part_queue_config *cfg,
+                           struct gw_sqs_err *err)
 {
     json_error_t jerr;
     json_t *doc = json_loadb(policy.p, policy.n, 0, &jerr);
@@ -181,17 +182,18 @@ static bool redrive_resolve(struct gw_act_ctx *ctx, const char *tenant, const ch
         gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
                        "Value %.*s for parameter RedrivePolicy is invalid. Reason: %s",
                        (int)SL_MIN(policy.n, 300), policy.p, reason);
-        return false;
+        return SL_EINVAL;
     }
     cfg->dlq_target_id = dlq_id;
     cfg->max_receive_count = (uint32_t)max_receive;
-    return true;
+    return SL_OK;
 }
 
-/* Applies validated attributes to the typed config. */
-static bool apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *name,
-                        const struct gw_sqs_qattrs *attrs, struct part_queue_config *cfg,
-                        struct gw_sqs_err *err)
+/* Applies validated attributes to the typed config. Returns SL_OK, or
+ * SL_EINVAL with err set. */
+static int apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *name,
+                       const struct gw_sqs_qattrs *attrs, struct part_queue_config *cfg,
+                       struct gw_sqs_err *err)
 {
     for (size_t i = 0; i < attrs->count; i++) {
         const struct gw_sqs_qattr_value *v = &attrs->items[i];
@@ -216,15 +218,15 @@ static bool apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *
             if (v->value.n == 0) {
                 cfg->dlq_target_id = 0;
                 cfg->max_receive_count = 0;
-            } else if (!redrive_resolve(ctx, tenant, name, cfg->fifo, v->value, cfg, err)) {
-                return false;
+            } else if (redrive_resolve(ctx, tenant, name, cfg->fifo, v->value, cfg, err) != SL_OK) {
+                return SL_EINVAL;
             }
             break;
         default:
             break;
         }
     }
-    return true;
+    return SL_OK;
 }
 
 /* Attributes as stored key/value pairs (strings owned by the caller's
@@ -434,7 +436,7 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     cfg.fifo = r->fifo;
     /* The source does not exist yet, so it cannot be refused by the DLQ's
      * allow policy by name; SQS checks that on SetQueueAttributes too. */
-    if (!apply_typed(ctx, tenant, name, &r->attributes, &cfg, &err)) {
+    if (apply_typed(ctx, tenant, name, &r->attributes, &cfg, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }
@@ -690,7 +692,7 @@ void gw__act_set_queue_attributes(struct gw_act_ctx *ctx)
     }
     struct part_queue_config cfg = q.cfg;
     struct gw_sqs_err err;
-    if (!apply_typed(ctx, q.tenant, q.name, &r->attributes, &cfg, &err)) {
+    if (apply_typed(ctx, q.tenant, q.name, &r->attributes, &cfg, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }

@@ -277,8 +277,8 @@ static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uin
 static json_t *shard_json(struct admin_loop *l, const struct cfg_snapshot *snap,
                           const struct cfg_tenant *t)
 {
-    uint32_t partitions = part_engine_partitions(l->api->engine);
-    uint32_t k = SL_MIN(SL_MIN(snap->shard_size, partitions), GW_MAX_SHARD);
+    uint32_t partitions;
+    uint32_t k = gw__act_shard_k(l->api, snap, &partitions);
     uint32_t shard[GW_MAX_SHARD];
     json_t *list = json_array();
     if (pol_shard_place(part_engine_key(l->api->engine), PART_KEY_LEN, t->name, strlen(t->name),
