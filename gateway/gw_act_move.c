@@ -50,7 +50,7 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "gw_act_store.h"
+#include "gw_act_move.h"
 #include "gw_sqs_move.h"
 
 #define LOG_MOD "move"
@@ -179,36 +179,16 @@ static void registry_prune(struct gw_move_registry *reg, uint64_t source_id)
 
 /* ---- resolving ARNs -------------------------------------------------------- */
 
-struct move_queue {
-    char tenant[65];
-    char name[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
-    uint64_t id;
-    struct part_queue_config cfg;
-};
-
 /* An ARN the principal may use, naming a live queue of this region.
- * Another tenant's queue resolves exactly like a missing one. */
-static bool resolve_arn(struct gw_act_ctx *ctx, struct sl_slice text, struct move_queue *q)
+ * Another tenant's queue resolves exactly like a missing one. Returns
+ * SL_OK or SL_ENOTFOUND; does not end the request. */
+static int resolve_arn(struct gw_act_ctx *ctx, struct sl_slice text, struct gw_queue *q)
 {
     struct gw_sqs_arn arn;
-    if (!gw_sqs_parse_arn(text, &arn) || !sl_slice_eq_cstr(arn.region, ctx->snap->region) ||
-        arn.account.n == 0 || arn.account.n >= sizeof q->tenant || arn.name.n == 0 ||
-        arn.name.n >= sizeof q->name) {
-        return false;
+    if (!gw_sqs_parse_arn(text, &arn) || !sl_slice_eq_cstr(arn.region, ctx->snap->region)) {
+        return SL_ENOTFOUND;
     }
-    memcpy(q->tenant, arn.account.p, arn.account.n);
-    q->tenant[arn.account.n] = '\0';
-    memcpy(q->name, arn.name.p, arn.name.n);
-    q->name[arn.name.n] = '\0';
-    const struct cfg_tenant *own = ctx->principal.tenant;
-    if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN) {
-        if (cfg_find_tenant(ctx->snap, arn.account.p, arn.account.n) == NULL) {
-            return false;
-        }
-    } else if (own == NULL || strcmp(own->name, q->tenant) != 0) {
-        return false;
-    }
-    return part_queue_find(ctx->api->engine, q->tenant, q->name, &q->id, &q->cfg) == SL_OK;
+    return gw__act_find_queue(ctx, arn.account, arn.name, q);
 }
 
 static void fail(struct gw_act_ctx *ctx, enum gw_sqs_error code, const char *msg)
@@ -226,7 +206,9 @@ static void fail_missing(struct gw_act_ctx *ctx, const char *param)
     gw__act_fail(ctx, &err);
 }
 
-static bool admit(struct gw_act_ctx *ctx, const struct move_queue *src)
+/* gw__act_admit for a task's source queue. On failure takes ownership
+ * of ctx. */
+static int admit(struct gw_act_ctx *ctx, const struct gw_queue *src)
 {
     bool spill = false;
     return gw__act_admit(ctx, src->tenant, src->name, POL_ACTION_OTHER, 1, &spill);
@@ -401,13 +383,13 @@ static void runner_tick(uv_timer_t *t)
 void gw__act_start_message_move_task(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_start_message_move_task_req *q = &ctx->req.u.start_message_move_task;
-    struct move_queue src;
-    struct move_queue dst = {0};
-    if (!resolve_arn(ctx, q->source_arn, &src)) {
+    struct gw_queue src;
+    struct gw_queue dst = {0};
+    if (resolve_arn(ctx, q->source_arn, &src) != SL_OK) {
         fail_missing(ctx, "SourceArn");
         return;
     }
-    if (!admit(ctx, &src)) {
+    if (admit(ctx, &src) != SL_OK) {
         return;
     }
     struct part_queue_list sources;
@@ -422,7 +404,8 @@ void gw__act_start_message_move_task(struct gw_act_ctx *ctx)
     if (q->has_destination_arn) {
         /* Only the source's own tenant: a redrive never crosses accounts
          * here, and the engine moves rows in place within a tenant. */
-        if (!resolve_arn(ctx, q->destination_arn, &dst) || strcmp(dst.tenant, src.tenant) != 0) {
+        if (resolve_arn(ctx, q->destination_arn, &dst) != SL_OK ||
+            strcmp(dst.tenant, src.tenant) != 0) {
             fail_missing(ctx, "DestinationArn");
             return;
         }
@@ -515,12 +498,12 @@ void gw__act_start_message_move_task(struct gw_act_ctx *ctx)
 void gw__act_list_message_move_tasks(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_list_message_move_tasks_req *q = &ctx->req.u.list_message_move_tasks;
-    struct move_queue src;
-    if (!resolve_arn(ctx, q->source_arn, &src)) {
+    struct gw_queue src;
+    if (resolve_arn(ctx, q->source_arn, &src) != SL_OK) {
         fail_missing(ctx, "SourceArn");
         return;
     }
-    if (!admit(ctx, &src)) {
+    if (admit(ctx, &src) != SL_OK) {
         return;
     }
     struct gw_move_registry *reg = registry_if_any(ctx->api);
@@ -568,14 +551,14 @@ void gw__act_cancel_message_move_task(struct gw_act_ctx *ctx)
         fail(ctx, GW_SQS_E_INVALID_PARAMETER_VALUE, "Value for parameter TaskHandle is invalid.");
         return;
     }
-    struct move_queue src;
-    bool found = resolve_arn(ctx, (struct sl_slice){arn.p, arn.n}, &src);
+    struct gw_queue src;
+    bool found = resolve_arn(ctx, (struct sl_slice){arn.p, arn.n}, &src) == SL_OK;
     sl_buf_free(&arn);
     if (!found) {
         fail_missing(ctx, "SourceArn");
         return;
     }
-    if (!admit(ctx, &src)) {
+    if (admit(ctx, &src) != SL_OK) {
         return;
     }
     struct gw_move_registry *reg = registry_if_any(ctx->api);
@@ -607,7 +590,7 @@ void gw__act_cancel_message_move_task(struct gw_act_ctx *ctx)
 
 /* ---- shutdown ---------------------------------------------------------------- */
 
-void gw__move_loop_drain(struct gw_api_loop *l)
+static void move_loop_drain(struct gw_api_loop *l)
 {
     struct gw_move_registry *reg = registry_if_any(l->api);
     if (reg == NULL) {
@@ -628,7 +611,7 @@ void gw__move_loop_drain(struct gw_api_loop *l)
         pthread_mutex_unlock(&reg->mu);
         for (size_t i = 0; i < n; i++) {
             /* One in flight finishes from its completion -- or, if the
-             * client closes first, stays listed for gw__move_api_free. */
+             * client closes first, stays listed for move_api_free. */
             if (!mine[i]->job_inflight) {
                 runner_finish(mine[i], MOVE_FAILED, "ServiceUnavailable");
             }
@@ -636,7 +619,7 @@ void gw__move_loop_drain(struct gw_api_loop *l)
     } while (n == 64);
 }
 
-void gw__move_api_free(struct gw_api *api)
+static void move_api_free(struct gw_api *api)
 {
     struct gw_move_registry *reg = api->moves;
     if (reg == NULL) {
@@ -661,3 +644,8 @@ void gw__move_api_free(struct gw_api *api)
     free(reg);
     api->moves = NULL;
 }
+
+const struct gw_act_hooks gw__act_move_hooks = {
+    .loop_drain = move_loop_drain,
+    .api_free = move_api_free,
+};

@@ -13,7 +13,9 @@
  *
  * Threading: loop threads.
  */
-#include "gw_act_store.h"
+#include "gw_act_msg.h"
+
+#include "gw_attrs.h"
 #include "gw_metrics.h"
 
 #include <jansson.h>
@@ -159,7 +161,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
                          const struct gw_sqs_send_entry *entries, size_t count, bool single)
 {
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, ref, &q)) {
+    if (gw__act_resolve(ctx, ref, &q) != SL_OK) {
         return;
     }
     struct msg_batch *b = batch_new(ctx, count);
@@ -188,7 +190,8 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
         return;
     }
     bool spill = false;
-    if (!gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_SEND, (uint32_t)b->job_count, &spill)) {
+    if (gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_SEND, (uint32_t)b->job_count, &spill) !=
+        SL_OK) {
         free(b);
         return;
     }
@@ -418,7 +421,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_counts total = {0};
@@ -433,7 +436,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         return;
     }
     bool spill_unused;
-    if (!gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_RECEIVE, 1, &spill_unused)) {
+    if (gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_RECEIVE, 1, &spill_unused) != SL_OK) {
         return;
     }
     uint32_t max = (uint32_t)r->max_number_of_messages;
@@ -632,11 +635,12 @@ static void receipts_act(struct gw_act_ctx *ctx)
     const struct gw_sqs_queue_ref *queue;
     size_t count = receipt_views(ctx, views, &queue);
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, queue, &q)) {
+    if (gw__act_resolve(ctx, queue, &q) != SL_OK) {
         return;
     }
     bool spill_unused;
-    if (!gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_OTHER, (uint32_t)count, &spill_unused)) {
+    if (gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_OTHER, (uint32_t)count, &spill_unused) !=
+        SL_OK) {
         return;
     }
     struct msg_batch *b = batch_new(ctx, count);

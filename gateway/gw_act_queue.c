@@ -11,7 +11,7 @@
  * Threading: loop threads. Catalog reads are in-memory and synchronous;
  * catalog writes are partition jobs finished from their completion.
  */
-#include "gw_act_store.h"
+#include "gw_act_queue.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -29,8 +29,8 @@ struct attr_default {
     bool fifo_only;
 };
 
-/* What GetQueueAttributes shows for an attribute nobody set
- * (research/sqs-peers.md 1.3 and 1.6). */
+/* What GetQueueAttributes shows for an attribute nobody set (the
+ * defaults in the Amazon SQS API Reference, CreateQueue). */
 static const struct attr_default attr_defaults[] = {
     {GW_SQS_QATTR_DELAY_SECONDS, "0", false},
     {GW_SQS_QATTR_MAXIMUM_MESSAGE_SIZE, "1048576", false},
@@ -109,10 +109,11 @@ static const char *attr_effective(const struct part_queue_info *qi, enum gw_sqs_
 
 /* A RedrivePolicy names its dead-letter queue by ARN; the engine wants its
  * id. SQS requires the DLQ in the same account (tenant) and region, of the
- * same type, and allowed by the DLQ's RedriveAllowPolicy. */
-static bool redrive_resolve(struct gw_act_ctx *ctx, const char *tenant, const char *source_name,
-                            bool fifo, struct sl_slice policy, struct part_queue_config *cfg,
-                            struct gw_sqs_err *err)
+ * same type, and allowed by the DLQ's RedriveAllowPolicy. Returns SL_OK,
+ * or SL_EINVAL with err set. */
+static int redrive_resolve(struct gw_act_ctx *ctx, const char *tenant, const char *source_name,
+                           bool fifo, struct sl_slice policy, struct part_queue_config *cfg,
+                           struct gw_sqs_err *err)
 {
     json_error_t jerr;
     json_t *doc = json_loadb(policy.p, policy.n, 0, &jerr);
@@ -181,17 +182,18 @@ static bool redrive_resolve(struct gw_act_ctx *ctx, const char *tenant, const ch
         gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
                        "Value %.*s for parameter RedrivePolicy is invalid. Reason: %s",
                        (int)SL_MIN(policy.n, 300), policy.p, reason);
-        return false;
+        return SL_EINVAL;
     }
     cfg->dlq_target_id = dlq_id;
     cfg->max_receive_count = (uint32_t)max_receive;
-    return true;
+    return SL_OK;
 }
 
-/* Applies validated attributes to the typed config. */
-static bool apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *name,
-                        const struct gw_sqs_qattrs *attrs, struct part_queue_config *cfg,
-                        struct gw_sqs_err *err)
+/* Applies validated attributes to the typed config. Returns SL_OK, or
+ * SL_EINVAL with err set. */
+static int apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *name,
+                       const struct gw_sqs_qattrs *attrs, struct part_queue_config *cfg,
+                       struct gw_sqs_err *err)
 {
     for (size_t i = 0; i < attrs->count; i++) {
         const struct gw_sqs_qattr_value *v = &attrs->items[i];
@@ -216,15 +218,15 @@ static bool apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *
             if (v->value.n == 0) {
                 cfg->dlq_target_id = 0;
                 cfg->max_receive_count = 0;
-            } else if (!redrive_resolve(ctx, tenant, name, cfg->fifo, v->value, cfg, err)) {
-                return false;
+            } else if (redrive_resolve(ctx, tenant, name, cfg->fifo, v->value, cfg, err) != SL_OK) {
+                return SL_EINVAL;
             }
             break;
         default:
             break;
         }
     }
-    return true;
+    return SL_OK;
 }
 
 /* Attributes as stored key/value pairs (strings owned by the caller's
@@ -349,6 +351,23 @@ static bool mark_recent(struct gw_api *api, uint64_t queue_id, const char *name,
     return recent;
 }
 
+static void marks_init(struct gw_api *api)
+{
+    pthread_mutex_init(&api->purge_lock, NULL);
+}
+
+static void marks_free(struct gw_api *api)
+{
+    pthread_mutex_destroy(&api->purge_lock);
+    free(api->purges);
+    api->purges = NULL;
+}
+
+const struct gw_act_hooks gw__act_queue_hooks = {
+    .api_init = marks_init,
+    .api_free = marks_free,
+};
+
 /* ---- CreateQueue ---------------------------------------------------------- */
 
 static void create_done(struct part_cookie cookie, int status, const struct part_result *res)
@@ -417,7 +436,7 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     cfg.fifo = r->fifo;
     /* The source does not exist yet, so it cannot be refused by the DLQ's
      * allow policy by name; SQS checks that on SetQueueAttributes too. */
-    if (!apply_typed(ctx, tenant, name, &r->attributes, &cfg, &err)) {
+    if (apply_typed(ctx, tenant, name, &r->attributes, &cfg, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }
@@ -442,7 +461,7 @@ void gw__act_get_queue_url(struct gw_act_ctx *ctx)
         ref.tenant = sl_slice_cstr(ctx->principal.tenant->name);
     }
     struct gw_queue q;
-    if (gw__act_resolve(ctx, &ref, &q)) {
+    if (gw__act_resolve(ctx, &ref, &q) == SL_OK) {
         reply_queue_url(ctx, q.tenant, q.name);
     }
 }
@@ -512,7 +531,7 @@ void gw__act_list_queues(struct gw_act_ctx *ctx)
     char prefix[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
     snprintf(prefix, sizeof prefix, "%.*s", (int)SL_MIN(r->prefix.n, GW_SQS_MAX_QUEUE_NAME_LEN),
              r->has_prefix ? r->prefix.p : "");
-    /* The admin's ListQueues lists every tenant's queues (the contract). */
+    /* The admin's ListQueues lists every tenant's queues (docs/api.md). */
     const char *tenant = ctx->principal.tenant != NULL ? ctx->principal.tenant->name : NULL;
     struct part_queue_list list;
     part_queue_list(ctx->api->engine, tenant, prefix, &list);
@@ -535,7 +554,7 @@ void gw__act_list_dead_letter_source_queues(struct gw_act_ctx *ctx)
     const struct gw_sqs_list_dead_letter_source_queues_req *r =
         &ctx->req.u.list_dead_letter_source_queues;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_queue_list list;
@@ -571,7 +590,7 @@ static void delete_queue_done(struct part_cookie cookie, int status, const struc
 void gw__act_delete_queue(struct gw_act_ctx *ctx)
 {
     struct gw_queue q;
-    if (gw__act_resolve(ctx, &ctx->req.u.delete_queue.queue, &q)) {
+    if (gw__act_resolve(ctx, &ctx->req.u.delete_queue.queue, &q) == SL_OK) {
         submitted(ctx, part_queue_delete(ctx->loop->part, q.id, cookie_of(ctx), delete_queue_done));
     }
 }
@@ -579,7 +598,7 @@ void gw__act_delete_queue(struct gw_act_ctx *ctx)
 void gw__act_purge_queue(struct gw_act_ctx *ctx)
 {
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &ctx->req.u.purge_queue.queue, &q)) {
+    if (gw__act_resolve(ctx, &ctx->req.u.purge_queue.queue, &q) != SL_OK) {
         return;
     }
     if (mark_recent(ctx->api, q.id, "", sl_wall_ms(), true)) {
@@ -598,7 +617,7 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_get_queue_attributes_req *r = &ctx->req.u.get_queue_attributes;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_queue_info *qi = NULL;
@@ -668,12 +687,12 @@ void gw__act_set_queue_attributes(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_set_queue_attributes_req *r = &ctx->req.u.set_queue_attributes;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_queue_config cfg = q.cfg;
     struct gw_sqs_err err;
-    if (!apply_typed(ctx, q.tenant, q.name, &r->attributes, &cfg, &err)) {
+    if (apply_typed(ctx, q.tenant, q.name, &r->attributes, &cfg, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }
@@ -690,7 +709,7 @@ void gw__act_tag_queue(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_tag_queue_req *r = &ctx->req.u.tag_queue;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     struct part_kv *tags = tags_to_kv(r->tags, r->tag_count);
@@ -703,7 +722,7 @@ void gw__act_untag_queue(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_untag_queue_req *r = &ctx->req.u.untag_queue;
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &r->queue, &q)) {
+    if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
         return;
     }
     char **keys = sl_xcalloc(r->key_count + 1, sizeof *keys);
@@ -722,7 +741,7 @@ void gw__act_untag_queue(struct gw_act_ctx *ctx)
 void gw__act_list_queue_tags(struct gw_act_ctx *ctx)
 {
     struct gw_queue q;
-    if (!gw__act_resolve(ctx, &ctx->req.u.list_queue_tags.queue, &q)) {
+    if (gw__act_resolve(ctx, &ctx->req.u.list_queue_tags.queue, &q) != SL_OK) {
         return;
     }
     struct part_queue_info *qi = NULL;

@@ -31,7 +31,7 @@
 
 #include "cfg.h"
 #include "gw.h"
-#include "gw_act_store.h"
+#include "gw_act.h"
 #include "gw_admin.h"
 #include "gw_metrics.h"
 
@@ -91,16 +91,10 @@ static void respond_error(struct gw_exchange *ex, int status, const char *code, 
 
 /* ---- authentication ----------------------------------------------------------- */
 
+/* authenticate_sigv4() names the shared splitter so. */
 static void split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
 {
-    const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
-    if (q == NULL) {
-        *path = full;
-        *query = (struct sl_slice){"", 0};
-    } else {
-        *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
-        *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
-    }
+    gw_request_split_path(full, path, query);
 }
 
 /* Constant-time equality of a presented token and the configured one. */
@@ -283,8 +277,8 @@ static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uin
 static json_t *shard_json(struct admin_loop *l, const struct cfg_snapshot *snap,
                           const struct cfg_tenant *t)
 {
-    uint32_t partitions = part_engine_partitions(l->api->engine);
-    uint32_t k = SL_MIN(SL_MIN(snap->shard_size, partitions), GW_MAX_SHARD);
+    uint32_t partitions;
+    uint32_t k = gw__act_shard_k(l->api, snap, &partitions);
     uint32_t shard[GW_MAX_SHARD];
     json_t *list = json_array();
     if (pol_shard_place(part_engine_key(l->api->engine), PART_KEY_LEN, t->name, strlen(t->name),
@@ -319,7 +313,7 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
 {
     struct admin_loop *l = loop_ctx;
     struct sl_slice path, query;
-    split_path(req->path, &path, &query);
+    gw_request_split_path(req->path, &path, &query);
     bool get = sl_slice_eq_cstr(req->method, "GET");
     if (get && sl_slice_eq_cstr(path, "/healthz")) {
         respond_text(ex, 200, "text/plain", "ok", 2);

@@ -1,15 +1,18 @@
 /*
- * gw_api.c -- the API layer behind the SQS listener: per request it
+ * gw_api.c -- the dispatcher behind the SQS listener: per request it
  * authenticates (SigV4, against the configuration snapshot the request
  * started with), routes the AWS JSON 1.0 call by X-Amz-Target, decodes it
  * (gw_sqs_decode.c) and dispatches it through the action table
- * (gw_actions.def) to a handler (gw_act.h), which answers now or later.
+ * (gw_actions.def) to a handler (gw_act_<group>.h), which answers now or
+ * later through the action services (gw_act.h). It also owns the api's
+ * and each loop's lifetime, running the action groups' hooks
+ * (struct gw_act_hooks) without knowing what they do.
  *
  * Request life: HEADERS+BODY (gw_h2) -> healthz? -> AUTH -> ROUTE ->
  * DECODE -> HANDLER -> gw__act_finish (respond, log, free).
  *
  * Routing choices where AWS is silent (see also docs/api.md):
- *  - GET /healthz answers 200 "ok" without authentication (contract).
+ *  - GET /healthz answers 200 "ok" without authentication (docs/api.md).
  *  - Everything else is authenticated first, so an unsigned probe learns
  *    nothing but MissingAuthenticationToken.
  *  - The method must be POST; the path is not checked beyond SigV4 (which
@@ -26,9 +29,8 @@
  * SigV4 key cache is per loop, so it needs no lock).
  *
  * Ownership: a struct gw_act_ctx per request (heap), holding one snapshot
- * reference, freed by gw__act_finish.
+ * reference, handed to the handler, which ends the request.
  */
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,14 +40,15 @@
 #include "cfg.h"
 #include "gw.h"
 #include "gw_act.h"
-#include "gw_act_store.h"
+#include "gw_act_move.h"
+#include "gw_act_msg.h"
+#include "gw_act_queue.h"
 #include "gw_admin.h"
 #include "gw_api.h"
 #include "gw_http.h"
 #include "gw_metrics.h"
 #include "gw_sqs.h"
 
-#define LOG_MODULE "api"
 #define SIGV4_KEY_CACHE_SLOTS 256
 #define SIGV4_SERVICE "sqs"
 #define JSON_CONTENT_TYPE "application/x-amz-json-1.0"
@@ -57,6 +60,21 @@ static const struct {
 #include "gw_actions.def"
 #undef GW_SQS_ACTION
 };
+
+/* The action groups that keep state beyond one request. */
+static const struct gw_act_hooks *const hooks[] = {
+    &gw__act_queue_hooks,
+    &gw__act_move_hooks,
+};
+
+#define RUN_HOOKS(name, arg)                                                                       \
+    do {                                                                                           \
+        for (size_t i_ = 0; i_ < SL_ARRAY_LEN(hooks); i_++) {                                      \
+            if (hooks[i_]->name != NULL) {                                                         \
+                hooks[i_]->name(arg);                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
 
 /* ---- the api object ---------------------------------------------------- */
 
@@ -99,7 +117,7 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     api->limiter = pol_limiter_new(snap, sl_mono_ns());
     api->metrics = gw_metrics_new();
     apply_aging(engine, snap);
-    pthread_mutex_init(&api->purge_lock, NULL);
+    RUN_HOOKS(api_init, api);
     cfg_snapshot_unref(snap);
     *out = api;
     return SL_OK;
@@ -112,12 +130,10 @@ void gw_api_free(struct gw_api *api)
     }
     /* Every loop has stopped, so every job has completed: closing the
      * engine commits what is queued and joins the writers. */
-    gw__move_api_free(api);
+    RUN_HOOKS(api_free, api);
     part_engine_close(api->engine);
     pol_limiter_free(api->limiter);
     gw_metrics_free(api->metrics);
-    pthread_mutex_destroy(&api->purge_lock);
-    free(api->purges);
     free(api);
 }
 
@@ -140,6 +156,7 @@ static void *loop_start(void *app, struct uv_loop_s *loop)
     l->shards = sl_xcalloc(GW_SHARD_CACHE_SLOTS, sizeof(*l->shards));
     int rc = part_client_new(l->api->engine, loop, &l->part);
     SL_ASSERT(rc == SL_OK);
+    RUN_HOOKS(loop_init, l);
     return l;
 }
 
@@ -149,12 +166,13 @@ static void loop_drain(void *loop_ctx)
     l->draining = true;
     /* Waiting long polls answer empty now, so they do not hold shutdown. */
     part_client_drain(l->part);
-    gw__move_loop_drain(l);
+    RUN_HOOKS(loop_drain, l);
 }
 
 static void loop_stop(void *loop_ctx)
 {
     struct gw_api_loop *l = loop_ctx;
+    RUN_HOOKS(loop_free, l);
     part_client_close(l->part);
     gw_sigv4_key_cache_free(l->keys);
     free(l->shards);
@@ -173,103 +191,10 @@ static bool content_type_is_json(struct sl_slice v)
     return v.n == n || v.p[n] == ';' || v.p[n] == ' ';
 }
 
+/* authenticate() names the shared splitter so (gw_http.h). */
 static void split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
 {
-    const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
-    if (q == NULL) {
-        *path = full;
-        *query = (struct sl_slice){"", 0};
-    } else {
-        *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
-        *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
-    }
-}
-
-/* The tenant label of ctx's principal: its name, the admin's label, or
- * NULL before authentication succeeded. */
-static const char *principal_label(const struct gw_act_ctx *ctx)
-{
-    if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN && ctx->principal.secret_access_key != NULL) {
-        return GW_METRICS_ADMIN_TENANT;
-    }
-    return ctx->principal.tenant != NULL ? ctx->principal.tenant->name : NULL;
-}
-
-static void log_request(struct gw_act_ctx *ctx, int status, enum gw_sqs_error error)
-{
-    if (ctx->snap != NULL && !ctx->snap->log_requests) {
-        return;
-    }
-    if (!sl_log_enabled(SL_LOG_INFO)) {
-        return;
-    }
-    const char *tenant = "-";
-    if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN && ctx->principal.secret_access_key != NULL) {
-        tenant = "(admin)";
-    } else if (ctx->principal.tenant != NULL) {
-        tenant = ctx->principal.tenant->name;
-    }
-    const char *action = ctx->action < GW_SQS_ACT__COUNT ? gw_sqs_action_name(ctx->action) : "-";
-    const char *code = error != GW_SQS_OK ? gw_sqs_error_info(error)->query_code : "-";
-    uint64_t now = sl_mono_ns();
-    uint64_t us = now > ctx->http->start_mono_ns ? (now - ctx->http->start_mono_ns) / 1000 : 0;
-    sl_log(SL_LOG_INFO, LOG_MODULE,
-           "request id=%s tenant=%s action=%s status=%d error=%s us=%" PRIu64,
-           ctx->http->request_id != NULL ? ctx->http->request_id : "-", tenant, action, status,
-           code, us);
-}
-
-static void ctx_free(struct gw_act_ctx *ctx)
-{
-    gw_sqs_request_fini(&ctx->req);
-    if (ctx->snap != NULL) {
-        cfg_snapshot_unref(ctx->snap);
-    }
-    free(ctx);
-}
-
-/* ---- completion ------------------------------------------------------------ */
-
-void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
-{
-    struct gw_header headers[2];
-    size_t n = gw_sqs_reply_headers(reply, headers);
-    log_request(ctx, reply->status, reply->error);
-    uint64_t now = sl_mono_ns();
-    gw_metrics_count_request(ctx->api->metrics, principal_label(ctx), ctx->action, reply->error,
-                             now > ctx->http->start_mono_ns ? now - ctx->http->start_mono_ns : 0);
-    if (ctx->queue_id != 0) {
-        gw_metrics_count_queue_request(ctx->api->metrics, ctx->queue_id, ctx->action, reply->error);
-    }
-    gw_exchange_respond(ctx->ex, reply->status, headers, n, reply->body.p, reply->body.n);
-    ctx_free(ctx);
-}
-
-void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
-{
-    struct gw_sqs_reply reply;
-    gw_sqs_reply_init(&reply);
-    gw_sqs_reply_error(&reply, err);
-    gw__act_finish(ctx, &reply);
-    gw_sqs_reply_fini(&reply);
-}
-
-void gw__act_not_implemented(struct gw_act_ctx *ctx)
-{
-    struct gw_sqs_err err;
-    gw_sqs_err_set(&err, GW_SQS_E_UNSUPPORTED_OPERATION, "%s is not implemented yet.",
-                   gw_sqs_action_name(ctx->action));
-    gw__act_fail(ctx, &err);
-}
-
-void gw__act_no_iam(struct gw_act_ctx *ctx)
-{
-    struct gw_sqs_err err;
-    gw_sqs_err_set(&err, GW_SQS_E_UNSUPPORTED_OPERATION,
-                   "%s is not supported: sluice has no IAM; a tenant's credentials reach exactly "
-                   "its own queues.",
-                   gw_sqs_action_name(ctx->action));
-    gw__act_fail(ctx, &err);
+    gw_request_split_path(full, path, query);
 }
 
 /* ---- authentication --------------------------------------------------------- */

@@ -22,7 +22,9 @@
 
 #include <uv.h>
 
-#include "gw_server.h"
+#include "gw_conn.h"
+#include "gw_h2.h"
+#include "gw_tls.h"
 
 struct gw_conn {
     uv_tcp_t tcp;

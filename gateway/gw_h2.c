@@ -35,7 +35,7 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include "gw_server.h"
+#include "gw_h2.h"
 
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN (sizeof(H2_PREFACE) - 1)
@@ -195,6 +195,18 @@ const struct gw_header *gw_request_header(const struct gw_request *req, const ch
         }
     }
     return NULL;
+}
+
+void gw_request_split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
+{
+    const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
+    if (q == NULL) {
+        *path = full;
+        *query = (struct sl_slice){"", 0};
+    } else {
+        *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
+        *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
+    }
 }
 
 /* ---- session ------------------------------------------------------------ */

@@ -80,4 +80,8 @@ const struct gw_request *gw_exchange_request(const struct gw_exchange *ex);
  * NULL. Borrows from req. */
 const struct gw_header *gw_request_header(const struct gw_request *req, const char *name);
 
+/* Splits a :path at its first '?' into the path and the query (empty when
+ * there is none). Both borrow from full. */
+void gw_request_split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query);
+
 #endif

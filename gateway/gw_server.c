@@ -29,6 +29,7 @@
 
 #include <uv.h>
 
+#include "gw_conn.h"
 #include "gw_server.h"
 
 #define MAX_LISTENERS 4

@@ -16,8 +16,8 @@
  * gw_sqs_request_fini(). The request body the decoder read may be freed
  * after gw_sqs_decode() returns.
  *
- * Wire reference: research/sqs-peers.md section 1 (the SQS Smithy model,
- * the AWS API reference and AWS-validated LocalStack snapshots).
+ * Wire reference: the SQS Smithy model (sqs-2012-11-05.json) and the
+ * Amazon SQS API Reference; docs/api.md lists where sluice differs.
  */
 #ifndef SLUICE_GW_SQS_H
 #define SLUICE_GW_SQS_H
@@ -31,7 +31,7 @@
 
 struct json_t; /* jansson's json_t; no <jansson.h> here */
 
-/* ---- limits of SQS (research/sqs-peers.md 0 and 1.8) ------------------- */
+/* ---- limits of SQS (Amazon SQS Developer Guide, "Amazon SQS quotas") --- */
 
 #define GW_SQS_MAX_MESSAGE_BYTES 1048576u /* body + attributes, and a whole batch */
 #define GW_SQS_MAX_BATCH_ENTRIES 10u
@@ -119,7 +119,7 @@ int gw_sqs_parse_queue_url(struct sl_slice url, struct gw_sqs_queue_ref *out,
  * ends in ".fifo" (counted in the 80). *fifo tells whether it does. */
 bool gw_sqs_queue_name_valid(struct sl_slice name, bool *fifo);
 
-/* Tenant names, as the contract fixes them: [A-Za-z0-9_-]{1,64}. (The same
+/* Tenant names, as docs/config.md fixes them: [A-Za-z0-9_-]{1,64}. (The same
  * rule as cfg_tenant_name_valid; kept here so this layer stays pure.) */
 bool gw_sqs_tenant_name_valid(struct sl_slice name);
 
@@ -174,7 +174,7 @@ bool gw_sqs_attr_filter_match(const struct sl_slice *filters, size_t n, struct s
 /* Sorts attributes by name in byte order (the MD5 and storage order). */
 void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
 
-/* ---- queue attributes (research/sqs-peers.md 1.6) ----------------------- */
+/* ---- queue attributes (Amazon SQS API Reference, SetQueueAttributes) --- */
 
 /* X(ENUM, "Name") */
 #define GW_SQS_QATTR_LIST(X)                                                                       \
@@ -226,7 +226,7 @@ struct gw_sqs_qattrs {
 const struct gw_sqs_qattr_value *gw_sqs_qattrs_find(const struct gw_sqs_qattrs *a,
                                                     enum gw_sqs_qattr attr);
 
-/* ---- message system attributes (research/sqs-peers.md 1.7) -------------- */
+/* ---- message system attributes (API Reference, SendMessage) ------------ */
 
 #define GW_SQS_SYSATTR_LIST(X)                                                                     \
     X(SENDER_ID, "SenderId")                                                                       \
@@ -454,70 +454,6 @@ int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs
 
 void gw_sqs_request_fini(struct gw_sqs_request *r);
 
-/* Validates CreateQueue / SetQueueAttributes attributes (a JSON object of
- * strings) for a queue of that type; for_create allows FifoQueue. Exposed
- * for the tests; gw_sqs_decode() calls it. */
-int gw_sqs_qattrs_decode(const struct json_t *obj, bool fifo, bool for_create,
-                         struct gw_sqs_request *owner, struct gw_sqs_qattrs *out,
-                         struct gw_sqs_err *err);
-
-/* ---- shared by the decoder files (gw_sqs_decode*.c, gw_sqs_qattr.c) ---- */
-
-/* Allocates count * size zeroed bytes owned by r (freed by
- * gw_sqs_request_fini). Returns NULL on overflow or exhaustion. */
-void *gw__sqs_alloc(struct gw_sqs_request *r, size_t count, size_t size);
-
-/* SQS's message character set: #x9 | #xA | #xD | #x20-#xD7FF |
- * #xE000-#xFFFD | #x10000-#x10FFFF over UTF-8. On false, *bad is the first
- * offending code point (or byte, for malformed UTF-8). */
-bool gw__sqs_chars_valid(struct sl_slice s, uint32_t *bad);
-
-/* "The request must contain the parameter <name>." etc.: a JSON member as
- * a string (absent and null both count as absent). Returns SL_OK (with
- * *has telling whether it was there) or SL_EINVAL with err set. */
-int gw__sqs_member_string(const struct json_t *obj, const char *name, bool required,
-                          struct sl_slice *out, bool *has, struct gw_sqs_err *err);
-
-/* The message of SerializationException for a JSON value of the wrong
- * type, as AWS's Java deserializer words it. */
-int gw__sqs_type_error(const struct json_t *value, const char *expected, struct gw_sqs_err *err);
-
-/* The decoding state shared by the decoder files. */
-struct gw_sqs_dec {
-    struct gw_sqs_request *r;
-    struct gw_sqs_err *err; /* the request's error */
-};
-
-/* gw__sqs_alloc that sets InternalError on failure. */
-void *gw__sqs_dec_alloc(struct gw_sqs_dec *d, size_t count, size_t size);
-int gw__sqs_missing(struct gw_sqs_err *err, const char *name);
-int gw__sqs_member_int(const struct json_t *obj, const char *name, bool required, int64_t min,
-                       int64_t max, const char *reason, int32_t *out, bool *has,
-                       struct gw_sqs_err *err);
-int gw__sqs_member_object(const struct json_t *obj, const char *name, bool required,
-                          const struct json_t **out, struct gw_sqs_err *err);
-int gw__sqs_member_array(const struct json_t *obj, const char *name, bool required,
-                         const struct json_t **out, struct gw_sqs_err *err);
-
-/* Returned by gw__sqs_decode_send_entry when the entry's content is
- * invalid: *fail says why, the request itself may go on. */
-#define GW__SQS_ENTRY_FAILED 1
-
-/* Decodes one message (SendMessage's members or a batch entry) from obj.
- * Structural errors (types) go to d->err with SL_EINVAL; content errors
- * go to fail with GW__SQS_ENTRY_FAILED (fail may be d->err). Does not
- * check the size limit (see gw__sqs_message_too_long). */
-int gw__sqs_decode_send_entry(struct gw_sqs_dec *d, const struct json_t *obj,
-                              struct gw_sqs_send_entry *e, struct gw_sqs_err *fail);
-int gw__sqs_message_too_long(struct gw_sqs_err *err);
-
-/* MessageGroupId / MessageDeduplicationId / ReceiveRequestAttemptId:
- * 1..128 characters, alphanumeric or punctuation (ASCII 0x21..0x7e). */
-bool gw__sqs_token_valid(struct sl_slice s);
-
-/* False for the FIFO-only queue attributes on a standard queue. */
-bool gw__sqs_qattr_applies(enum gw_sqs_qattr a, bool fifo);
-
 /* ---- replies ------------------------------------------------------------ */
 
 /* A whole answer: status, the two SQS headers and the body. */
@@ -535,7 +471,7 @@ void gw_sqs_reply_fini(struct gw_sqs_reply *r);
 void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err);
 
 /* A 200 reply with body (steals the reference), or with an empty body when
- * body is NULL (actions whose output is Unit; research/sqs-peers.md 0.4). */
+ * body is NULL (actions whose output is Unit in the SQS Smithy model). */
 void gw_sqs_reply_ok(struct gw_sqs_reply *r, struct json_t *body);
 
 /* The headers of a reply (content-type, and x-amzn-query-error for errors),

@@ -2,7 +2,7 @@
  * gw_sqs_decode.c -- AWS JSON 1.0 request bodies into the typed requests of
  * gw_sqs.h, with SQS's validation of every member.
  *
- * Rules (research/sqs-peers.md 1.2, 1.4, 1.8):
+ * Rules (the SQS Smithy model and the Amazon SQS API Reference):
  *  - The body is a JSON object; an empty body counts as {}. Anything else,
  *    and any member of the wrong JSON type, is SerializationException, as
  *    AWS's deserializer answers (the message names the JSON token, e.g.
@@ -27,235 +27,13 @@
 #include <jansson.h>
 
 #include "gw_sqs.h"
-
-struct gw_sqs_block {
-    struct gw_sqs_block *next;
-    max_align_t data[];
-};
+#include "gw_sqs_member.h"
+#include "gw_sqs_message.h"
+#include "gw_sqs_qattr.h"
 
 #define MAX_RESULTS_LIMIT 1000
 #define MOVE_TASK_MAX_RATE 500
 #define MOVE_TASKS_MAX_RESULTS 10
-
-/* ---- allocation ------------------------------------------------------------ */
-
-void *gw__sqs_alloc(struct gw_sqs_request *r, size_t count, size_t size)
-{
-    if (size != 0 && count > (SIZE_MAX - sizeof(struct gw_sqs_block)) / size) {
-        return NULL;
-    }
-    size_t n = count * size;
-    struct gw_sqs_block *b = sl_trymalloc(sizeof(*b) + n);
-    if (b == NULL) {
-        return NULL;
-    }
-    memset(b->data, 0, n);
-    b->next = r->blocks_;
-    r->blocks_ = b;
-    return b->data;
-}
-
-void *gw__sqs_dec_alloc(struct gw_sqs_dec *d, size_t count, size_t size)
-{
-    void *p = gw__sqs_alloc(d->r, count == 0 ? 1 : count, size);
-    if (p == NULL) {
-        gw_sqs_err_set(d->err, GW_SQS_E_INTERNAL_ERROR, NULL);
-    }
-    return p;
-}
-
-/* ---- member access ------------------------------------------------------------ */
-
-int gw__sqs_type_error(const json_t *value, const char *expected, struct gw_sqs_err *err)
-{
-    switch (json_typeof(value)) {
-    case JSON_OBJECT:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "Start of structure or map found where not expected.");
-    case JSON_ARRAY:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "Start of list found where not expected.");
-    case JSON_STRING:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "STRING_VALUE can not be converted to %s", expected);
-    case JSON_INTEGER:
-    case JSON_REAL:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "NUMBER_VALUE can not be converted to %s", expected);
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "BOOLEAN_VALUE can not be converted to %s", expected);
-    case JSON_NULL:
-        break;
-    }
-    return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION, NULL);
-}
-
-int gw__sqs_missing(struct gw_sqs_err *err, const char *name)
-{
-    return gw_sqs_err_set(err, GW_SQS_E_MISSING_PARAMETER,
-                          "The request must contain the parameter %s.", name);
-}
-
-static const json_t *member(const json_t *obj, const char *name)
-{
-    const json_t *v = obj != NULL ? json_object_get(obj, name) : NULL;
-    return v != NULL && !json_is_null(v) ? v : NULL;
-}
-
-int gw__sqs_member_string(const json_t *obj, const char *name, bool required, struct sl_slice *out,
-                          bool *has, struct gw_sqs_err *err)
-{
-    const json_t *v = member(obj, name);
-    *out = (struct sl_slice){NULL, 0};
-    if (has != NULL) {
-        *has = false;
-    }
-    if (v == NULL) {
-        return required ? gw__sqs_missing(err, name) : SL_OK;
-    }
-    if (!json_is_string(v)) {
-        return gw__sqs_type_error(v, "a String", err);
-    }
-    *out = (struct sl_slice){json_string_value(v), json_string_length(v)};
-    if (required && out->n == 0) {
-        return gw__sqs_missing(err, name);
-    }
-    if (has != NULL) {
-        *has = true;
-    }
-    return SL_OK;
-}
-
-/* An Integer member in [min, max]; reason completes SQS's sentence. */
-int gw__sqs_member_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max,
-                       const char *reason, int32_t *out, bool *has, struct gw_sqs_err *err)
-{
-    const json_t *v = member(obj, name);
-    if (has != NULL) {
-        *has = false;
-    }
-    if (v == NULL) {
-        return required ? gw__sqs_missing(err, name) : SL_OK;
-    }
-    if (!json_is_integer(v)) {
-        return gw__sqs_type_error(v, "an Integer", err);
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < INT32_MIN || x > INT32_MAX) {
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "NUMBER_VALUE can not be converted to an Integer");
-    }
-    if (x < min || x > max) {
-        return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
-                              "Value %" PRId64 " for parameter %s is invalid. Reason: %s",
-                              (int64_t)x, name, reason);
-    }
-    *out = (int32_t)x;
-    if (has != NULL) {
-        *has = true;
-    }
-    return SL_OK;
-}
-
-int gw__sqs_member_object(const json_t *obj, const char *name, bool required, const json_t **out,
-                          struct gw_sqs_err *err)
-{
-    const json_t *v = member(obj, name);
-    *out = NULL;
-    if (v == NULL) {
-        return required ? gw__sqs_missing(err, name) : SL_OK;
-    }
-    if (!json_is_object(v)) {
-        return gw__sqs_type_error(v, "a Map", err);
-    }
-    *out = v;
-    return SL_OK;
-}
-
-int gw__sqs_member_array(const json_t *obj, const char *name, bool required, const json_t **out,
-                         struct gw_sqs_err *err)
-{
-    const json_t *v = member(obj, name);
-    *out = NULL;
-    if (v == NULL) {
-        return required ? gw__sqs_missing(err, name) : SL_OK;
-    }
-    if (!json_is_array(v)) {
-        return gw__sqs_type_error(v, "a List", err);
-    }
-    *out = v;
-    return SL_OK;
-}
-
-/* A list of strings into slices owned by the request. */
-static int member_string_list(struct gw_sqs_dec *d, const json_t *obj, const char *name,
-                              bool required, struct sl_slice **out, size_t *n)
-{
-    const json_t *arr;
-    *out = NULL;
-    *n = 0;
-    int rc = gw__sqs_member_array(obj, name, required, &arr, d->err);
-    if (rc != SL_OK || arr == NULL) {
-        return rc;
-    }
-    size_t count = json_array_size(arr);
-    if (required && count == 0) {
-        return gw__sqs_missing(d->err, name);
-    }
-    struct sl_slice *s = gw__sqs_dec_alloc(d, count, sizeof(*s));
-    if (s == NULL) {
-        return SL_ENOMEM;
-    }
-    for (size_t i = 0; i < count; i++) {
-        const json_t *v = json_array_get(arr, i);
-        if (!json_is_string(v)) {
-            return gw__sqs_type_error(v, "a String", d->err);
-        }
-        s[i] = (struct sl_slice){json_string_value(v), json_string_length(v)};
-    }
-    *out = s;
-    *n = count;
-    return SL_OK;
-}
-
-/* A map of strings (tags) into key/value slices owned by the request. */
-static int member_string_map(struct gw_sqs_dec *d, const json_t *obj, const char *name,
-                             bool required, struct gw_sqs_tag **out, size_t *n)
-{
-    const json_t *map;
-    *out = NULL;
-    *n = 0;
-    int rc = gw__sqs_member_object(obj, name, required, &map, d->err);
-    if (rc != SL_OK || map == NULL) {
-        return rc;
-    }
-    size_t count = json_object_size(map);
-    if (required && count == 0) {
-        return gw__sqs_missing(d->err, name);
-    }
-    struct gw_sqs_tag *t = gw__sqs_dec_alloc(d, count, sizeof(*t));
-    if (t == NULL) {
-        return SL_ENOMEM;
-    }
-    const char *key;
-    size_t key_len;
-    json_t *v;
-    size_t i = 0;
-    json_object_keylen_foreach((json_t *)map, key, key_len, v)
-    {
-        if (!json_is_string(v)) {
-            return gw__sqs_type_error(v, "a String", d->err);
-        }
-        t[i].key = (struct sl_slice){key, key_len};
-        t[i].value = (struct sl_slice){json_string_value(v), json_string_length(v)};
-        i++;
-    }
-    *out = t;
-    *n = i;
-    return SL_OK;
-}
 
 static int member_queue(struct gw_sqs_dec *d, const json_t *obj, struct gw_sqs_queue_ref *q)
 {
@@ -377,7 +155,7 @@ static int decode_create_queue(struct gw_sqs_dec *d, const json_t *o)
             return rc;
         }
     }
-    return member_string_map(d, o, "tags", false, &q->tags, &q->tag_count);
+    return gw__sqs_member_string_map(d, o, "tags", false, &q->tags, &q->tag_count);
 }
 
 static int decode_get_queue_url(struct gw_sqs_dec *d, const json_t *o)
@@ -443,7 +221,7 @@ static int decode_get_queue_attributes(struct gw_sqs_dec *d, const json_t *o)
     }
     struct sl_slice *names;
     size_t n;
-    rc = member_string_list(d, o, "AttributeNames", false, &names, &n);
+    rc = gw__sqs_member_string_list(d, o, "AttributeNames", false, &names, &n);
     if (rc != SL_OK) {
         return rc;
     }
@@ -555,7 +333,7 @@ static int sysattr_names(struct gw_sqs_dec *d, const json_t *o, const char *memb
 {
     struct sl_slice *names;
     size_t n;
-    int rc = member_string_list(d, o, member_name, false, &names, &n);
+    int rc = gw__sqs_member_string_list(d, o, member_name, false, &names, &n);
     if (rc != SL_OK) {
         return rc;
     }
@@ -609,8 +387,8 @@ static int decode_receive_message(struct gw_sqs_dec *d, const json_t *o)
         rc = sysattr_names(d, o, "MessageSystemAttributeNames", &q->system_attributes);
     }
     if (rc == SL_OK) {
-        rc = member_string_list(d, o, "MessageAttributeNames", false, &q->attribute_filters,
-                                &q->attribute_filter_count);
+        rc = gw__sqs_member_string_list(d, o, "MessageAttributeNames", false, &q->attribute_filters,
+                                        &q->attribute_filter_count);
     }
     if (rc == SL_OK) {
         rc = gw__sqs_member_string(o, "ReceiveRequestAttemptId", false,
@@ -761,7 +539,7 @@ static int decode_tag_queue(struct gw_sqs_dec *d, const json_t *o)
     if (rc != SL_OK) {
         return rc;
     }
-    return member_string_map(d, o, "Tags", true, &q->tags, &q->tag_count);
+    return gw__sqs_member_string_map(d, o, "Tags", true, &q->tags, &q->tag_count);
 }
 
 static int decode_untag_queue(struct gw_sqs_dec *d, const json_t *o)
@@ -771,7 +549,7 @@ static int decode_untag_queue(struct gw_sqs_dec *d, const json_t *o)
     if (rc != SL_OK) {
         return rc;
     }
-    return member_string_list(d, o, "TagKeys", true, &q->keys, &q->key_count);
+    return gw__sqs_member_string_list(d, o, "TagKeys", true, &q->keys, &q->key_count);
 }
 
 static int decode_add_permission(struct gw_sqs_dec *d, const json_t *o)
@@ -784,10 +562,10 @@ static int decode_add_permission(struct gw_sqs_dec *d, const json_t *o)
     struct sl_slice *list;
     size_t n;
     if (rc == SL_OK) {
-        rc = member_string_list(d, o, "AWSAccountIds", true, &list, &n);
+        rc = gw__sqs_member_string_list(d, o, "AWSAccountIds", true, &list, &n);
     }
     if (rc == SL_OK) {
-        rc = member_string_list(d, o, "Actions", true, &list, &n);
+        rc = gw__sqs_member_string_list(d, o, "Actions", true, &list, &n);
     }
     return rc;
 }
@@ -840,17 +618,6 @@ int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs
     int rc = decoders[action](&d, doc);
     SL_ASSERT(rc == SL_OK || rc == SL_EINVAL || rc == SL_ENOMEM);
     return rc;
-}
-
-void gw_sqs_request_fini(struct gw_sqs_request *r)
-{
-    while (r->blocks_ != NULL) {
-        struct gw_sqs_block *b = r->blocks_;
-        r->blocks_ = b->next;
-        free(b);
-    }
-    json_decref(r->doc_);
-    r->doc_ = NULL;
 }
 
 const struct gw_sqs_queue_ref *gw_sqs_request_queue(const struct gw_sqs_request *r)

@@ -3,8 +3,9 @@
  * them: success bodies per action, errors as {"__type", "message"} with
  * x-amzn-query-error, and empty 200 bodies for actions without output.
  *
- * Wire: research/sqs-peers.md 0.3, 0.4, 1.1, 1.2. No x-amzn-errortype
- * header is sent: JS v3 would take the error name from it (1.4).
+ * Wire: the AWS JSON 1.0 protocol of the SQS Smithy model. No
+ * x-amzn-errortype header is sent: the AWS SDK for JavaScript v3 would
+ * take the error name from it.
  *
  * Two ways to a body: the gw_sqs_reply_<shape>() functions of the hot
  * message actions (send, send batch, receive, id batches) write it

@@ -6,7 +6,7 @@
  *
  * Algorithm: "Calculating the MD5 message digest for message attributes",
  * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html
- * (research/sqs-peers.md 1.5, with the vectors tests/unit/gateway/test_sqs_md5.c checks).
+ * (with the vectors tests/unit/gateway/test_sqs_md5.c checks).
  *
  * Threading: pure; any thread. Each thread keeps one EVP context, freed
  * when it exits, and all share one MD5 implementation fetched once: in

@@ -1,8 +1,8 @@
 /*
  * gw_sqs_message.c -- decoding one message to send: body, MessageAttributes,
  * MessageSystemAttributes, DelaySeconds, MessageGroupId and
- * MessageDeduplicationId, with SQS's rules (research/sqs-peers.md 1.4,
- * 1.7, 1.8) and its size count (body + each attribute's name, DataType and
+ * MessageDeduplicationId, with SQS's rules (Amazon SQS API Reference,
+ * SendMessage) and its size count (body + each attribute's name, DataType and
  * value).
  *
  * Threading: pure; any thread. Ownership: slices borrow from the request's
@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "gw_sqs.h"
+#include "gw_sqs_message.h"
 
 #define CHARSET_TEXT "#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"
 

@@ -2,7 +2,7 @@
  * gw_sqs_move.c -- reply bodies and the TaskHandle of SQS message move
  * tasks (see gw_sqs_move.h). Shapes follow the SQS Smithy model:
  * ListMessageMoveTasksResultEntry has StartedTimestamp as an epoch-ms
- * number and the counters as numbers (research/sqs-peers.md 1.1).
+ * number and the counters as numbers.
  *
  * Threading: any thread. Ownership: every encoder returns one new
  * reference.

@@ -1,5 +1,5 @@
 /*
- * gw_sqs_names.c -- SQS's naming rules: queue URLs as the contract fixes
+ * gw_sqs_names.c -- SQS's naming rules: queue URLs as docs/api.md fixes
  * them (http[s]://HOST:PORT/TENANT/QUEUE), queue and tenant names, ARNs,
  * and the names of queue and message system attributes.
  *

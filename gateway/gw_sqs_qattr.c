@@ -2,7 +2,8 @@
  * gw_sqs_qattr.c -- validation of the queue attributes of CreateQueue and
  * SetQueueAttributes: names, value ranges, FIFO-only attributes, and the
  * RedrivePolicy / RedriveAllowPolicy JSON documents, with SQS's error
- * codes and wording (research/sqs-peers.md 1.4, 1.6).
+ * codes and wording (Amazon SQS API Reference: CreateQueue,
+ * SetQueueAttributes).
  *
  * What needs the store (does the dead-letter queue exist, does the queue
  * type change) is the action's business; this file checks what the
@@ -18,7 +19,8 @@
 
 #include <jansson.h>
 
-#include "gw_sqs.h"
+#include "gw_sqs_member.h"
+#include "gw_sqs_qattr.h"
 
 enum kind {
     K_INT,        /* decimal integer in [min, max] */

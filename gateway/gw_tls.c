@@ -19,7 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "gw_server.h"
+#include "gw_tls.h"
 
 struct gw_tls_ctx {
     SSL_CTX *ssl_ctx;

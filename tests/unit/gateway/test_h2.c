@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <nghttp2/nghttp2.h>
 
-#include "gw_server.h"
+#include "gw_h2.h"
 
 #define MAX_STREAMS 256
 #define SEC 1000000000ull

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "gw_sqs.h"
+#include "gw_sqs_message.h"
 
 #define Q "\"QueueUrl\":\"http://localhost:9324/acme/orders\""
 #define QF "\"QueueUrl\":\"http://localhost:9324/acme/orders.fifo\""

@@ -1,0 +1,297 @@
+/*
+ * gw_act.c -- the services every SQS action handler uses (gw_act.h):
+ * ending a request (reply, log line, counters, free), resolving the
+ * request's queue under tenant isolation, queue URLs and ARNs, the
+ * per-loop placement cache, admission through policy and storage errors.
+ *
+ * Threading: loop threads; the placement cache is per loop, so unlocked.
+ * Ownership: ending a request frees its ctx and drops its snapshot
+ * reference.
+ */
+#include "gw_act.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gw_metrics.h"
+
+#define LOG_MODULE "api"
+
+/* ---- ending a request ---------------------------------------------------- */
+
+/* The tenant label of ctx's principal: its name, the admin's label, or
+ * NULL before authentication succeeded. */
+static const char *principal_label(const struct gw_act_ctx *ctx)
+{
+    if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN && ctx->principal.secret_access_key != NULL) {
+        return GW_METRICS_ADMIN_TENANT;
+    }
+    return ctx->principal.tenant != NULL ? ctx->principal.tenant->name : NULL;
+}
+
+static void log_request(struct gw_act_ctx *ctx, int status, enum gw_sqs_error error)
+{
+    if (ctx->snap != NULL && !ctx->snap->log_requests) {
+        return;
+    }
+    if (!sl_log_enabled(SL_LOG_INFO)) {
+        return;
+    }
+    const char *tenant = "-";
+    if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN && ctx->principal.secret_access_key != NULL) {
+        tenant = "(admin)";
+    } else if (ctx->principal.tenant != NULL) {
+        tenant = ctx->principal.tenant->name;
+    }
+    const char *action = ctx->action < GW_SQS_ACT__COUNT ? gw_sqs_action_name(ctx->action) : "-";
+    const char *code = error != GW_SQS_OK ? gw_sqs_error_info(error)->query_code : "-";
+    uint64_t now = sl_mono_ns();
+    uint64_t us = now > ctx->http->start_mono_ns ? (now - ctx->http->start_mono_ns) / 1000 : 0;
+    sl_log(SL_LOG_INFO, LOG_MODULE,
+           "request id=%s tenant=%s action=%s status=%d error=%s us=%" PRIu64,
+           ctx->http->request_id != NULL ? ctx->http->request_id : "-", tenant, action, status,
+           code, us);
+}
+
+static void ctx_free(struct gw_act_ctx *ctx)
+{
+    gw_sqs_request_fini(&ctx->req);
+    if (ctx->snap != NULL) {
+        cfg_snapshot_unref(ctx->snap);
+    }
+    free(ctx);
+}
+
+void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
+{
+    struct gw_header headers[2];
+    size_t n = gw_sqs_reply_headers(reply, headers);
+    log_request(ctx, reply->status, reply->error);
+    uint64_t now = sl_mono_ns();
+    gw_metrics_count_request(ctx->api->metrics, principal_label(ctx), ctx->action, reply->error,
+                             now > ctx->http->start_mono_ns ? now - ctx->http->start_mono_ns : 0);
+    if (ctx->queue_id != 0) {
+        gw_metrics_count_queue_request(ctx->api->metrics, ctx->queue_id, ctx->action, reply->error);
+    }
+    gw_exchange_respond(ctx->ex, reply->status, headers, n, reply->body.p, reply->body.n);
+    ctx_free(ctx);
+}
+
+void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
+{
+    struct gw_sqs_reply reply;
+    gw_sqs_reply_init(&reply);
+    gw_sqs_reply_error(&reply, err);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
+}
+
+void gw__act_not_implemented(struct gw_act_ctx *ctx)
+{
+    struct gw_sqs_err err;
+    gw_sqs_err_set(&err, GW_SQS_E_UNSUPPORTED_OPERATION, "%s is not implemented yet.",
+                   gw_sqs_action_name(ctx->action));
+    gw__act_fail(ctx, &err);
+}
+
+void gw__act_no_iam(struct gw_act_ctx *ctx)
+{
+    struct gw_sqs_err err;
+    gw_sqs_err_set(&err, GW_SQS_E_UNSUPPORTED_OPERATION,
+                   "%s is not supported: sluice has no IAM; a tenant's credentials reach exactly "
+                   "its own queues.",
+                   gw_sqs_action_name(ctx->action));
+    gw__act_fail(ctx, &err);
+}
+
+void gw__act_reply(struct gw_act_ctx *ctx, struct json_t *body)
+{
+    struct gw_sqs_reply reply;
+    gw_sqs_reply_init(&reply);
+    gw_sqs_reply_ok(&reply, body);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
+}
+
+void gw__act_fail_storage(struct gw_act_ctx *ctx, int status)
+{
+    struct gw_sqs_err err;
+    if (status == SL_ENOTFOUND) {
+        gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
+    } else if (status == SL_ECLOSED) {
+        gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE, "The service is shutting down.");
+    } else {
+        gw_sqs_err_set(&err, GW_SQS_E_INTERNAL_ERROR, "Storage failed: %s.", sl_strerror(status));
+    }
+    gw__act_fail(ctx, &err);
+}
+
+/* ---- queues ------------------------------------------------------------- */
+
+static bool copy_slice(struct sl_slice s, char *out, size_t cap)
+{
+    if (s.n == 0 || s.n >= cap) {
+        return false;
+    }
+    memcpy(out, s.p, s.n);
+    out[s.n] = '\0';
+    return true;
+}
+
+int gw__act_find_queue(const struct gw_act_ctx *ctx, struct sl_slice tenant, struct sl_slice name,
+                       struct gw_queue *q)
+{
+    const struct cfg_tenant *own = ctx->principal.tenant;
+    if (!copy_slice(tenant, q->tenant, sizeof q->tenant) ||
+        !copy_slice(name, q->name, sizeof q->name)) {
+        return SL_ENOTFOUND;
+    }
+    /* A tenant's credentials reach only its own queues; another tenant's
+     * queue answers exactly as a queue that does not exist, so that
+     * neither data nor existence leaks. */
+    if (own != NULL && strcmp(own->name, q->tenant) != 0) {
+        return SL_ENOTFOUND;
+    }
+    if (own == NULL && cfg_find_tenant(ctx->snap, tenant.p, tenant.n) == NULL) {
+        return SL_ENOTFOUND;
+    }
+    if (part_queue_find(ctx->api->engine, q->tenant, q->name, &q->id, &q->cfg) != SL_OK) {
+        return SL_ENOTFOUND;
+    }
+    return SL_OK;
+}
+
+int gw__act_resolve(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref, struct gw_queue *q)
+{
+    if (gw__act_find_queue(ctx, ref->tenant, ref->name, q) != SL_OK) {
+        struct gw_sqs_err err;
+        gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
+        gw__act_fail(ctx, &err);
+        return SL_ENOTFOUND;
+    }
+    ctx->queue_id = q->id;
+    return SL_OK;
+}
+
+void gw__act_queue_url(const struct gw_act_ctx *ctx, const char *tenant, const char *name,
+                       struct sl_buf *out)
+{
+    struct sl_slice authority = ctx->http->authority;
+    sl_buf_printf(out, "%s://%.*s/%s/%s", ctx->http->tls ? "https" : "http", (int)authority.n,
+                  authority.p, tenant, name);
+}
+
+void gw__act_queue_arn(const struct gw_act_ctx *ctx, const char *tenant, const char *name,
+                       struct sl_buf *out)
+{
+    sl_buf_printf(out, "arn:aws:sqs:%s:%s:%s", ctx->snap->region, tenant, name);
+}
+
+/* ---- policy ------------------------------------------------------------- */
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a: a cache slot, not a security boundary */
+    for (; *s != '\0'; s++) {
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    }
+    return h;
+}
+
+uint32_t gw__act_shard_k(const struct gw_api *api, const struct cfg_snapshot *snap,
+                         uint32_t *partitions)
+{
+    *partitions = part_engine_partitions(api->engine);
+    return SL_MIN(SL_MIN(snap->shard_size, *partitions), GW_MAX_SHARD);
+}
+
+uint32_t gw__act_shard(struct gw_act_ctx *ctx, const char *tenant, const uint32_t **shard)
+{
+    struct gw_api_loop *l = ctx->loop;
+    uint32_t partitions;
+    uint32_t k = gw__act_shard_k(ctx->api, ctx->snap, &partitions);
+    struct gw_shard_cache_entry *e = &l->shards[name_hash(tenant) % GW_SHARD_CACHE_SLOTS];
+    if (e->partitions != partitions || e->k != k || strcmp(e->tenant, tenant) != 0) {
+        const uint8_t *key = part_engine_key(ctx->api->engine);
+        int rc =
+            pol_shard_place(key, PART_KEY_LEN, tenant, strlen(tenant), partitions, k, e->shard);
+        SL_ASSERT(rc == SL_OK); /* k <= P <= POL_MAX_PARTITIONS by config validation */
+        snprintf(e->tenant, sizeof e->tenant, "%s", tenant);
+        e->partitions = partitions;
+        e->k = k;
+    }
+    *shard = e->shard;
+    return k;
+}
+
+/* The per-action bucket of the request's action, or NULL: ctx->action is
+ * exact, and a batch action shares its single form's key. */
+static struct pol_gcra *action_rate(const struct gw_act_ctx *ctx, struct pol_tenant_state *state)
+{
+    const char *name = gw_sqs_action_name(ctx->action);
+    enum cfg_action_key key;
+    if (!cfg_action_key_of(name, strlen(name), &key)) {
+        return NULL;
+    }
+    return pol_tenant_action_rate(state, key);
+}
+
+int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
+                  enum pol_action_class action, uint32_t cost, bool *spill)
+{
+    *spill = false;
+    if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN) {
+        return SL_OK; /* docs/api.md: admin requests are never rate-limited */
+    }
+    const struct cfg_tenant *t = ctx->principal.tenant;
+    struct pol_limiter *limiter = ctx->api->limiter;
+    struct pol_tenant_state *state = pol_limiter_find(limiter, tenant, strlen(tenant));
+    if (state == NULL) {
+        return SL_OK; /* a tenant the limiter has not seen yet: next reload adds it */
+    }
+    int64_t backlog = 0;
+    int64_t inflight = 0;
+    part_tenant_counts(ctx->api->engine, tenant, &backlog, &inflight);
+    struct pol_admit_input in = {
+        .tenant = t,
+        .action = action,
+        .cost = cost,
+        .backlog = backlog > 0 ? (uint64_t)backlog : 0,
+        .inflight = inflight > 0 ? (uint64_t)inflight : 0,
+        .now_ns = sl_mono_ns(),
+        .queue_rate = pol_limiter_queue_rate(limiter, state, queue, strlen(queue)),
+        .action_rate = action_rate(ctx, state),
+    };
+    struct pol_admit_result res;
+    switch (pol_admit(&state->rate, &in, &res)) {
+    case POL_ADMIT:
+        return SL_OK;
+    case POL_SPILL:
+        *spill = true;
+        return SL_OK;
+    case POL_THROTTLE:
+        break;
+    }
+    struct gw_sqs_err err;
+    if (res.reason == POL_REASON_INFLIGHT) {
+        gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,
+                       "Tenant %s is at its limit of %u in-flight messages.", tenant,
+                       t->limits.max_inflight);
+    } else if (res.reason == POL_REASON_BACKLOG) {
+        gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED,
+                       "Tenant %s has reached its backlog limit of %llu stored messages.", tenant,
+                       (unsigned long long)t->limits.max_backlog);
+    } else if (res.reason == POL_REASON_QUEUE_RATE) {
+        gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for queue %s of tenant %s.",
+                       queue, tenant);
+    } else if (res.reason == POL_REASON_ACTION_RATE) {
+        gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for %s of tenant %s.",
+                       gw_sqs_action_name(ctx->action), tenant);
+    } else {
+        gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.", tenant);
+    }
+    gw__act_fail(ctx, &err);
+    return SL_EBUSY;
+}

@@ -1,0 +1,45 @@
+/*
+ * gw_conn.h -- (gateway-internal) one accepted socket (gw_conn.c): reads,
+ * writes, backpressure and timers, TLS (gw_tls.h) and HTTP/2 (gw_h2.h)
+ * over it.
+ *
+ * Threading: everything here runs on the loop thread that owns ls.
+ */
+#ifndef SLUICE_GW_CONN_H
+#define SLUICE_GW_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gw_http.h"
+
+struct uv_stream_s;
+struct gw_tls_ctx;
+
+/* ---- connections, on a loop thread -------------------------------------------- */
+
+struct gw_conn;
+
+/* Per-loop state shared by its connections (owned by gw_server.c). */
+struct gw_loop_state {
+    struct uv_loop_s *loop;
+    char *read_buf; /* shared by the loop's reads, which run one at a time */
+    size_t read_buf_size;
+    struct gw_tls_ctx *tls; /* NULL = h2c */
+    size_t inflight;        /* exchanges held by handlers on this loop */
+    size_t conn_count;
+    struct gw_conn *conns; /* intrusive list of live connections */
+    bool shutting_down;
+};
+
+/* Accepts one pending connection from server onto the loop. */
+void gw__conn_accept(struct gw_loop_state *ls, struct uv_stream_s *server,
+                     const struct gw_handler *handler, void *loop_ctx);
+
+/* GOAWAY on every connection of the loop (graceful). */
+void gw__conn_goaway_all(struct gw_loop_state *ls);
+
+/* Closes every connection of the loop now (cancels exchanges). */
+void gw__conn_close_all(struct gw_loop_state *ls);
+
+#endif

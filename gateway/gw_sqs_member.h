@@ -1,0 +1,69 @@
+/*
+ * gw_sqs_member.h -- (gateway-internal) what the request decoders share
+ * (gw_sqs_member.c): memory owned by the request being decoded, and
+ * typed JSON members read with SQS's errors.
+ *
+ * Each member reader treats an absent member and JSON null alike, and
+ * returns SL_OK, SL_EINVAL with err set to the error SQS sends, or
+ * SL_ENOMEM with err set to InternalError.
+ */
+#ifndef SLUICE_GW_SQS_MEMBER_H
+#define SLUICE_GW_SQS_MEMBER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gw_sqs.h"
+
+/* The decoding state shared by the decoder files. */
+struct gw_sqs_dec {
+    struct gw_sqs_request *r;
+    struct gw_sqs_err *err; /* the request's error */
+};
+
+/* Allocates count * size zeroed bytes owned by r (freed by
+ * gw_sqs_request_fini). Returns NULL on overflow or exhaustion. */
+void *gw__sqs_alloc(struct gw_sqs_request *r, size_t count, size_t size);
+
+/* gw__sqs_alloc that sets InternalError on failure (count 0 allocates
+ * one element). Returns NULL then. */
+void *gw__sqs_dec_alloc(struct gw_sqs_dec *d, size_t count, size_t size);
+
+/* The message of SerializationException for a JSON value of the wrong
+ * type, as AWS's Java deserializer words it. Returns SL_EINVAL. */
+int gw__sqs_type_error(const struct json_t *value, const char *expected, struct gw_sqs_err *err);
+
+/* "The request must contain the parameter <name>." Returns SL_EINVAL. */
+int gw__sqs_missing(struct gw_sqs_err *err, const char *name);
+
+/* A String member; required also refuses "". *has (may be NULL) tells
+ * whether it was there. */
+int gw__sqs_member_string(const struct json_t *obj, const char *name, bool required,
+                          struct sl_slice *out, bool *has, struct gw_sqs_err *err);
+
+/* An Integer member in [min, max]; reason completes SQS's sentence
+ * "Value V for parameter N is invalid. Reason: ...". */
+int gw__sqs_member_int(const struct json_t *obj, const char *name, bool required, int64_t min,
+                       int64_t max, const char *reason, int32_t *out, bool *has,
+                       struct gw_sqs_err *err);
+
+/* A Map (JSON object) member; *out is NULL when absent. */
+int gw__sqs_member_object(const struct json_t *obj, const char *name, bool required,
+                          const struct json_t **out, struct gw_sqs_err *err);
+
+/* A List (JSON array) member; *out is NULL when absent. */
+int gw__sqs_member_array(const struct json_t *obj, const char *name, bool required,
+                         const struct json_t **out, struct gw_sqs_err *err);
+
+/* A list of strings into slices owned by the request; required also
+ * refuses an empty list. */
+int gw__sqs_member_string_list(struct gw_sqs_dec *d, const struct json_t *obj, const char *name,
+                               bool required, struct sl_slice **out, size_t *n);
+
+/* A map of strings (tags) into key/value slices owned by the request;
+ * required also refuses an empty map. */
+int gw__sqs_member_string_map(struct gw_sqs_dec *d, const struct json_t *obj, const char *name,
+                              bool required, struct gw_sqs_tag **out, size_t *n);
+
+#endif
