@@ -19,6 +19,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -31,6 +32,7 @@ struct gw_conn {
     uv_timer_t timer; /* timeouts, once a second */
     uv_idle_t wake;   /* deferred flush after an asynchronous respond */
     struct gw_loop_state *ls;
+    struct gw_peer peer; /* its slot in ls->limits, given back when closed */
     struct gw_conn *prev, *next;
     struct gw_h2c *h2c;
     struct gw_tls_conn *tls; /* NULL for h2c */
@@ -64,6 +66,8 @@ static void on_handle_closed(uv_handle_t *h)
     struct gw_conn *c = h->data;
     if (--c->open_handles > 0)
         return;
+    /* The socket is closed now: its descriptor is free for the next one. */
+    gw__connlimit_release(c->ls->limits, &c->peer);
     sl_buf_free(&c->plain);
     sl_buf_free(&c->cipher);
     free(c);
@@ -267,11 +271,12 @@ static void wake(void *owner)
         uv_idle_start(&c->wake, on_wake);
 }
 
-void gw__conn_accept(struct gw_loop_state *ls, uv_stream_t *server,
+void gw__conn_accept(struct gw_loop_state *ls, int fd, const struct gw_peer *peer,
                      const struct gw_handler *handler, void *loop_ctx)
 {
     struct gw_conn *c = sl_xcalloc(1, sizeof(*c));
     c->ls = ls;
+    c->peer = *peer;
     sl_buf_init(&c->plain);
     sl_buf_init(&c->cipher);
     uv_tcp_init(ls->loop, &c->tcp);
@@ -298,7 +303,12 @@ void gw__conn_accept(struct gw_loop_state *ls, uv_stream_t *server,
     if (ls->tls != NULL)
         c->tls = gw__tls_conn_new(ls->tls);
 
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 || ls->shutting_down) {
+    if (uv_tcp_open(&c->tcp, fd) != 0) {
+        close(fd); /* not the handle's: uv_tcp_open refused it */
+        conn_close(c);
+        return;
+    }
+    if (ls->shutting_down) {
         conn_close(c);
         return;
     }

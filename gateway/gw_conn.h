@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "gw_connlimit.h"
 #include "gw_http.h"
 
-struct uv_stream_s;
 struct gw_tls_ctx;
 
 /* ---- connections, on a loop thread -------------------------------------------- */
@@ -29,11 +29,14 @@ struct gw_loop_state {
     size_t inflight;        /* exchanges held by handlers on this loop */
     size_t conn_count;
     struct gw_conn *conns; /* intrusive list of live connections */
+    struct gw_connlimit *limits; /* process-wide, shared by every loop */
     bool shutting_down;
 };
 
-/* Accepts one pending connection from server onto the loop. */
-void gw__conn_accept(struct gw_loop_state *ls, struct uv_stream_s *server,
+/* Runs an accepted socket fd from peer on the loop. Always takes ownership
+ * of fd, and of the connection slot gw__connlimit_acquire granted for
+ * peer: both are given back when the connection closes. */
+void gw__conn_accept(struct gw_loop_state *ls, int fd, const struct gw_peer *peer,
                      const struct gw_handler *handler, void *loop_ctx);
 
 /* GOAWAY on every connection of the loop (graceful). */

@@ -12,10 +12,14 @@
  * Ownership: gw_main owns the holder, the api, the TLS context and the
  * server, and frees them in reverse order of creation.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -25,11 +29,24 @@
 #include "gw_server.h"
 
 #define SHUTDOWN_GRACE_MS 10000 /* in-flight exchanges get this long to finish */
+/* From the stop signal to exit, whatever happens: the loops' grace and
+ * their hard deadline (10 s each, gw_server.c) and time for storage to
+ * commit. Past it the process exits at once: every acknowledged write is
+ * already committed, so nothing is lost that a crash would not also keep. */
+#define SHUTDOWN_DEADLINE_MS 40000
+/* Descriptors kept out of the connection cap: the partition files (database,
+ * WAL, shared memory), the catalog, listeners, the loops' own handles. */
+#define FD_RESERVE_BASE 64u
+#define FD_RESERVE_PER_PARTITION 4u
+#define DEFAULT_MAX_CONNECTIONS_CEILING 10000u
+#define DEFAULT_MAX_CONNECTIONS_PER_PEER 1024u
 
 struct process {
     const char *config_path; /* NULL = embedded default */
     struct cfg_holder *holder;
     struct gw_api *api;
+    struct gw_connlimit *limits;
+    uint64_t fd_limit;
     uv_signal_t sigterm, sigint, sighup;
     int signum_stop;
 };
@@ -81,6 +98,59 @@ static struct cfg_snapshot *load_config(const char *path)
         sl_log(SL_LOG_ERROR, "main", "%s", diags.items[i].text);
     cfg_diags_free(&diags);
     return rv == 0 ? snap : NULL;
+}
+
+/* ---- descriptors and connection caps -------------------------------------- */
+
+/* Raises the soft descriptor limit to the hard one (what a server may use
+ * without privileges) and returns the limit in force. */
+static uint64_t raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            sl_log(SL_LOG_INFO, "main", "descriptor limit raised from %llu to %llu",
+                   (unsigned long long)was, (unsigned long long)rl.rlim_cur);
+        else
+            rl.rlim_cur = was;
+    }
+    return rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : (uint64_t)rl.rlim_cur;
+}
+
+/* The default cap: three quarters of the descriptors that storage and the
+ * process itself do not need, so that accept(2) does not reach EMFILE in
+ * normal operation, and at most DEFAULT_MAX_CONNECTIONS_CEILING. */
+static uint32_t default_max_connections(uint64_t fd_limit, uint32_t partitions)
+{
+    uint64_t reserve = FD_RESERVE_BASE + (uint64_t)FD_RESERVE_PER_PARTITION * partitions;
+    uint64_t usable = fd_limit > reserve ? (fd_limit - reserve) * 3 / 4 : 1;
+    return (uint32_t)SL_MAX(1, SL_MIN(usable, DEFAULT_MAX_CONNECTIONS_CEILING));
+}
+
+static void connection_caps(const struct process *p, const struct cfg_snapshot *snap,
+                            uint32_t *max_total, uint32_t *max_peer)
+{
+    *max_total = default_max_connections(p->fd_limit, snap->partitions);
+    *max_peer = SL_MIN(*max_total, DEFAULT_MAX_CONNECTIONS_PER_PEER);
+}
+
+/* ---- shutdown deadline ---------------------------------------------------- */
+
+static void *shutdown_watchdog(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {SHUTDOWN_DEADLINE_MS / 1000, (SHUTDOWN_DEADLINE_MS % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+    sl_log(SL_LOG_ERROR, "main",
+           "shutdown did not finish within %d ms; exiting now (acknowledged writes are "
+           "committed)",
+           SHUTDOWN_DEADLINE_MS);
+    _exit(1);
 }
 
 /* ---- SIGHUP ------------------------------------------------------------- */
@@ -226,8 +296,13 @@ static int run(struct process *p)
             .handler = gw_api_admin_handler(p->api),
         };
     unsigned threads = snap->io_threads != 0 ? snap->io_threads : uv_available_parallelism();
+    uint32_t max_total, max_peer;
+    connection_caps(p, snap, &max_total, &max_peer);
+    p->limits = gw__connlimit_new(max_total, max_peer);
+    sl_log(SL_LOG_INFO, "main", "connections: at most %u, %u per peer address (%llu descriptors)",
+           max_total, max_peer, (unsigned long long)p->fd_limit);
     struct gw_server *server = NULL;
-    if (gw_server_start(specs, n, threads, tls, &server, err, sizeof(err)) != SL_OK) {
+    if (gw_server_start(specs, n, threads, tls, p->limits, &server, err, sizeof(err)) != SL_OK) {
         sl_log(SL_LOG_ERROR, "main", "%s", err);
         goto out_api;
     }
@@ -245,6 +320,9 @@ static int run(struct process *p)
 
     sl_log(SL_LOG_INFO, "main", "%s: shutting down (grace %d ms)",
            p->signum_stop == SIGINT ? "SIGINT" : "SIGTERM", SHUTDOWN_GRACE_MS);
+    pthread_t watchdog;
+    if (pthread_create(&watchdog, NULL, shutdown_watchdog, NULL) == 0)
+        pthread_detach(watchdog);
     gw_server_stop(server, SHUTDOWN_GRACE_MS);
     gw_server_free(server);
     for (size_t i = 0; i < SL_ARRAY_LEN(handles); i++)
@@ -255,6 +333,8 @@ static int run(struct process *p)
 out_api:
     gw_api_free(p->api); /* commits and closes storage */
     p->api = NULL;
+    gw__connlimit_free(p->limits); /* after the server: its connections held slots */
+    p->limits = NULL;
 out_holder:
     cfg_holder_free(p->holder);
     p->holder = NULL;
@@ -283,5 +363,6 @@ int gw_main(int argc, char **argv)
     /* A peer that vanishes mid-write must cost a write error, not the
      * process. */
     signal(SIGPIPE, SIG_IGN);
+    p.fd_limit = raise_fd_limit();
     return run(&p);
 }

@@ -4,6 +4,16 @@
  * per endpoint, all bound to the same port with SO_REUSEPORT so the kernel
  * spreads connections over the threads and no accept lock is shared.
  *
+ * Accepting: each listener is a non-blocking socket watched by a uv_poll_t;
+ * the loop accepts itself (at most ACCEPT_BATCH per wake-up, so one busy
+ * listener cannot starve the loop's connections) and admits each socket
+ * through the process-wide caps (gw_connlimit.h) before a connection
+ * exists. When accept(2) fails for want of descriptors (EMFILE, ENFILE),
+ * the listener stops polling for ACCEPT_PAUSE_MS and resumes from a timer:
+ * retrying at once would spin the loop, which is what libuv's own accept
+ * path does with several loops. Every line a client can cause here is
+ * rate-limited (sl_log_limited).
+ *
  * Threading: gw_server_start/stop/free run on the main thread. Each loop,
  * its listeners, its connections and its handler contexts belong to its
  * thread; the main thread reaches a loop only through its uv_async_t.
@@ -17,6 +27,8 @@
  *       deadline passed): loop_stop per handler, every handle closed, the
  *       loop runs out and the thread ends.
  */
+#define _GNU_SOURCE /* accept4: the socket comes out non-blocking and close-on-exec */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -33,13 +45,17 @@
 #include "gw_server.h"
 
 #define MAX_LISTENERS 4
+#define ACCEPT_BATCH 64
+#define ACCEPT_PAUSE_MS 250
 #define DRAIN_POLL_MS 20
 #define HARD_EXTRA_MS 10000 /* after the grace: wait this long for handlers */
 
 struct io_thread;
 
 struct listener {
-    uv_tcp_t tcp;
+    uv_poll_t poll;   /* readable: connections wait to be accepted */
+    uv_timer_t pause; /* resumes polling after descriptors ran out */
+    int fd;
     struct io_thread *t;
     const struct gw_handler *handler;
     void *loop_ctx;
@@ -70,7 +86,11 @@ struct gw_server {
     struct io_thread *threads;
     unsigned thread_count;
     uint64_t grace_ms;
+    struct gw_connlimit *limits; /* borrowed from the caller */
 };
+
+static struct sl_log_limit refused_log = SL_LOG_LIMIT(5, 10000);
+static struct sl_log_limit accept_log = SL_LOG_LIMIT(5, 10000);
 
 /* ---- sockets ------------------------------------------------------------ */
 
@@ -89,7 +109,7 @@ static int listen_socket(const char *host, uint16_t port, char *err, size_t errl
         snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rv));
         return -1;
     }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         snprintf(err, errlen, "socket: %s", strerror(errno));
         freeaddrinfo(res);
@@ -122,14 +142,99 @@ static uint16_t bound_port(int fd)
 
 /* ---- one loop ----------------------------------------------------------- */
 
-static void on_connection(uv_stream_t *server, int status)
+static void on_listener_readable(uv_poll_t *h, int status, int events);
+
+static void on_pause_over(uv_timer_t *timer)
 {
-    struct listener *l = server->data;
+    struct listener *l = timer->data;
+    if (l->open)
+        uv_poll_start(&l->poll, UV_READABLE, on_listener_readable);
+}
+
+static void peer_text(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    const void *a = ss->ss_family == AF_INET6
+                        ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+                        : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+    if (inet_ntop(ss->ss_family, a, out, (socklen_t)cap) == NULL)
+        snprintf(out, cap, "?");
+}
+
+/* accept(2) failed: count it, and when descriptors ran out, stop polling
+ * for a moment. Returns true when the accept loop should stop. */
+static bool accept_failed(struct listener *l, int err)
+{
+    struct gw_connlimit *limits = l->t->ls.limits;
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        gw__connlimit_count(limits, GW_CONN_ACCEPT_FDS_EXHAUSTED);
+        sl_log_limited(&accept_log, SL_LOG_WARN, "gw",
+                       "accept: %s; listener of loop %u paused for %d ms", strerror(err),
+                       l->t->index, ACCEPT_PAUSE_MS);
+        uv_poll_stop(&l->poll);
+        uv_timer_start(&l->pause, on_pause_over, ACCEPT_PAUSE_MS, 0);
+        return true;
+    }
+    gw__connlimit_count(limits, GW_CONN_ACCEPT_FAILED);
+    sl_log_limited(&accept_log, SL_LOG_WARN, "gw", "accept: %s", strerror(err));
+    return true;
+}
+
+static void on_listener_readable(uv_poll_t *h, int status, int events)
+{
+    struct listener *l = h->data;
+    struct io_thread *t = l->t;
     if (status < 0) {
-        sl_log(SL_LOG_WARN, "gw", "accept: %s", uv_strerror(status));
+        accept_failed(l, -status);
         return;
     }
-    gw__conn_accept(&l->t->ls, server, l->handler, l->loop_ctx);
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        int fd = accept4(l->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (accept_failed(l, errno))
+                return;
+            continue;
+        }
+        struct gw_peer peer = gw__peer_from_sockaddr(&ss);
+        enum gw_conn_refusal why = GW_CONN_REFUSED_SHUTTING_DOWN;
+        int rv = SL_EBUSY;
+        if (t->ls.shutting_down)
+            gw__connlimit_count(t->ls.limits, why);
+        else
+            rv = gw__connlimit_acquire(t->ls.limits, &peer, &why);
+        if (rv != SL_OK) {
+            char who[INET6_ADDRSTRLEN];
+            peer_text(&ss, who, sizeof(who));
+            sl_log_limited(&refused_log, SL_LOG_WARN, "gw", "connection from %s refused: %s", who,
+                           gw__conn_refusal_name(why));
+            close(fd);
+            continue;
+        }
+        gw__conn_accept(&t->ls, fd, &peer, l->handler, l->loop_ctx);
+    }
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+    struct listener *l = h->data;
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+}
+
+/* Stops accepting on l for good: the poll handle, its timer, the socket. */
+static void listener_close(struct listener *l)
+{
+    if (!l->open)
+        return;
+    l->open = false;
+    uv_close((uv_handle_t *)&l->pause, NULL);
+    uv_close((uv_handle_t *)&l->poll, on_listener_closed);
 }
 
 static void close_walk(uv_handle_t *h, void *arg)
@@ -176,11 +281,8 @@ static void on_stop_async(uv_async_t *a)
         return;
     t->phase = PHASE_DRAINING;
     t->ls.shutting_down = true;
-    for (size_t i = 0; i < t->listener_count; i++) {
-        if (t->listeners[i].open)
-            uv_close((uv_handle_t *)&t->listeners[i].tcp, NULL);
-        t->listeners[i].open = false;
-    }
+    for (size_t i = 0; i < t->listener_count; i++)
+        listener_close(&t->listeners[i]);
     gw__conn_goaway_all(&t->ls);
     for (size_t i = 0; i < t->listener_count; i++) {
         const struct gw_handler *h = t->listeners[i].handler;
@@ -213,7 +315,7 @@ static void thread_main(void *arg)
                           : NULL;
     }
     for (size_t i = 0; i < t->listener_count; i++) {
-        int rv = uv_listen((uv_stream_t *)&t->listeners[i].tcp, 1024, on_connection);
+        int rv = uv_poll_start(&t->listeners[i].poll, UV_READABLE, on_listener_readable);
         if (rv != 0)
             sl_log(SL_LOG_ERROR, "gw", "loop %u: listen: %s", t->index, uv_strerror(rv));
     }
@@ -227,6 +329,11 @@ static void thread_main(void *arg)
 static void thread_fini(struct io_thread *t)
 {
     /* After uv_run returned every handle is closed; close the loop. */
+    for (size_t i = 0; i < t->listener_count; i++) {
+        if (t->listeners[i].fd >= 0) /* never closed through listener_close */
+            close(t->listeners[i].fd);
+        t->listeners[i].fd = -1;
+    }
     int rv = uv_loop_close(&t->loop);
     if (rv != 0)
         sl_log(SL_LOG_WARN, "gw", "loop %u: close: %s", t->index, uv_strerror(rv));
@@ -243,6 +350,7 @@ static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
     SL_ASSERT(uv_loop_init(&t->loop) == 0);
     t->ls.loop = &t->loop;
     t->ls.tls = tls;
+    t->ls.limits = s->limits;
     t->ls.read_buf_size = 65536;
     t->ls.read_buf = sl_xmalloc(t->ls.read_buf_size);
     uv_async_init(&t->loop, &t->stop_async, on_stop_async);
@@ -255,18 +363,21 @@ static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
         struct listener *l = &t->listeners[i];
         l->t = t;
         l->handler = &s->specs[i].handler;
-        uv_tcp_init(&t->loop, &l->tcp);
-        l->tcp.data = l;
+        l->fd = -1;
+        if (uv_poll_init_socket(&t->loop, &l->poll, fds[i]) != 0)
+            return SL_EIO;
+        l->fd = fds[i];
+        uv_timer_init(&t->loop, &l->pause);
+        l->poll.data = l->pause.data = l;
         l->open = true;
         t->listener_count++;
-        if (uv_tcp_open(&l->tcp, fds[i]) != 0)
-            return SL_EIO;
     }
     return SL_OK;
 }
 
 int gw_server_start(const struct gw_listener_spec *specs, size_t spec_count, unsigned io_threads,
-                    struct gw_tls_ctx *tls, struct gw_server **out, char *err, size_t errlen)
+                    struct gw_tls_ctx *tls, struct gw_connlimit *limits, struct gw_server **out,
+                    char *err, size_t errlen)
 {
     SL_ASSERT(spec_count > 0 && spec_count <= MAX_LISTENERS);
     if (io_threads == 0)
@@ -277,6 +388,7 @@ int gw_server_start(const struct gw_listener_spec *specs, size_t spec_count, uns
     s->thread_count = io_threads;
     s->threads = sl_xcalloc(io_threads, sizeof(*s->threads));
     s->grace_ms = 10000;
+    s->limits = limits;
 
     /* fds[thread][listener]; port 0 is resolved by the first bind so that
      * every thread's socket shares the same port. */

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gw_connlimit.h"
 #include "gw_h2.h"
 #include "gw_http.h"
 #include "gw_tls.h"
@@ -38,10 +39,13 @@ struct gw_listener_spec {
 };
 
 /* Binds every listener on every I/O thread (SO_REUSEPORT) and starts the
- * threads. tls may be NULL (h2c). Returns SL_OK and sets *out, or an SL_E*
- * code with a sentence in err; on error nothing is left running. */
+ * threads. tls may be NULL (h2c). Every accepted connection takes a slot of
+ * limits (borrowed: it must outlive the server). Returns SL_OK and sets
+ * *out, or SL_EIO with a sentence in err; on error nothing is left
+ * running. */
 int gw_server_start(const struct gw_listener_spec *specs, size_t spec_count, unsigned io_threads,
-                    struct gw_tls_ctx *tls, struct gw_server **out, char *err, size_t errlen);
+                    struct gw_tls_ctx *tls, struct gw_connlimit *limits, struct gw_server **out,
+                    char *err, size_t errlen);
 
 /* Graceful stop, blocking the calling (main) thread: stop accepting, GOAWAY
  * on every connection, each handler's loop_drain, wait for in-flight
