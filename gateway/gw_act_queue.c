@@ -705,11 +705,39 @@ void gw__act_set_queue_attributes(struct gw_act_ctx *ctx)
 
 /* ---- tags ---------------------------------------------------------------------- */
 
+/* How many tags the queue would have with these merged in (a key it has
+ * already is overwritten, not added). */
+static size_t tags_after_merge(struct gw_act_ctx *ctx, uint64_t queue_id,
+                               const struct gw_sqs_tag *add, size_t n)
+{
+    struct part_queue_info *qi = NULL;
+    if (part_queue_get(ctx->api->engine, queue_id, &qi) != SL_OK) {
+        return n; /* the write itself will find the queue gone */
+    }
+    size_t total = qi->tag_count;
+    for (size_t i = 0; i < n; i++) {
+        bool known = false;
+        for (size_t j = 0; j < qi->tag_count && !known; j++) {
+            known = sl_slice_eq_cstr(add[i].key, qi->tags[j].key);
+        }
+        total += !known;
+    }
+    part_queue_info_free(qi);
+    return total;
+}
+
 void gw__act_tag_queue(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_tag_queue_req *r = &ctx->req.u.tag_queue;
     struct gw_queue q;
     if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
+        return;
+    }
+    if (tags_after_merge(ctx, q.id, r->tags, r->tag_count) > GW_SQS_MAX_TAGS) {
+        struct gw_sqs_err err;
+        gw_sqs_err_set(&err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                       "Too many tags: a queue has at most %u tags.", GW_SQS_MAX_TAGS);
+        gw__act_fail(ctx, &err);
         return;
     }
     struct part_kv *tags = tags_to_kv(r->tags, r->tag_count);

@@ -44,6 +44,10 @@ struct json_t; /* jansson's json_t; no <jansson.h> here */
 #define GW_SQS_MAX_VISIBILITY_TIMEOUT 43200
 #define GW_SQS_MAX_DELAY_SECONDS 900
 #define GW_SQS_MAX_WAIT_TIME_SECONDS 20
+#define GW_SQS_MAX_TAGS 50u             /* per queue, after a TagQueue merges */
+#define GW_SQS_MAX_TAG_KEY_CHARS 128u   /* Unicode characters, UTF-8 */
+#define GW_SQS_MAX_TAG_VALUE_CHARS 256u /* Unicode characters, UTF-8 */
+#define GW_SQS_MAX_POLICY_BYTES 8192u   /* Developer Guide, "Amazon SQS policy quotas" */
 
 /* ---- errors (gw_errors.def) -------------------------------------------- */
 

@@ -119,6 +119,49 @@ static int batch_entries(struct gw_sqs_dec *d, const json_t *o, const char *entr
 
 /* ---- per action ------------------------------------------------------------------- */
 
+/* Unicode characters in a UTF-8 string (jansson has validated it). */
+static size_t utf8_chars(struct sl_slice s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        n += ((unsigned char)s.p[i] & 0xC0u) != 0x80u;
+    }
+    return n;
+}
+
+/* SQS's tag rules (Developer Guide, "Amazon SQS queue quotas"), checked on
+ * the request so that a tag flood costs a decode, not a catalog write:
+ * at most GW_SQS_MAX_TAGS per request, keys of 1..128 characters without
+ * the reserved "aws:" prefix, values of at most 256 characters. The total
+ * after merging with the queue's tags is checked by TagQueue itself. */
+static int check_tags(struct gw_sqs_dec *d, const char *member, const struct gw_sqs_tag *tags,
+                      size_t n)
+{
+    if (n > GW_SQS_MAX_TAGS) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                              "Too many tags in %s: %zu given; a queue has at most %u tags.",
+                              member, n, GW_SQS_MAX_TAGS);
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t key_chars = utf8_chars(tags[i].key);
+        if (key_chars == 0 || key_chars > GW_SQS_MAX_TAG_KEY_CHARS) {
+            return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                                  "Tag keys must be between 1 and %u characters in length.",
+                                  GW_SQS_MAX_TAG_KEY_CHARS);
+        }
+        if (tags[i].key.n >= 4 && memcmp(tags[i].key.p, "aws:", 4) == 0) {
+            return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                                  "Tag keys may not begin with the reserved prefix aws:.");
+        }
+        if (utf8_chars(tags[i].value) > GW_SQS_MAX_TAG_VALUE_CHARS) {
+            return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                                  "Tag values must be at most %u characters in length.",
+                                  GW_SQS_MAX_TAG_VALUE_CHARS);
+        }
+    }
+    return SL_OK;
+}
+
 static int decode_create_queue(struct gw_sqs_dec *d, const json_t *o)
 {
     struct gw_sqs_create_queue_req *q = &d->r->u.create_queue;
@@ -155,7 +198,8 @@ static int decode_create_queue(struct gw_sqs_dec *d, const json_t *o)
             return rc;
         }
     }
-    return gw__sqs_member_string_map(d, o, "tags", false, &q->tags, &q->tag_count);
+    rc = gw__sqs_member_string_map(d, o, "tags", false, &q->tags, &q->tag_count);
+    return rc != SL_OK ? rc : check_tags(d, "tags", q->tags, q->tag_count);
 }
 
 static int decode_get_queue_url(struct gw_sqs_dec *d, const json_t *o)
@@ -539,7 +583,8 @@ static int decode_tag_queue(struct gw_sqs_dec *d, const json_t *o)
     if (rc != SL_OK) {
         return rc;
     }
-    return gw__sqs_member_string_map(d, o, "Tags", true, &q->tags, &q->tag_count);
+    rc = gw__sqs_member_string_map(d, o, "Tags", true, &q->tags, &q->tag_count);
+    return rc != SL_OK ? rc : check_tags(d, "Tags", q->tags, q->tag_count);
 }
 
 static int decode_untag_queue(struct gw_sqs_dec *d, const json_t *o)
@@ -549,7 +594,14 @@ static int decode_untag_queue(struct gw_sqs_dec *d, const json_t *o)
     if (rc != SL_OK) {
         return rc;
     }
-    return gw__sqs_member_string_list(d, o, "TagKeys", true, &q->keys, &q->key_count);
+    rc = gw__sqs_member_string_list(d, o, "TagKeys", true, &q->keys, &q->key_count);
+    if (rc == SL_OK && q->key_count > GW_SQS_MAX_TAGS) {
+        rc = gw_sqs_err_set(d->err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                            "Too many tag keys in TagKeys: %zu given; a queue has at most %u "
+                            "tags.",
+                            q->key_count, GW_SQS_MAX_TAGS);
+    }
+    return rc;
 }
 
 static int decode_add_permission(struct gw_sqs_dec *d, const json_t *o)

@@ -283,6 +283,12 @@ static int check_value(enum gw_sqs_qattr a, struct sl_slice v, bool fifo,
         if (v.n == 0) {
             return SL_OK; /* "" removes the policy */
         }
+        if (v.n > GW_SQS_MAX_POLICY_BYTES) { /* refused before it is parsed */
+            return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,
+                                  "Invalid value for the parameter Policy. Reason: the policy "
+                                  "is %zu bytes; a queue policy is at most %u bytes.",
+                                  v.n, GW_SQS_MAX_POLICY_BYTES);
+        }
         json_error_t jerr;
         json_t *doc = json_loadb(v.p, v.n, 0, &jerr);
         bool ok = doc != NULL && json_is_object(doc);
