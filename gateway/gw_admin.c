@@ -34,13 +34,15 @@
 #include "gw_act_store.h"
 #include "gw_admin.h"
 #include "gw_metrics.h"
+#include "gw_server.h"
+#include "sigv4.h"
 
 #define ADMIN_KEY_CACHE_SLOTS 16
 #define SIGV4_SERVICE "sqs"
 
 struct admin_loop {
     struct gw_api *api;
-    struct gw_sigv4_key_cache *keys;
+    struct sigv4_key_cache *keys;
 };
 
 static void *loop_start(void *app, struct uv_loop_s *loop)
@@ -48,7 +50,7 @@ static void *loop_start(void *app, struct uv_loop_s *loop)
     (void)loop;
     struct admin_loop *l = sl_xcalloc(1, sizeof(*l));
     l->api = app;
-    l->keys = gw_sigv4_key_cache_new(ADMIN_KEY_CACHE_SLOTS);
+    l->keys = sigv4_key_cache_new(ADMIN_KEY_CACHE_SLOTS);
     return l;
 }
 
@@ -60,7 +62,7 @@ static void loop_drain(void *loop_ctx)
 static void loop_stop(void *loop_ctx)
 {
     struct admin_loop *l = loop_ctx;
-    gw_sigv4_key_cache_free(l->keys);
+    sigv4_key_cache_free(l->keys);
     free(l);
 }
 
@@ -138,39 +140,61 @@ static bool authenticate_bearer(const struct cfg_snapshot *snap, struct sl_slice
     return true;
 }
 
-static bool authenticate_sigv4(struct admin_loop *l, const struct cfg_snapshot *snap,
-                               const struct gw_request *req, struct sl_slice value,
-                               struct auth_failure *f)
+/* sigv4_secret_fn over the snapshot: only the admin's key is known here. */
+static int find_admin_secret(void *arg, struct sl_slice access_key_id, const char **secret)
 {
-    const char *why = NULL;
-    struct gw_sigv4_auth auth;
-    if (gw_sigv4_parse_authorization(value, &auth, &why) != GW_SIGV4_OK) {
-        return auth_fail(f, 401, "Unauthorized",
-                         "The Authorization header is neither a Bearer token nor an AWS "
-                         "Signature Version 4.");
-    }
+    const struct cfg_snapshot *snap = arg;
     struct cfg_principal who;
-    if (!cfg_find_principal(snap, auth.access_key_id.p, auth.access_key_id.n, &who) ||
+    if (!cfg_find_principal(snap, access_key_id.p, access_key_id.n, &who) ||
         who.kind != CFG_PRINCIPAL_ADMIN) {
-        return auth_fail(f, 403, "AccessDenied",
-                         "Only the admin credentials may use the admin listener.");
+        return SL_ENOTFOUND;
     }
-    struct gw_sigv4_request sreq = {
+    *secret = who.secret_access_key;
+    return SL_OK;
+}
+
+static bool authenticate_sigv4(struct admin_loop *l, const struct cfg_snapshot *snap,
+                               const struct gw_request *req, struct auth_failure *f)
+{
+    struct sigv4_header headers[GW_MAX_HEADER_COUNT];
+    SL_ASSERT(req->header_count <= GW_MAX_HEADER_COUNT); /* gw_h2.c refuses more */
+    for (size_t i = 0; i < req->header_count; i++) {
+        headers[i] = (struct sigv4_header){req->headers[i].name, req->headers[i].value};
+    }
+    struct sigv4_request sreq = {
         .method = req->method,
-        .headers = req->headers,
+        .headers = headers,
         .header_count = req->header_count,
         .authority = req->authority,
         .payload = req->body,
     };
     split_path(req->path, &sreq.path, &sreq.query);
-    int64_t now_s = (int64_t)(sl_wall_ms() / 1000);
-    if (gw_sigv4_verify(&sreq, &auth, who.secret_access_key, snap->region, SIGV4_SERVICE, now_s,
-                        l->keys, &why) != GW_SIGV4_OK) {
+    const struct sigv4_verifier v = {
+        .region = snap->region,
+        .service = SIGV4_SERVICE,
+        .now_s = (int64_t)(sl_wall_ms() / 1000),
+        .cache = l->keys,
+        .find_secret = find_admin_secret,
+        .arg = (void *)snap,
+    };
+    enum sigv4_failure failure;
+    if (sigv4_authenticate(&sreq, &v, &failure, NULL) == SL_OK) {
+        return true;
+    }
+    switch (failure) {
+    case SIGV4_FAIL_MISSING:
+    case SIGV4_FAIL_MALFORMED:
+        return auth_fail(f, 401, "Unauthorized",
+                         "The Authorization header is neither a Bearer token nor an AWS "
+                         "Signature Version 4.");
+    case SIGV4_FAIL_UNKNOWN_KEY:
+        return auth_fail(f, 403, "AccessDenied",
+                         "Only the admin credentials may use the admin listener.");
+    default:
         return auth_fail(f, 403, "AccessDenied",
                          "The request signature is not valid for the admin credentials (or is "
                          "dated more than 15 minutes from the server's clock).");
     }
-    return true;
 }
 
 static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
@@ -189,7 +213,7 @@ static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
     if (v.n > 7 && strncasecmp(v.p, "Bearer ", 7) == 0) {
         return authenticate_bearer(snap, (struct sl_slice){v.p + 7, v.n - 7}, f);
     }
-    return authenticate_sigv4(l, snap, req, v, f);
+    return authenticate_sigv4(l, snap, req, f);
 }
 
 /* ---- GET /metrics ---------------------------------------------------------------- */
