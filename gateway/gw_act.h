@@ -70,7 +70,7 @@ struct gw_shard_cache_entry {
 struct gw_api_loop {
     struct gw_api *api;
     struct uv_loop_s *loop;
-    struct gw_sigv4_key_cache *keys;
+    struct sigv4_key_cache *keys;
     struct part_client *part;
     bool draining;
     struct gw_shard_cache_entry *shards; /* GW_SHARD_CACHE_SLOTS entries */

@@ -34,13 +34,14 @@
 #include "gw_act.h"
 #include "gw_admin.h"
 #include "gw_metrics.h"
+#include "gw_auth.h"
 
 #define ADMIN_KEY_CACHE_SLOTS 16
 #define SIGV4_SERVICE "sqs"
 
 struct admin_loop {
     struct gw_api *api;
-    struct gw_sigv4_key_cache *keys;
+    struct sigv4_key_cache *keys;
 };
 
 static void *loop_start(void *app, struct uv_loop_s *loop)
@@ -48,7 +49,7 @@ static void *loop_start(void *app, struct uv_loop_s *loop)
     (void)loop;
     struct admin_loop *l = sl_xcalloc(1, sizeof(*l));
     l->api = app;
-    l->keys = gw_sigv4_key_cache_new(ADMIN_KEY_CACHE_SLOTS);
+    l->keys = sigv4_key_cache_new(ADMIN_KEY_CACHE_SLOTS);
     return l;
 }
 
@@ -60,7 +61,7 @@ static void loop_drain(void *loop_ctx)
 static void loop_stop(void *loop_ctx)
 {
     struct admin_loop *l = loop_ctx;
-    gw_sigv4_key_cache_free(l->keys);
+    sigv4_key_cache_free(l->keys);
     free(l);
 }
 
@@ -90,12 +91,6 @@ static void respond_error(struct gw_exchange *ex, int status, const char *code, 
 }
 
 /* ---- authentication ----------------------------------------------------------- */
-
-/* authenticate_sigv4() names the shared splitter so. */
-static void split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
-{
-    gw_request_split_path(full, path, query);
-}
 
 /* Constant-time equality of a presented token and the configured one. */
 static bool token_equal(struct sl_slice presented, const char *configured)
@@ -132,39 +127,48 @@ static bool authenticate_bearer(const struct cfg_snapshot *snap, struct sl_slice
     return true;
 }
 
-static bool authenticate_sigv4(struct admin_loop *l, const struct cfg_snapshot *snap,
-                               const struct gw_request *req, struct sl_slice value,
-                               struct auth_failure *f)
+/* sigv4_secret_fn over the snapshot: only the admin's key is known here. */
+static int find_admin_secret(void *arg, struct sl_slice access_key_id, const char **secret)
 {
-    const char *why = NULL;
-    struct gw_sigv4_auth auth;
-    if (gw_sigv4_parse_authorization(value, &auth, &why) != GW_SIGV4_OK) {
+    const struct cfg_snapshot *snap = arg;
+    struct cfg_principal who;
+    if (!cfg_find_principal(snap, access_key_id.p, access_key_id.n, &who) ||
+        who.kind != CFG_PRINCIPAL_ADMIN) {
+        return SL_ENOTFOUND;
+    }
+    *secret = who.secret_access_key;
+    return SL_OK;
+}
+
+static bool authenticate_sigv4(struct admin_loop *l, const struct cfg_snapshot *snap,
+                               const struct gw_request *req, struct auth_failure *f)
+{
+    const struct sigv4_verifier v = {
+        .region = snap->region,
+        .service = SIGV4_SERVICE,
+        .now_s = (int64_t)(sl_wall_ms() / 1000),
+        .cache = l->keys,
+        .find_secret = find_admin_secret,
+        .arg = (void *)snap,
+    };
+    enum sigv4_failure failure;
+    if (gw__auth_sigv4(req, &v, &failure, NULL) == SL_OK) {
+        return true;
+    }
+    switch (failure) {
+    case SIGV4_FAIL_MISSING:
+    case SIGV4_FAIL_MALFORMED:
         return auth_fail(f, 401, "Unauthorized",
                          "The Authorization header is neither a Bearer token nor an AWS "
                          "Signature Version 4.");
-    }
-    struct cfg_principal who;
-    if (!cfg_find_principal(snap, auth.access_key_id.p, auth.access_key_id.n, &who) ||
-        who.kind != CFG_PRINCIPAL_ADMIN) {
+    case SIGV4_FAIL_UNKNOWN_KEY:
         return auth_fail(f, 403, "AccessDenied",
                          "Only the admin credentials may use the admin listener.");
-    }
-    struct gw_sigv4_request sreq = {
-        .method = req->method,
-        .headers = req->headers,
-        .header_count = req->header_count,
-        .authority = req->authority,
-        .payload = req->body,
-    };
-    split_path(req->path, &sreq.path, &sreq.query);
-    int64_t now_s = (int64_t)(sl_wall_ms() / 1000);
-    if (gw_sigv4_verify(&sreq, &auth, who.secret_access_key, snap->region, SIGV4_SERVICE, now_s,
-                        l->keys, &why) != GW_SIGV4_OK) {
+    default:
         return auth_fail(f, 403, "AccessDenied",
                          "The request signature is not valid for the admin credentials (or is "
                          "dated more than 15 minutes from the server's clock).");
     }
-    return true;
 }
 
 static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
@@ -183,7 +187,7 @@ static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
     if (v.n > 7 && strncasecmp(v.p, "Bearer ", 7) == 0) {
         return authenticate_bearer(snap, (struct sl_slice){v.p + 7, v.n - 7}, f);
     }
-    return authenticate_sigv4(l, snap, req, v, f);
+    return authenticate_sigv4(l, snap, req, f);
 }
 
 /* ---- GET /metrics ---------------------------------------------------------------- */

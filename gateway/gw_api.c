@@ -47,6 +47,7 @@
 #include "gw_api.h"
 #include "gw_http.h"
 #include "gw_metrics.h"
+#include "gw_auth.h"
 #include "gw_sqs.h"
 
 #define SIGV4_KEY_CACHE_SLOTS 256
@@ -152,7 +153,7 @@ static void *loop_start(void *app, struct uv_loop_s *loop)
     struct gw_api_loop *l = sl_xcalloc(1, sizeof(*l));
     l->api = app;
     l->loop = loop;
-    l->keys = gw_sigv4_key_cache_new(SIGV4_KEY_CACHE_SLOTS);
+    l->keys = sigv4_key_cache_new(SIGV4_KEY_CACHE_SLOTS);
     l->shards = sl_xcalloc(GW_SHARD_CACHE_SLOTS, sizeof(*l->shards));
     int rc = part_client_new(l->api->engine, loop, &l->part);
     SL_ASSERT(rc == SL_OK);
@@ -174,7 +175,7 @@ static void loop_stop(void *loop_ctx)
     struct gw_api_loop *l = loop_ctx;
     RUN_HOOKS(loop_free, l);
     part_client_close(l->part);
-    gw_sigv4_key_cache_free(l->keys);
+    sigv4_key_cache_free(l->keys);
     free(l->shards);
     free(l);
 }
@@ -191,31 +192,26 @@ static bool content_type_is_json(struct sl_slice v)
     return v.n == n || v.p[n] == ';' || v.p[n] == ' ';
 }
 
-/* authenticate() names the shared splitter so (gw_http.h). */
-static void split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
-{
-    gw_request_split_path(full, path, query);
-}
-
 /* ---- authentication --------------------------------------------------------- */
 
-static enum gw_sqs_error sigv4_error(enum gw_sigv4_status st)
+static enum gw_sqs_error sigv4_error(enum sigv4_failure f)
 {
-    switch (st) {
-    case GW_SIGV4_OK:
+    switch (f) {
+    case SIGV4_FAIL_NONE:
         return GW_SQS_OK;
-    case GW_SIGV4_MISSING:
+    case SIGV4_FAIL_MISSING:
         return GW_SQS_E_MISSING_AUTHENTICATION_TOKEN;
-    case GW_SIGV4_INCOMPLETE:
+    case SIGV4_FAIL_MALFORMED:
+    case SIGV4_FAIL_INCOMPLETE:
         return GW_SQS_E_INCOMPLETE_SIGNATURE;
-    case GW_SIGV4_UNKNOWN_KEY:
+    case SIGV4_FAIL_UNKNOWN_KEY:
         return GW_SQS_E_INVALID_CLIENT_TOKEN_ID;
-    case GW_SIGV4_MISMATCH:
-    case GW_SIGV4_SCOPE:
+    case SIGV4_FAIL_MISMATCH:
+    case SIGV4_FAIL_SCOPE:
         return GW_SQS_E_SIGNATURE_DOES_NOT_MATCH;
-    case GW_SIGV4_EXPIRED:
+    case SIGV4_FAIL_EXPIRED:
         return GW_SQS_E_REQUEST_EXPIRED;
-    case GW_SIGV4_TOKEN:
+    case SIGV4_FAIL_TOKEN:
         return GW_SQS_E_UNRECOGNIZED_CLIENT;
     }
     return GW_SQS_E_INCOMPLETE_SIGNATURE;
@@ -224,57 +220,44 @@ static enum gw_sqs_error sigv4_error(enum gw_sigv4_status st)
 /* The message to send for a SigV4 failure: the table's (AWS's) words, with
  * the verifier's reason appended where it helps the client and leaks
  * nothing (never for a mismatch: that would help forging). */
-static int auth_fail(enum gw_sigv4_status st, const char *why, struct gw_sqs_err *err)
+static int auth_fail(enum sigv4_failure f, const char *why, struct gw_sqs_err *err)
 {
-    enum gw_sqs_error code = sigv4_error(st);
+    enum gw_sqs_error code = sigv4_error(f);
     const char *base = gw_sqs_error_info(code)->message;
-    if (why != NULL &&
-        (st == GW_SIGV4_INCOMPLETE || st == GW_SIGV4_EXPIRED || st == GW_SIGV4_SCOPE)) {
+    if (why != NULL && (f == SIGV4_FAIL_MALFORMED || f == SIGV4_FAIL_INCOMPLETE ||
+                        f == SIGV4_FAIL_EXPIRED || f == SIGV4_FAIL_SCOPE)) {
         return gw_sqs_err_set(err, code, "%s %s", base, why);
     }
     return gw_sqs_err_set(err, code, NULL);
 }
 
+/* sigv4_secret_fn over the request's snapshot; fills ctx->principal. */
+static int find_principal(void *arg, struct sl_slice access_key_id, const char **secret)
+{
+    struct gw_act_ctx *ctx = arg;
+    if (!cfg_find_principal(ctx->snap, access_key_id.p, access_key_id.n, &ctx->principal)) {
+        return SL_ENOTFOUND;
+    }
+    *secret = ctx->principal.secret_access_key;
+    return SL_OK;
+}
+
 /* Verifies the request's signature and fills ctx->principal. */
 static int authenticate(struct gw_act_ctx *ctx, struct gw_api_loop *l, struct gw_sqs_err *err)
 {
-    const struct gw_request *req = ctx->http;
-    const char *why = NULL;
-    if (gw_request_header(req, "x-amz-security-token") != NULL) {
-        return auth_fail(GW_SIGV4_TOKEN, NULL, err);
-    }
-    const struct gw_header *authz = gw_request_header(req, "authorization");
-    if (authz == NULL) {
-        return auth_fail(GW_SIGV4_MISSING, NULL, err);
-    }
-    struct gw_sigv4_auth auth;
-    enum gw_sigv4_status st = gw_sigv4_parse_authorization(authz->value, &auth, &why);
-    if (st != GW_SIGV4_OK) {
-        return auth_fail(st, why, err);
-    }
-    if (!cfg_find_principal(ctx->snap, auth.access_key_id.p, auth.access_key_id.n,
-                            &ctx->principal)) {
-        memset(&ctx->principal, 0, sizeof(ctx->principal));
-        return auth_fail(GW_SIGV4_UNKNOWN_KEY, NULL, err);
-    }
-
-    /* HTTP/2 carries Host as :authority; the verifier takes a signed
-     * "host" (curl, botocore) or ":authority" (AWS SDK for JavaScript v3)
-     * that is not among the headers from sreq.authority. */
-    struct gw_sigv4_request sreq = {
-        .method = req->method,
-        .headers = req->headers,
-        .header_count = req->header_count,
-        .authority = req->authority,
-        .payload = req->body,
+    const struct sigv4_verifier v = {
+        .region = ctx->snap->region,
+        .service = SIGV4_SERVICE,
+        .now_s = (int64_t)(sl_wall_ms() / 1000),
+        .cache = l->keys,
+        .find_secret = find_principal,
+        .arg = ctx,
     };
-    split_path(req->path, &sreq.path, &sreq.query);
-    int64_t now_s = (int64_t)(sl_wall_ms() / 1000);
-    st = gw_sigv4_verify(&sreq, &auth, ctx->principal.secret_access_key, ctx->snap->region,
-                         SIGV4_SERVICE, now_s, l->keys, &why);
-    if (st != GW_SIGV4_OK) {
+    enum sigv4_failure failure;
+    const char *why = NULL;
+    if (gw__auth_sigv4(ctx->http, &v, &failure, &why) != SL_OK) {
         memset(&ctx->principal, 0, sizeof(ctx->principal));
-        return auth_fail(st, why, err);
+        return auth_fail(failure, why, err);
     }
     return SL_OK;
 }

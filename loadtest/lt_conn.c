@@ -589,13 +589,13 @@ int lt_conn_submit(struct lt_conn *c, struct lt_req *r)
     if (tn < 0 || (size_t)tn >= sizeof(cl->target)) {
         return SL_EINVAL;
     }
-    struct gw_header extra[] = {
+    struct sigv4_header extra[] = {
         {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("application/x-amz-json-1.0")},
         {SL_SLICE_LIT("x-amz-target"), {cl->target, (size_t)tn}},
     };
     char amz_date[17];
     struct sl_slice body = {r->body.p ? r->body.p : "", r->body.n};
-    int rc = lt_sign(r->cred, "POST", "/", cl->o->authority, extra, SL_ARRAY_LEN(extra), body,
+    int rc = lt_sign(r->cred, "/", cl->o->authority, extra, SL_ARRAY_LEN(extra), body,
                      (int64_t)(sl_wall_ms() / 1000), amz_date, &cl->authorization);
     if (rc != SL_OK) {
         return rc;

@@ -6,7 +6,7 @@
  * Layers, bottom up:
  *   lt_hist.c    log-bucketed latency histogram (pure)
  *   lt_sched.c   open-loop schedule: intended send times (pure, clock given)
- *   lt_sign.c    the SigV4 headers of one SQS request, via gw_sigv4_sign()
+ *   lt_sign.c    the SigV4 headers of one SQS request, via sigv4_sign_sqs_request()
  *   lt_errors.c  SQS error codes out of a reply, and their tally (pure)
  *   lt_report.c  the run's result as a table, a JSON record and a picture
  *   lt_opts.c    command line -> struct lt_opts
@@ -29,7 +29,7 @@
 
 #include <jansson.h>
 
-#include "gw.h"
+#include "sigv4.h"
 #include "sl.h"
 
 /* ===== histogram ======================================================== */
@@ -102,9 +102,10 @@ double lt_group_elapsed_s(uint64_t start_ns, uint64_t last_message_ns, uint64_t 
 
 /* ===== signing ========================================================== */
 
-/* The SigV4 headers of one request: x-amz-date and authorization for the
- * given method, path, authority (signed as "host", the way curl signs its
- * HTTP/2 requests) and extra headers (lower-case names; all signed). */
+/* The SigV4 headers of one SQS call (a POST): x-amz-date and
+ * authorization for the given path, authority (signed as "host", the way
+ * curl signs its HTTP/2 requests) and extra headers (lower-case names; all
+ * signed). Returns SL_OK or sigv4_sign_sqs_request's error. */
 struct lt_credentials {
     const char *access_key_id;
     const char *secret;
@@ -112,9 +113,9 @@ struct lt_credentials {
     const char *service;
 };
 
-int lt_sign(const struct lt_credentials *cred, const char *method, const char *path,
-            const char *authority, const struct gw_header *extra, size_t extra_count,
-            struct sl_slice body, int64_t now_s, char amz_date[17], struct sl_buf *authorization);
+int lt_sign(const struct lt_credentials *cred, const char *path, const char *authority,
+            const struct sigv4_header *extra, size_t extra_count, struct sl_slice body,
+            int64_t now_s, char amz_date[17], struct sl_buf *authorization);
 
 /* ===== SQS errors ======================================================= */
 

@@ -17,7 +17,7 @@ static int print_signed_headers(const struct lt_opts *o)
 {
     char target[128];
     snprintf(target, sizeof(target), "AmazonSQS.%s", o->raw_action);
-    struct gw_header extra[] = {
+    struct sigv4_header extra[] = {
         {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("application/x-amz-json-1.0")},
         {SL_SLICE_LIT("x-amz-target"), sl_slice_cstr(target)},
     };
@@ -26,7 +26,7 @@ static int print_signed_headers(const struct lt_opts *o)
     char amz_date[17];
     struct sl_buf auth;
     sl_buf_init(&auth);
-    int rc = lt_sign(&cred, "POST", "/", o->authority, extra, SL_ARRAY_LEN(extra),
+    int rc = lt_sign(&cred, "/", o->authority, extra, SL_ARRAY_LEN(extra),
                      sl_slice_cstr(o->raw_json), (int64_t)(sl_wall_ms() / 1000), amz_date, &auth);
     if (rc != SL_OK) {
         fprintf(stderr, "sluice-load: signing failed: %s\n", sl_strerror(rc));

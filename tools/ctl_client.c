@@ -1,6 +1,6 @@
 /*
  * ctl_client.c -- sluicectl's signed SQS calls (see ctl_client.h). The
- * request is signed by gw_sigv4_sign, the signer that shares its
+ * request is signed by sigv4_sign_sqs_request, the signer that shares its
  * canonicalisation with the gateway's verifier, over exactly the headers
  * sent: content-type, host (the endpoint's authority, which HTTP/2 sends
  * as :authority), x-amz-date and x-amz-target.
@@ -16,7 +16,7 @@
 
 #include <curl/curl.h>
 
-#include "gw.h"
+#include "sigv4.h"
 
 #define SQS_JSON "application/x-amz-json-1.0"
 
@@ -92,27 +92,17 @@ bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, st
         fail_transport(out, "bad endpoint URL %s", ep->url);
         return false;
     }
-    gw_sigv4_amz_date((int64_t)time(NULL), amz_date);
     snprintf(target, sizeof target, "AmazonSQS.%s", action);
-    struct gw_header h[] = {
+    const struct sigv4_header extra[] = {
         {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(SQS_JSON)},
-        {SL_SLICE_LIT("host"), sl_slice_cstr(authority)},
-        {SL_SLICE_LIT("x-amz-date"), sl_slice_cstr(amz_date)},
         {SL_SLICE_LIT("x-amz-target"), sl_slice_cstr(target)},
     };
-    struct gw_sigv4_request sreq = {
-        .method = SL_SLICE_LIT("POST"),
-        .path = SL_SLICE_LIT("/"),
-        .query = SL_SLICE_LIT(""),
-        .headers = h,
-        .header_count = SL_ARRAY_LEN(h),
-        .payload = sl_slice_cstr(payload),
-        .authority = sl_slice_cstr(authority),
-    };
+    const struct sigv4_credentials cred = {ep->access_key_id, ep->secret, ep->region, "sqs"};
     struct sl_buf auth;
     sl_buf_init(&auth);
-    if (gw_sigv4_sign(&sreq, ep->access_key_id, ep->secret, ep->region, "sqs", amz_date, &auth) !=
-        SL_OK) {
+    if (sigv4_sign_sqs_request(&cred, authority, "/", extra, SL_ARRAY_LEN(extra),
+                               sl_slice_cstr(payload), (int64_t)time(NULL), amz_date,
+                               &auth) != SL_OK) {
         sl_buf_free(&auth);
         free(payload);
         fail_transport(out, "cannot sign the request (%s)", "check the keys and region");

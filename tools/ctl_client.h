@@ -1,7 +1,8 @@
 /*
  * ctl_client.h -- sluicectl's SQS client: one AWS JSON 1.0 call over
  * HTTP/2 (libcurl: h2c with prior knowledge for http://, h2 over TLS for
- * https://), signed with the gateway's own SigV4 signer (gw_sigv4_sign).
+ * https://), signed by sigv4/ (sigv4_sign_sqs_request), the signer that
+ * shares its canonical request with the gateway's verifier.
  *
  * Threading: one thread. Ownership: a struct ctl_reply owns its body and
  * parsed JSON until ctl_reply_free().

@@ -14,8 +14,8 @@
 
 #include <curl/curl.h>
 
-#include "gw.h"
 #include "it_harness.h"
+#include "sigv4.h"
 
 #define SQS_JSON "application/x-amz-json-1.0"
 
@@ -118,30 +118,22 @@ static void bad_credentials(const struct it_server *s)
     IT_CHECK(it_healthz(s));
 }
 
-/* A request signed by gw_sigv4_sign as of 20 minutes ago. */
+/* A request signed by sigv4_sign_sqs_request as of 20 minutes ago. */
 static void expired_request(const struct it_server *s)
 {
     char host[64], amz_date[17];
     snprintf(host, sizeof(host), "127.0.0.1:%u", (unsigned)s->port);
-    gw_sigv4_amz_date((int64_t)time(NULL) - 20 * 60, amz_date);
     const char *body = "{}";
-    struct gw_header h[] = {
+    const struct sigv4_header extra[] = {
         {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(SQS_JSON)},
-        {SL_SLICE_LIT("host"), sl_slice_cstr(host)},
-        {SL_SLICE_LIT("x-amz-date"), sl_slice_cstr(amz_date)},
         {SL_SLICE_LIT("x-amz-target"), SL_SLICE_LIT("AmazonSQS.ListQueues")},
     };
-    struct gw_sigv4_request sreq = {
-        .method = SL_SLICE_LIT("POST"),
-        .path = SL_SLICE_LIT("/"),
-        .query = SL_SLICE_LIT(""),
-        .headers = h,
-        .header_count = SL_ARRAY_LEN(h),
-        .payload = sl_slice_cstr(body),
-    };
+    const struct sigv4_credentials cred = {IT_KEY, IT_SECRET, IT_REGION, "sqs"};
     struct sl_buf auth;
     sl_buf_init(&auth);
-    IT_REQUIRE(gw_sigv4_sign(&sreq, IT_KEY, IT_SECRET, IT_REGION, "sqs", amz_date, &auth) == SL_OK);
+    int64_t then = (int64_t)time(NULL) - 20 * 60;
+    IT_REQUIRE(sigv4_sign_sqs_request(&cred, host, "/", extra, SL_ARRAY_LEN(extra),
+                                      sl_slice_cstr(body), then, amz_date, &auth) == SL_OK);
     char authz[512], date_hdr[64];
     snprintf(authz, sizeof(authz), "authorization: %s", auth.p);
     snprintf(date_hdr, sizeof(date_hdr), "x-amz-date: %s", amz_date);

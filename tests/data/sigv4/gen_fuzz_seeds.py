@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""gen_fuzz_seeds.py -- writes the seed corpus of tests/fuzz/fuzz_gw_sigv4.c
-(tests/fuzz/corpora/gw_sigv4/) from the committed vectors, in the fuzz
+"""gen_fuzz_seeds.py -- writes the seed corpus of tests/fuzz/fuzz_sigv4.c
+(tests/fuzz/corpora/sigv4/) from the committed vectors, in the fuzz
 target's input format: Authorization, method, path, query, authority, then
 "name:value" headers, an empty line, the body. Run from tests/data/sigv4."""
 import json
 import os
 
-OUT = "../../fuzz/corpora/gw_sigv4"
+OUT = "../../fuzz/corpora/sigv4"
 
 
 def seed(v, authorization=None, extra_headers=()):
