@@ -38,9 +38,8 @@ static bool hex_decode32(struct sl_slice s, uint8_t out[32])
     return true;
 }
 
-static bool list_has(struct sl_slice list, const char *name)
+static bool list_has_slice(struct sl_slice list, struct sl_slice n)
 {
-    struct sl_slice n = sl_slice_cstr(name);
     size_t start = 0;
     for (size_t j = 0; j <= list.n; j++) {
         if (j < list.n && list.p[j] != ';') {
@@ -52,6 +51,32 @@ static bool list_has(struct sl_slice list, const char *name)
         start = j + 1;
     }
     return false;
+}
+
+static bool list_has(struct sl_slice list, const char *name)
+{
+    return list_has_slice(list, sl_slice_cstr(name));
+}
+
+/* AWS refuses a request whose signature leaves out a header that says
+ * what the request does: the action (X-Amz-Target) and every other
+ * x-amz-* header. Otherwise a captured signature over host and date could
+ * carry another action (a ListQueueTags signature replayed as PurgeQueue).
+ * Content-Type is not required: the AWS SDK for JavaScript v2 never signs
+ * it, and the action of a form-encoded request is in the signed body.
+ * Returns the first such header left unsigned, or NULL. */
+static const struct sigv4_header *unsigned_amz_header(const struct sigv4_request *req,
+                                                      struct sl_slice signed_headers)
+{
+    const struct sl_slice prefix = SL_SLICE_LIT("x-amz-");
+    for (size_t i = 0; i < req->header_count; i++) {
+        struct sl_slice name = req->headers[i].name;
+        if (name.n >= prefix.n && tx_eq_ci((struct sl_slice){name.p, prefix.n}, prefix) &&
+            !list_has_slice(signed_headers, name)) {
+            return &req->headers[i];
+        }
+    }
+    return NULL;
 }
 
 /* Maps a canonicalisation failure to what the client is told. */
@@ -111,6 +136,11 @@ int sigv4_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
     if (!list_has(auth->signed_headers, date_name)) {
         return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
                          "SignedHeaders must include the date header");
+    }
+    if (unsigned_amz_header(req, auth->signed_headers) != NULL) {
+        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
+                         "SignedHeaders must include every x-amz-* header of the request, "
+                         "X-Amz-Target among them");
     }
     uint8_t given[SIGV4_KEY_BYTES];
     if (!hex_decode32(auth->signature, given)) {

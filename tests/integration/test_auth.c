@@ -149,6 +149,40 @@ static void expired_request(const struct it_server *s)
     IT_CHECK(it_healthz(s));
 }
 
+/* A signature over host, date and content type only, sent with an
+ * X-Amz-Target the client chose afterwards: the action must be signed, or
+ * one captured signature would run any action (here a purge). */
+static void unsigned_target_is_refused(const struct it_server *s)
+{
+    char host[64], amz_date[17];
+    snprintf(host, sizeof(host), "127.0.0.1:%u", (unsigned)s->port);
+    const char *body = "{}";
+    const struct sigv4_header extra[] = {
+        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(SQS_JSON)},
+    };
+    const struct sigv4_credentials cred = {IT_KEY, IT_SECRET, IT_REGION, "sqs"};
+    struct sl_buf auth;
+    sl_buf_init(&auth);
+    IT_REQUIRE(sigv4_sign_sqs_request(&cred, host, "/", extra, SL_ARRAY_LEN(extra),
+                                      sl_slice_cstr(body), (int64_t)time(NULL), amz_date,
+                                      &auth) == SL_OK);
+    IT_CHECK(strstr(auth.p, "SignedHeaders=content-type;host;x-amz-date,") != NULL);
+    char authz[512], date_hdr[64];
+    snprintf(authz, sizeof(authz), "authorization: %s", auth.p);
+    snprintf(date_hdr, sizeof(date_hdr), "x-amz-date: %s", amz_date);
+    const char *headers[] = {"content-type: " SQS_JSON, "x-amz-target: AmazonSQS.ListQueues",
+                             date_hdr, authz, NULL};
+    struct it_request req = {
+        .method = "POST", .path = "/", .headers = headers, .body = body, .body_len = 2};
+    struct it_response r;
+    IT_CHECK(it_request(s, &req, &r) == 0);
+    expect_error(&r, 400, "IncompleteSignature", "com.amazon.coral.service#IncompleteSignature");
+    IT_CHECK(strstr(r.body, "X-Amz-Target") != NULL);
+    it_response_free(&r);
+    sl_buf_free(&auth);
+    IT_CHECK(it_healthz(s));
+}
+
 static void routing_and_body_errors(const struct it_server *s)
 {
     struct it_response r;
@@ -191,6 +225,7 @@ int main(void)
     signed_call_passes_auth(&srv);
     bad_credentials(&srv);
     expired_request(&srv);
+    unsigned_target_is_refused(&srv);
     routing_and_body_errors(&srv);
     IT_CHECK(it_log_contains(&srv, "action=ListQueues status=400"));
     IT_CHECK(it_server_stop(&srv) == 0);
