@@ -372,20 +372,25 @@ static void catalog_exec(struct part_engine *e, struct part_job *job)
      * job completes when the last purge does (restart does the same for a
      * purge that a crash interrupted, see part_writer.c). */
     e->hooks.flush_waiters(q, SL_ENOTFOUND);
-    job->status = SL_OK;
-    atomic_store(&job->pending, (int)e->nparts);
+    part__purge_fan_out(e, job, q);
+    part__queue_unref(q); /* the map's reference */
+}
+
+void part__purge_fan_out(struct part_engine *e, struct part_job *parent, struct part_queue *q)
+{
+    parent->status = SL_OK;
+    atomic_store(&parent->pending, (int)e->nparts);
     for (uint32_t p = 0; p < e->nparts; p++) {
         struct part_job *sub = sl_xcalloc(1, sizeof *sub);
         sub->op = PART_OP_PURGE;
         sub->engine = e;
-        sub->parent = job;
-        sub->queue_id = job->queue_id;
+        sub->parent = parent;
+        sub->queue_id = parent->queue_id;
         sub->q = q;
         atomic_fetch_add(&q->refs, 1);
         sub->partition = p;
         e->hooks.submit(e, p, sub);
     }
-    part__queue_unref(q); /* the map's reference */
 }
 
 /* ---- the catalog thread ------------------------------------------------ */

@@ -17,6 +17,10 @@ void part__catalog_db_close(struct part_engine *e);
 int part__catalog_db_start(struct part_engine *e);
 /* Finishes what is queued, then stops the thread (if it started). */
 void part__catalog_db_stop(struct part_engine *e);
+/* Purges queue q on every partition on behalf of parent (a PurgeQueue, or
+ * a DeleteQueue once the name is free): one sub-job per partition, each
+ * holding a reference to q; parent completes when the last one does. */
+void part__purge_fan_out(struct part_engine *e, struct part_job *parent, struct part_queue *q);
 /* Frees a catalog job's request (NULL: nothing). */
 void part__catalog_req_free(struct part_catalog_req *r);
 

@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "part_catalog.h"
+#include "part_catalog_db.h"
 #include "part_client.h"
 #include "part_poll.h"
 
@@ -301,7 +302,6 @@ int part_change_visibility_decoded(struct part_client *c, uint64_t queue_id,
 int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,
                part_done_fn *done)
 {
-    struct part_engine *e = c->engine;
     if (done == NULL) {
         return SL_EINVAL;
     }
@@ -310,18 +310,7 @@ int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cook
     if (rc != SL_OK) {
         return rc;
     }
-    job->status = SL_OK;
-    atomic_store(&job->pending, (int)e->nparts);
-    for (uint32_t p = 0; p < e->nparts; p++) {
-        struct part_job *sub = sl_xcalloc(1, sizeof *sub);
-        sub->op = PART_OP_PURGE;
-        sub->engine = e;
-        sub->parent = job;
-        sub->queue_id = queue_id;
-        sub->q = job->q;
-        atomic_fetch_add(&job->q->refs, 1);
-        part__submit_partition(e, p, sub);
-    }
+    part__purge_fan_out(c->engine, job, job->q);
     return SL_OK;
 }
 
