@@ -352,19 +352,16 @@ static bool chars_in(const char *s, const char *extra)
     return true;
 }
 
+/* One of two words: *second tells which. SL_OK, or SL_EINVAL (reported). */
 static int get_enum(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                    const char *a, const char *b)
+                    const char *a, const char *b, bool *second)
 {
-    if (val->kind == CFG__SCALAR) {
-        if (key_is(val, a)) {
-            return 0;
-        }
-        if (key_is(val, b)) {
-            return 1;
-        }
+    if (val->kind == CFG__SCALAR && (key_is(val, a) || key_is(val, b))) {
+        *second = key_is(val, b);
+        return SL_OK;
     }
     REPORT(v, val, "%s must be %s or %s, not %s", k->value, a, b, describe(val));
-    return -1;
+    return SL_EINVAL;
 }
 
 /* "host:port" or "[ipv6]:port"; a host name is letters, digits, '.', '-'. */
@@ -744,9 +741,9 @@ static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__n
         snprintf(where, sizeof(where), "in %s.spill", prefix);
         load_spill(v, where, key, val, &ts->spill);
     } else if (key_is(key, "on_excess")) {
-        int e = get_enum(v, key, val, "reject", "spill");
-        if (e >= 0) {
-            ts->on_excess = e == 0 ? CFG_EXCESS_REJECT : CFG_EXCESS_SPILL;
+        bool spill;
+        if (get_enum(v, key, val, "reject", "spill", &spill) == SL_OK) {
+            ts->on_excess = spill ? CFG_EXCESS_SPILL : CFG_EXCESS_REJECT;
         }
     } else {
         return false;
@@ -1028,9 +1025,9 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
                 shard_val = val;
             }
         } else if (key_is(key, "durability")) {
-            int e = get_enum(v, key, val, "fsync", "os");
-            if (e >= 0) {
-                s->durability = e == 0 ? CFG_DURABILITY_FSYNC : CFG_DURABILITY_OS;
+            bool os;
+            if (get_enum(v, key, val, "fsync", "os", &os) == SL_OK) {
+                s->durability = os ? CFG_DURABILITY_OS : CFG_DURABILITY_FSYNC;
             }
         } else if (key_is(key, "io_threads")) {
             set_u32(v, key, val, 0, IO_THREADS_MAX, &s->io_threads);
