@@ -19,7 +19,7 @@
 
 /* Files and texts larger than this are refused: a configuration is small,
  * and the bound keeps a hostile input from costing unbounded memory. */
-#define CFG_MAX_INPUT_BYTES (1024u * 1024u)
+#define CFG_MAX_INPUT_BYTES ((size_t)1024 * 1024)
 /* Deeper nesting than this is refused; sluice's schema needs 6 levels
  * (tenants.NAME.limits.queues.QUEUE.burst). */
 #define CFG_MAX_DEPTH 32

@@ -24,7 +24,7 @@ static int load(const char *name, const char *text, size_t len, const char *base
     cfg__diagbuf_init(&db, name);
     struct cfg_snapshot *s = NULL;
     if (len > CFG_MAX_INPUT_BYTES) {
-        cfg__diag_add(&db, 0, 0, "the configuration is larger than %u bytes", CFG_MAX_INPUT_BYTES);
+        cfg__diag_add(&db, 0, 0, "the configuration is larger than %zu bytes", CFG_MAX_INPUT_BYTES);
     } else {
         struct cfg__node *root = NULL;
         if (cfg__yaml_parse(text, len, &root, &db) == SL_OK) {

@@ -733,7 +733,7 @@ static void load_spill(struct vctx *v, const char *where, const struct cfg__node
 static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__node *key,
                          const struct cfg__node *val, struct tenant_settings *ts)
 {
-    char where[sizeof("tenants..limits") + QUOTE_MAX * 4 + 16];
+    char where[sizeof("tenants..limits") + (size_t)QUOTE_MAX * 4 + 16];
     if (key_is(key, "limits")) {
         snprintf(where, sizeof(where), "%s.limits", prefix);
         load_limits(v, where, key, val, &ts->limits);
@@ -1055,7 +1055,8 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
         REPORT(v, shard_val, "shard_size must not exceed partitions (%u), not %u", s->partitions,
                s->shard_size);
     }
-    if (s->admin.enabled && s->admin.listen.port == s->listen.port &&
+    /* load_admin sets admin_listen whenever it enables admin */
+    if (s->admin.enabled && admin_listen != NULL && s->admin.listen.port == s->listen.port &&
         strcmp(s->admin.listen.host, s->listen.host) == 0) {
         REPORT(v, admin_listen, "admin.listen must differ from listen%s",
                listen_node != NULL ? "" : " (127.0.0.1:9324 by default)");
