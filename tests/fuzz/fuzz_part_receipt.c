@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "part_int.h"
+#include "part_receipt.h"
 
 #define NPARTS 8
 
