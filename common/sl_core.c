@@ -16,8 +16,6 @@ const char *sl_strerror(int status)
         return "out of memory";
     case SL_EINVAL:
         return "invalid argument";
-    case SL_EAGAIN:
-        return "try again";
     case SL_EBUSY:
         return "busy";
     case SL_ECLOSED:
@@ -30,8 +28,6 @@ const char *sl_strerror(int status)
         return "already exists";
     case SL_ETOOBIG:
         return "too big";
-    case SL_EFATAL:
-        return "fatal error";
     default:
         return "unknown error";
     }

@@ -122,7 +122,7 @@ void part__catalog_insert(struct part_catalog *c, struct part_queue *q)
         size_t old_cap = c->cap;
         struct part_queue **old = c->by_id;
         free(c->by_name);
-        c->cap *= 2;
+        c->cap = c->cap > 0 ? c->cap * 2 : 16;
         c->by_name = sl_xcalloc(c->cap, sizeof *c->by_name);
         c->by_id = sl_xcalloc(c->cap, sizeof *c->by_id);
         for (size_t i = 0; i < old_cap; i++) {
@@ -189,14 +189,20 @@ void part__kv_apply(struct part_kv **set, size_t *n, const struct part_kv *chg, 
             j++;
         }
         if (j < *n) {
-            free((char *)(*set)[j].value);
+            struct part_kv *kv = &(*set)[j];
+            /* The analyzer cannot tell the entry moved into a hole below
+             * from the one freed here; each value is freed exactly once. */
+            free((char *)kv->value); // NOLINT(clang-analyzer-unix.Malloc)
+            kv->value = NULL;
             if (chg[i].value != NULL) {
-                (*set)[j].value = sl_xstrdup(chg[i].value);
+                kv->value = sl_xstrdup(chg[i].value);
                 continue;
             }
-            free((char *)(*set)[j].key);
-            (*set)[j] = (*set)[*n - 1];
+            free((char *)kv->key);
             (*n)--;
+            if (j != *n) {
+                *kv = (*set)[*n]; /* the last entry fills the hole */
+            }
         } else if (chg[i].value != NULL) {
             *set = sl_xrealloc(*set, (*n + 1) * sizeof **set);
             (*set)[*n].key = sl_xstrdup(chg[i].key);

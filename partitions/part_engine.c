@@ -87,7 +87,7 @@ static int manifest_read(struct part_engine *e, uint32_t *have, char *err, size_
     unsigned parts = 0;
     int n = fscanf(f, "%31s %d partitions %u key %72s", magic, &version, &parts, hex);
     fclose(f);
-    if (n != 4 || strcmp(magic, MANIFEST_MAGIC) != 0 || strlen(hex) != 2 * PART_KEY_LEN ||
+    if (n != 4 || strcmp(magic, MANIFEST_MAGIC) != 0 || strlen(hex) != (size_t)2 * PART_KEY_LEN ||
         parts == 0) {
         snprintf(err, errlen, "%s: not a sluice manifest", path);
         return SL_EIO;
@@ -98,7 +98,7 @@ static int manifest_read(struct part_engine *e, uint32_t *have, char *err, size_
         return SL_EIO;
     }
     for (int i = 0; i < PART_KEY_LEN; i++) {
-        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        int hi = hexval(hex[(size_t)2 * (size_t)i]), lo = hexval(hex[(size_t)2 * (size_t)i + 1]);
         if (hi < 0 || lo < 0) {
             snprintf(err, errlen, "%s: bad key", path);
             return SL_EIO;

@@ -221,7 +221,8 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
         sqlite3_bind_int(st, 2, state);
         sqlite3_bind_int64(st, 3, m->has_priority ? m->priority : (int64_t)now);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64)(now + delay_ms));
+        uint64_t visible_at = now + delay_ms;
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)visible_at);
         sqlite3_bind_int64(st, 5, (sqlite3_int64)expires);
         sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
         sqlite3_bind_text(st, 7, m->message_id, -1, SQLITE_STATIC);
@@ -521,7 +522,8 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
             }
             sqlite3_stmt *ls = part__stmt(w, ST_LEASE);
             sqlite3_bind_int64(ls, 1, cand[i].id);
-            sqlite3_bind_int64(ls, 2, (sqlite3_int64)(now + vis_ms));
+            uint64_t lease_until = now + vis_ms;
+            sqlite3_bind_int64(ls, 2, (sqlite3_int64)lease_until);
             sqlite3_bind_int64(ls, 3, (sqlite3_int64)now);
             if (!run(w, b, ls)) {
                 break;
