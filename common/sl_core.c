@@ -16,8 +16,6 @@ const char *sl_strerror(int status)
         return "out of memory";
     case SL_EINVAL:
         return "invalid argument";
-    case SL_EAGAIN:
-        return "try again";
     case SL_EBUSY:
         return "busy";
     case SL_ECLOSED:
@@ -30,8 +28,6 @@ const char *sl_strerror(int status)
         return "already exists";
     case SL_ETOOBIG:
         return "too big";
-    case SL_EFATAL:
-        return "fatal error";
     default:
         return "unknown error";
     }
@@ -188,11 +184,7 @@ void sl_buf_printf(struct sl_buf *b, const char *fmt, ...)
 
 char *sl_buf_take(struct sl_buf *b, size_t *len_out)
 {
-    if (b->p == NULL) {
-        sl_buf_reserve(b, 0);
-        b->p[0] = '\0';
-    }
-    char *p = b->p;
+    char *p = b->p != NULL ? b->p : sl_xcalloc(1, 1); /* never used: still a "" to free */
     if (len_out != NULL) {
         *len_out = b->n;
     }

@@ -108,7 +108,7 @@ int sl_base64url_decode(const char *in, size_t n, uint8_t *out, size_t *out_len)
             }
             return SL_EINVAL;
         }
-        tmp[i] = c == '-' ? '+' : c == '_' ? '/' : c;
+        tmp[i] = (char)(c == '-' ? '+' : c == '_' ? '/' : c);
     }
     for (size_t i = n; i < padded; i++) {
         tmp[i] = '=';

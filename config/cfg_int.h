@@ -1,8 +1,9 @@
 /*
  * cfg_int.h -- internals shared by the config module's files: the raw YAML
  * tree with 1-based line:column marks (cfg_yaml.c), the diagnostic
- * collector (cfg_diag.c), validation into a snapshot (cfg_validate.c) and
- * the snapshot's private access-key index (cfg_snapshot.c).
+ * collector (cfg_diag.c), validation into a snapshot (cfg_validate.c), the
+ * limits and name helpers (cfg_limits.c) and the snapshot's private
+ * access-key index (cfg_snapshot.c).
  *
  * Threading: everything here runs on the thread that loads a file; nothing
  * is shared. Ownership: a tree belongs to whoever got it from
@@ -18,7 +19,7 @@
 
 /* Files and texts larger than this are refused: a configuration is small,
  * and the bound keeps a hostile input from costing unbounded memory. */
-#define CFG_MAX_INPUT_BYTES (1024u * 1024u)
+#define CFG_MAX_INPUT_BYTES ((size_t)1024 * 1024)
 /* Deeper nesting than this is refused; sluice's schema needs 6 levels
  * (tenants.NAME.limits.queues.QUEUE.burst). */
 #define CFG_MAX_DEPTH 32
@@ -84,14 +85,7 @@ bool cfg__node_is_null(const struct cfg__node *n);
 struct cfg_snapshot *cfg__validate(const struct cfg__node *root, const char *source,
                                    const char *base_dir, struct cfg__diagbuf *db);
 
-/* ---- snapshot internals ------------------------------------------------- */
-
-/* One entry of the sorted access-key index behind cfg_find_principal. */
-struct cfg__principal_entry {
-    const char *access_key_id; /* borrowed from the tenant or the admin */
-    size_t len;
-    const struct cfg_tenant *tenant; /* NULL for the admin */
-};
+/* ---- limits and names (cfg_limits.c) ------------------------------------ */
 
 /* memcmp order, shorter first on a common prefix (strcmp's order for
  * strings): any total order will do, as long as building and searching
@@ -110,6 +104,15 @@ void cfg__limits_fini(struct cfg_limits *limits);
 /* Makes limits own a copy of the per-queue limits it points at (after a
  * struct copy that shares them). */
 void cfg__limits_own(struct cfg_limits *limits);
+
+/* ---- snapshot internals (cfg_snapshot.c) -------------------------------- */
+
+/* One entry of the sorted access-key index behind cfg_find_principal. */
+struct cfg__principal_entry {
+    const char *access_key_id; /* borrowed from the tenant or the admin */
+    size_t len;
+    const struct cfg_tenant *tenant; /* NULL for the admin */
+};
 
 /* Builds s->_principals from the tenants and the admin (s must be final). */
 void cfg__snapshot_index(struct cfg_snapshot *s);

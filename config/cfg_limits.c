@@ -1,7 +1,11 @@
 /*
  * cfg_limits.c -- the per-queue and per-action parts of struct cfg_limits:
  * the names of the action keys, which SQS action each key limits, the
- * lookup of a queue's limit, and comparing two sets of limits.
+ * lookup of a queue's limit, and comparing two sets of limits; and the
+ * byte order and name characters that this lookup and the snapshot's
+ * indexes share. It sits below cfg_snapshot.c (which frees limits with
+ * cfg__limits_fini) and calls nothing of it, so the module stays a
+ * one-way stack.
  *
  * Which actions have a key is a fact about admission: they are the
  * actions the gateway passes through policy (sends, receives, the receipt
@@ -101,6 +105,28 @@ bool cfg_limits_equal(const struct cfg_limits *a, const struct cfg_limits *b)
     for (size_t i = 0; i < a->queue_rate_count; i++) {
         if (strcmp(a->queue_rates[i].queue, b->queue_rates[i].queue) != 0 ||
             !rate_equal(&a->queue_rates[i].rate, &b->queue_rates[i].rate)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int cfg__cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, SL_MIN(alen, blen));
+    if (c != 0) {
+        return c;
+    }
+    return alen < blen ? -1 : (alen > blen);
+}
+
+bool cfg__name_chars_valid(const char *name, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-';
+        if (!ok) {
             return false;
         }
     }

@@ -24,7 +24,7 @@ static int load(const char *name, const char *text, size_t len, const char *base
     cfg__diagbuf_init(&db, name);
     struct cfg_snapshot *s = NULL;
     if (len > CFG_MAX_INPUT_BYTES) {
-        cfg__diag_add(&db, 0, 0, "the configuration is larger than %u bytes", CFG_MAX_INPUT_BYTES);
+        cfg__diag_add(&db, 0, 0, "the configuration is larger than %zu bytes", CFG_MAX_INPUT_BYTES);
     } else {
         struct cfg__node *root = NULL;
         if (cfg__yaml_parse(text, len, &root, &db) == SL_OK) {
@@ -37,11 +37,11 @@ static int load(const char *name, const char *text, size_t len, const char *base
     if (db.count > 0) {
         cfg__snapshot_free(s);
         cfg__diagbuf_finish(&db, diags);
-        return -1;
+        return SL_EINVAL;
     }
     cfg__diagbuf_finish(&db, diags);
     *out = s;
-    return 0;
+    return SL_OK;
 }
 
 int cfg_load_string(const char *name, const char *text, size_t len, struct cfg_snapshot **out,
@@ -56,7 +56,8 @@ int cfg_load_default(struct cfg_snapshot **out, struct cfg_diags *diags)
     return load("<embedded default>", text, strlen(text), NULL, out, diags);
 }
 
-static void report_errno(const char *path, const char *what, int err, struct cfg_diags *diags)
+/* Reports a failed open or read into diags; returns the matching code. */
+static int report_errno(const char *path, const char *what, int err, struct cfg_diags *diags)
 {
     char reason[128];
     snprintf(reason, sizeof(reason), "%s", strerror(err));
@@ -65,14 +66,14 @@ static void report_errno(const char *path, const char *what, int err, struct cfg
     cfg__diagbuf_init(&db, path);
     cfg__diag_add(&db, 0, 0, "%s (%s)", what, reason);
     cfg__diagbuf_finish(&db, diags);
+    return err == ENOENT ? SL_ENOTFOUND : SL_EIO;
 }
 
 int cfg_load_file(const char *path, struct cfg_snapshot **out, struct cfg_diags *diags)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        report_errno(path, "cannot open the configuration", errno, diags);
-        return -1;
+        return report_errno(path, "cannot open the configuration", errno, diags);
     }
     /* One byte past the bound tells "too large" from "exactly at it". */
     size_t cap = CFG_MAX_INPUT_BYTES + 1;
@@ -82,8 +83,7 @@ int cfg_load_file(const char *path, struct cfg_snapshot **out, struct cfg_diags 
     fclose(f);
     if (err != 0) {
         free(text);
-        report_errno(path, "cannot read the configuration", err ? err : EIO, diags);
-        return -1;
+        return report_errno(path, "cannot read the configuration", err, diags);
     }
 
     /* Relative TLS paths are relative to the file, not to the cwd. */

@@ -65,15 +65,6 @@ void cfg__snapshot_free(struct cfg_snapshot *s)
     free(s);
 }
 
-int cfg__cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
-{
-    int c = memcmp(a, b, SL_MIN(alen, blen));
-    if (c != 0) {
-        return c;
-    }
-    return alen < blen ? -1 : (alen > blen);
-}
-
 static int cmp_entry(const void *a, const void *b)
 {
     const struct cfg__principal_entry *x = a;
@@ -184,19 +175,6 @@ const struct cfg_tenant *cfg_find_tenant(const struct cfg_snapshot *s, const cha
 bool cfg_tenant_name_valid(const char *name, size_t len)
 {
     return len >= 1 && len <= 64 && cfg__name_chars_valid(name, len);
-}
-
-bool cfg__name_chars_valid(const char *name, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-';
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
 }
 
 /* ---- what a reload cannot move ------------------------------------------ */

@@ -214,13 +214,14 @@ static void report_unknown(struct vctx *v, enum section sec, const char *where,
 
 /* ---- typed values ---------------------------------------------------------- */
 
-static bool want_mapping(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val)
+/* SL_OK when val is a mapping, else SL_EINVAL (reported). */
+static int want_mapping(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val)
 {
     if (val->kind == CFG__MAPPING) {
-        return true;
+        return SL_OK;
     }
     REPORT(v, val, "%s must be a mapping, not %s", k->value, describe(val));
-    return false;
+    return SL_EINVAL;
 }
 
 static bool plain_scalar(const struct cfg__node *n)
@@ -228,8 +229,9 @@ static bool plain_scalar(const struct cfg__node *n)
     return n->kind == CFG__SCALAR && n->plain && !cfg__node_is_null(n);
 }
 
-static bool get_uint(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                     uint64_t min, uint64_t max, uint64_t *out)
+/* An integer in min..max: SL_OK, or SL_EINVAL (reported). */
+static int get_uint(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
+                    uint64_t min, uint64_t max, uint64_t *out)
 {
     bool digits = plain_scalar(val);
     size_t i = 0;
@@ -244,7 +246,7 @@ static bool get_uint(struct vctx *v, const struct cfg__node *k, const struct cfg
     }
     if (!digits) {
         REPORT(v, val, "%s must be an integer, not %s", k->value, describe(val));
-        return false;
+        return SL_EINVAL;
     }
     uint64_t x = 0;
     bool overflow = false;
@@ -259,24 +261,25 @@ static bool get_uint(struct vctx *v, const struct cfg__node *k, const struct cfg
     if (overflow || (negative && x != 0) || x < min || x > max) {
         REPORT(v, val, "%s must be between %llu and %llu, not %s", k->value,
                (unsigned long long)min, (unsigned long long)max, qnode(val));
-        return false;
+        return SL_EINVAL;
     }
     *out = x;
-    return true;
+    return SL_OK;
 }
 
 static void set_u32(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
                     uint32_t min, uint32_t max, uint32_t *out)
 {
     uint64_t x;
-    if (get_uint(v, k, val, min, max, &x)) {
+    if (get_uint(v, k, val, min, max, &x) == SL_OK) {
         *out = (uint32_t)x;
     }
 }
 
-/* A decimal number: digits, sign, point, exponent; no hex, inf or nan. */
-static bool get_number(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                       double *out)
+/* A decimal number: digits, sign, point, exponent; no hex, inf or nan.
+ * SL_OK, or SL_EINVAL (reported). */
+static int get_number(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
+                      double *out)
 {
     bool ok = plain_scalar(val);
     for (size_t i = 0; ok && i < val->len; i++) {
@@ -291,10 +294,10 @@ static bool get_number(struct vctx *v, const struct cfg__node *k, const struct c
     }
     if (!ok) {
         REPORT(v, val, "%s must be a number, not %s", k->value, describe(val));
-        return false;
+        return SL_EINVAL;
     }
     *out = x;
-    return true;
+    return SL_OK;
 }
 
 static void set_bool(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
@@ -352,19 +355,16 @@ static bool chars_in(const char *s, const char *extra)
     return true;
 }
 
+/* One of two words: *second tells which. SL_OK, or SL_EINVAL (reported). */
 static int get_enum(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                    const char *a, const char *b)
+                    const char *a, const char *b, bool *second)
 {
-    if (val->kind == CFG__SCALAR) {
-        if (key_is(val, a)) {
-            return 0;
-        }
-        if (key_is(val, b)) {
-            return 1;
-        }
+    if (val->kind == CFG__SCALAR && (key_is(val, a) || key_is(val, b))) {
+        *second = key_is(val, b);
+        return SL_OK;
     }
     REPORT(v, val, "%s must be %s or %s, not %s", k->value, a, b, describe(val));
-    return -1;
+    return SL_EINVAL;
 }
 
 /* "host:port" or "[ipv6]:port"; a host name is letters, digits, '.', '-'. */
@@ -526,7 +526,7 @@ static void set_rps(struct vctx *v, const struct cfg__node *k, const struct cfg_
                     double *out)
 {
     double x;
-    if (!get_number(v, k, val, &x)) {
+    if (get_number(v, k, val, &x) != SL_OK) {
         return;
     }
     if (!(x > 0 && x <= RPS_MAX)) {
@@ -585,7 +585,7 @@ static int cmp_queue_rate(const void *a, const void *b)
 static void load_queue_rates(struct vctx *v, const char *section, const struct cfg__node *k,
                              const struct cfg__node *m, struct cfg_limits *l)
 {
-    if (!want_mapping(v, k, m)) {
+    if (want_mapping(v, k, m) != SL_OK) {
         return;
     }
     size_t inherited = l->queue_rate_count;
@@ -653,7 +653,7 @@ static void report_bad_action(struct vctx *v, const char *section, const struct 
 static void load_action_rates(struct vctx *v, const char *section, const struct cfg__node *k,
                               const struct cfg__node *m, struct cfg_limits *l)
 {
-    if (!want_mapping(v, k, m)) {
+    if (want_mapping(v, k, m) != SL_OK) {
         return;
     }
     for (size_t i = 0; i < m->count; i++) {
@@ -680,7 +680,7 @@ static void load_action_rates(struct vctx *v, const char *section, const struct 
 static void load_limits(struct vctx *v, const char *section, const struct cfg__node *k,
                         const struct cfg__node *m, struct cfg_limits *l)
 {
-    if (!want_mapping(v, k, m)) {
+    if (want_mapping(v, k, m) != SL_OK) {
         return;
     }
     char where[512];
@@ -696,7 +696,7 @@ static void load_limits(struct vctx *v, const char *section, const struct cfg__n
             set_u32(v, key, val, 1, MAX_INFLIGHT_MAX, &l->max_inflight);
         } else if (key_is(key, "max_backlog")) {
             uint64_t x;
-            if (get_uint(v, key, val, 1, MAX_BACKLOG_MAX, &x)) {
+            if (get_uint(v, key, val, 1, MAX_BACKLOG_MAX, &x) == SL_OK) {
                 l->max_backlog = x;
             }
         } else if (key_is(key, "max_long_polls")) {
@@ -714,7 +714,7 @@ static void load_limits(struct vctx *v, const char *section, const struct cfg__n
 static void load_spill(struct vctx *v, const char *where, const struct cfg__node *k,
                        const struct cfg__node *m, struct cfg_spill *sp)
 {
-    if (!want_mapping(v, k, m)) {
+    if (want_mapping(v, k, m) != SL_OK) {
         return;
     }
     for (size_t i = 0; i < m->count; i++) {
@@ -736,7 +736,7 @@ static void load_spill(struct vctx *v, const char *where, const struct cfg__node
 static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__node *key,
                          const struct cfg__node *val, struct tenant_settings *ts)
 {
-    char where[sizeof("tenants..limits") + QUOTE_MAX * 4 + 16];
+    char where[sizeof("tenants..limits") + (size_t)QUOTE_MAX * 4 + 16];
     if (key_is(key, "limits")) {
         snprintf(where, sizeof(where), "%s.limits", prefix);
         load_limits(v, where, key, val, &ts->limits);
@@ -744,9 +744,9 @@ static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__n
         snprintf(where, sizeof(where), "in %s.spill", prefix);
         load_spill(v, where, key, val, &ts->spill);
     } else if (key_is(key, "on_excess")) {
-        int e = get_enum(v, key, val, "reject", "spill");
-        if (e >= 0) {
-            ts->on_excess = e == 0 ? CFG_EXCESS_REJECT : CFG_EXCESS_SPILL;
+        bool spill;
+        if (get_enum(v, key, val, "reject", "spill", &spill) == SL_OK) {
+            ts->on_excess = spill ? CFG_EXCESS_SPILL : CFG_EXCESS_REJECT;
         }
     } else {
         return false;
@@ -757,7 +757,7 @@ static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__n
 static void load_defaults(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m,
                           struct tenant_settings *ts)
 {
-    if (!want_mapping(v, k, m)) {
+    if (want_mapping(v, k, m) != SL_OK) {
         return;
     }
     for (size_t i = 0; i < m->count; i++) {
@@ -833,7 +833,7 @@ static int cmp_tenant(const void *a, const void *b)
 static void load_tenants(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m,
                          const struct tenant_settings *defaults)
 {
-    if (!want_mapping(v, k, m)) {
+    if (want_mapping(v, k, m) != SL_OK) {
         return;
     }
     v->s->tenants = sl_xcalloc(m->count ? m->count : 1, sizeof(struct cfg_tenant));
@@ -847,7 +847,7 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
                        const struct cfg__node **listen_node)
 {
     struct cfg_admin *a = &v->s->admin;
-    if (!want_mapping(v, k, m)) {
+    if (want_mapping(v, k, m) != SL_OK) {
         return;
     }
     a->enabled = true;
@@ -932,7 +932,7 @@ static void set_tls_file(struct vctx *v, const struct cfg__node *k, const struct
 static void load_tls(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m)
 {
     struct cfg_tls *t = &v->s->tls;
-    if (!want_mapping(v, k, m)) {
+    if (want_mapping(v, k, m) != SL_OK) {
         return;
     }
     t->enabled = true;
@@ -1023,14 +1023,14 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
             set_u32(v, key, val, 1, PARTITIONS_MAX, &s->partitions);
         } else if (key_is(key, "shard_size")) {
             uint64_t x;
-            if (get_uint(v, key, val, 1, PARTITIONS_MAX, &x)) {
+            if (get_uint(v, key, val, 1, PARTITIONS_MAX, &x) == SL_OK) {
                 s->shard_size = (uint32_t)x;
                 shard_val = val;
             }
         } else if (key_is(key, "durability")) {
-            int e = get_enum(v, key, val, "fsync", "os");
-            if (e >= 0) {
-                s->durability = e == 0 ? CFG_DURABILITY_FSYNC : CFG_DURABILITY_OS;
+            bool os;
+            if (get_enum(v, key, val, "fsync", "os", &os) == SL_OK) {
+                s->durability = os ? CFG_DURABILITY_OS : CFG_DURABILITY_FSYNC;
             }
         } else if (key_is(key, "io_threads")) {
             set_u32(v, key, val, 0, IO_THREADS_MAX, &s->io_threads);
@@ -1058,7 +1058,8 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
         REPORT(v, shard_val, "shard_size must not exceed partitions (%u), not %u", s->partitions,
                s->shard_size);
     }
-    if (s->admin.enabled && s->admin.listen.port == s->listen.port &&
+    /* load_admin sets admin_listen whenever it enables admin */
+    if (s->admin.enabled && admin_listen != NULL && s->admin.listen.port == s->listen.port &&
         strcmp(s->admin.listen.host, s->listen.host) == 0) {
         REPORT(v, admin_listen, "admin.listen must differ from listen%s",
                listen_node != NULL ? "" : " (127.0.0.1:9324 by default)");

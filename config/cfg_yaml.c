@@ -89,13 +89,14 @@ static struct cfg__node *node_new(enum cfg__node_kind kind, const yaml_mark_t *m
     return n;
 }
 
-/* Attaches n where the YAML structure puts it. Returns false (n already
- * freed) when n is a non-scalar mapping key. */
-static bool attach(struct builder *b, struct cfg__node *n)
+/* Attaches n where the YAML structure puts it. Returns SL_OK, or
+ * SL_EINVAL (n already freed, the problem reported) when n is a
+ * non-scalar mapping key. */
+static int attach(struct builder *b, struct cfg__node *n)
 {
     if (b->depth == 0) {
         b->root = n;
-        return true;
+        return SL_OK;
     }
     struct frame *f = &b->stack[b->depth - 1];
     struct cfg__node *c = f->container;
@@ -105,17 +106,17 @@ static bool attach(struct builder *b, struct cfg__node *n)
             c->items = sl_xrealloc(c->items, f->cap * sizeof(c->items[0]));
         }
         c->items[c->count++] = n;
-        return true;
+        return SL_OK;
     }
     if (f->key == NULL) {
         if (n->kind != CFG__SCALAR) {
             cfg__diag_add(b->db, n->line, n->column,
                           "mapping keys must be strings, not a mapping or a list");
             cfg__node_free(n);
-            return false;
+            return SL_EINVAL;
         }
         f->key = n;
-        return true;
+        return SL_OK;
     }
     if (c->count == f->cap) {
         f->cap = f->cap ? f->cap * 2 : 4;
@@ -125,7 +126,7 @@ static bool attach(struct builder *b, struct cfg__node *n)
     c->pairs[c->count].value = n;
     c->count++;
     f->key = NULL;
-    return true;
+    return SL_OK;
 }
 
 /* qsort has no context argument in C17; the mapping being sorted is passed
@@ -237,8 +238,9 @@ static void report_parser_error(const yaml_parser_t *p, const char *text, size_t
     cfg__diag_add(db, line, column, "yaml syntax error: %s", problem);
 }
 
-/* Handles one event. Returns false when parsing must stop. */
-static bool on_event(struct builder *b, const yaml_event_t *ev)
+/* Handles one event. Returns SL_OK, or SL_EINVAL (reported) when parsing
+ * must stop. */
+static int on_event(struct builder *b, const yaml_event_t *ev)
 {
     const yaml_mark_t *m = &ev->start_mark;
     struct cfg__node *n;
@@ -246,12 +248,12 @@ static bool on_event(struct builder *b, const yaml_event_t *ev)
     case YAML_DOCUMENT_START_EVENT:
         if (++b->documents > 1) {
             cfg__diag_add(b->db, mark_line(m), mark_column(m), "only one yaml document is allowed");
-            return false;
+            return SL_EINVAL;
         }
-        return true;
+        return SL_OK;
     case YAML_ALIAS_EVENT:
         cfg__diag_add(b->db, mark_line(m), mark_column(m), "yaml aliases are not supported");
-        return false;
+        return SL_EINVAL;
     case YAML_SCALAR_EVENT:
         n = node_new(CFG__SCALAR, m);
         n->len = ev->data.scalar.length;
@@ -265,14 +267,14 @@ static bool on_event(struct builder *b, const yaml_event_t *ev)
         if (b->depth == CFG_MAX_DEPTH) {
             cfg__diag_add(b->db, mark_line(m), mark_column(m), "nesting is deeper than %d levels",
                           CFG_MAX_DEPTH);
-            return false;
+            return SL_EINVAL;
         }
         n = node_new(ev->type == YAML_MAPPING_START_EVENT ? CFG__MAPPING : CFG__SEQUENCE, m);
-        if (!attach(b, n)) {
-            return false;
+        if (attach(b, n) != SL_OK) {
+            return SL_EINVAL;
         }
         b->stack[b->depth++] = (struct frame){.container = n};
-        return true;
+        return SL_OK;
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
         SL_ASSERT(b->depth > 0);
@@ -280,9 +282,9 @@ static bool on_event(struct builder *b, const yaml_event_t *ev)
         if (n->kind == CFG__MAPPING) {
             drop_duplicate_keys(n, b->db);
         }
-        return true;
+        return SL_OK;
     default: /* stream start/end, document end: nothing to build */
-        return true;
+        return SL_OK;
     }
 }
 
@@ -306,10 +308,10 @@ int cfg__yaml_parse(const char *text, size_t len, struct cfg__node **root, struc
             ok = false;
             break;
         }
-        bool go_on = on_event(b, &ev);
+        int rc = on_event(b, &ev);
         bool end = ev.type == YAML_STREAM_END_EVENT;
         yaml_event_delete(&ev);
-        if (!go_on) {
+        if (rc != SL_OK) {
             ok = false;
             break;
         }

@@ -252,8 +252,12 @@ void gw__h2c_free(struct gw_h2c *c)
 {
     if (c == NULL)
         return;
-    while (c->exchanges != NULL)
-        exchange_detach(c->exchanges);
+    /* Each detach unlinks its exchange first, so next is read before. */
+    struct gw_exchange *next;
+    for (struct gw_exchange *ex = c->exchanges; ex != NULL; ex = next) {
+        next = ex->next;
+        exchange_detach(ex);
+    }
     nghttp2_session_del(c->session);
     sl_buf_free(&c->out);
     free(c);

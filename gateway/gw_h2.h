@@ -22,7 +22,7 @@
 
 /* SQS's 1 MiB message plus room for the JSON envelope, attributes and
  * batch framing. Larger bodies are answered 413. */
-#define GW_MAX_REQUEST_BODY ((size_t)2 * 1024 * 1024 + 64 * 1024)
+#define GW_MAX_REQUEST_BODY ((size_t)2 * 1024 * 1024 + (size_t)64 * 1024)
 #define GW_MAX_CONCURRENT_STREAMS 128u
 #define GW_MAX_HEADER_LIST_BYTES ((size_t)64 * 1024) /* RFC 9113 §6.5.2 accounting */
 #define GW_MAX_HEADER_COUNT 128u

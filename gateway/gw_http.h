@@ -31,15 +31,15 @@ struct gw_exchange;
 /* A complete request. Everything borrows from the exchange and stays valid
  * until gw_exchange_respond(). */
 struct gw_request {
-    struct sl_slice method;    /* :method */
-    struct sl_slice path;      /* :path, including any query */
-    struct sl_slice authority; /* :authority, or the host header */
-    struct sl_slice scheme;    /* :scheme */
+    struct sl_slice method;          /* :method */
+    struct sl_slice path;            /* :path, including any query */
+    struct sl_slice authority;       /* :authority, or the host header */
+    struct sl_slice scheme;          /* :scheme */
     const struct gw_header *headers; /* regular headers, lower-case names, arrival order */
     size_t header_count;
     struct sl_slice body;
-    const char *request_id;    /* UUID, also sent as x-amzn-RequestId */
-    uint64_t start_mono_ns;    /* when the request was complete */
+    const char *request_id; /* UUID, also sent as x-amzn-RequestId */
+    uint64_t start_mono_ns; /* when the request was complete */
     bool tls;
 };
 

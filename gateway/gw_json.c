@@ -132,7 +132,9 @@ static void append_escape(struct sl_buf *out, uint8_t c)
         seq[1] = 't';
         break;
     default: /* the other control characters */
-        memcpy(seq + 1, "u00", 3);
+        seq[1] = 'u';
+        seq[2] = '0';
+        seq[3] = '0';
         seq[4] = hex[c >> 4];
         seq[5] = hex[c & 15];
         n = 6;

@@ -470,7 +470,7 @@ static int receipt_batch(struct gw_sqs_dec *d, const json_t *o, const char *entr
     }
     const json_t *arr;
     struct sl_slice ids[GW_SQS_MAX_BATCH_ENTRIES];
-    size_t n;
+    size_t n = 0;
     rc = batch_entries(d, o, entry_name, &arr, ids, &n);
     if (rc != SL_OK) {
         return rc;

@@ -163,7 +163,7 @@ void gw_sqs_digests_of(const struct gw_sqs_send_entry *msg, struct gw_sqs_digest
 
 bool gw_sqs_digests_read(struct sl_slice stored, struct gw_sqs_digests *out)
 {
-    if (stored.n != GW_SQS_MD5_LEN && stored.n != 2 * GW_SQS_MD5_LEN) {
+    if (stored.n != GW_SQS_MD5_LEN && stored.n != (size_t)2 * GW_SQS_MD5_LEN) {
         return false;
     }
     memcpy(out->bytes, stored.p, stored.n);
@@ -173,7 +173,7 @@ bool gw_sqs_digests_read(struct sl_slice stored, struct gw_sqs_digests *out)
 
 const uint8_t *gw_sqs_digests_attrs(const struct gw_sqs_digests *d)
 {
-    return d->n == 2 * GW_SQS_MD5_LEN ? d->bytes + GW_SQS_MD5_LEN : NULL;
+    return d->n == (size_t)2 * GW_SQS_MD5_LEN ? d->bytes + GW_SQS_MD5_LEN : NULL;
 }
 
 void gw_sqs_md5_of_trace_header(struct sl_slice trace_header, char out[33])

@@ -10,13 +10,13 @@
 #include "gw_sqs.h"
 
 static const char *const qattr_names[GW_SQS_QATTR__COUNT] = {
-#define QATTR_NAME(e, n) [GW_SQS_QATTR_##e] = n,
+#define QATTR_NAME(e, n) [GW_SQS_QATTR_##e] = (n),
     GW_SQS_QATTR_LIST(QATTR_NAME)
 #undef QATTR_NAME
 };
 
 static const char *const sysattr_names[GW_SQS_SYSATTR__COUNT] = {
-#define SYSATTR_NAME(e, n) [GW_SQS_SYSATTR_##e] = n,
+#define SYSATTR_NAME(e, n) [GW_SQS_SYSATTR_##e] = (n),
     GW_SQS_SYSATTR_LIST(SYSATTR_NAME)
 #undef SYSATTR_NAME
 };

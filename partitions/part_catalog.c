@@ -1,17 +1,10 @@
 /*
- * part_catalog.c -- the durable queue catalog and its in-memory index.
+ * part_catalog.c -- the queue catalog in memory: queue objects, the maps
+ * that find them, their counters, tenants, and the public reads.
  *
- * The catalog lives in data_dir/catalog.db, written only by its own writer
- * thread (struct part_engine.catw), one transaction per operation. Why a
- * file of its own: queues are shared by all partitions of a tenant, so
- * putting them in one partition would make that partition's load and
- * health every tenant's problem; a separate file also keeps growing P a
- * matter of adding empty files. Queue operations are rare next to message
- * traffic, so group commit is not needed here.
- *
- * Queue ids come from an AUTOINCREMENT key and are never reused: a queue
- * deleted and created again under the same name is a different queue, and
- * messages or receipt handles of the old one can never reach the new one.
+ * Stack: below the writers and the client layer (which look queues up and
+ * count messages) and below part_catalog_db.c (which loads and changes the
+ * maps); calls only part_groups.c. catalog.db itself is part_catalog_db.c's.
  *
  * In memory: two chained hash maps (tenant+name, id) and a tenant map,
  * under one rwlock. Loop threads only take the read lock; the catalog
@@ -25,24 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
-#include "part_int.h"
-
-#define LOG_MOD "partitions"
-
-static const char CATALOG_SCHEMA[] =
-    "CREATE TABLE IF NOT EXISTS queues("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, name TEXT NOT NULL,"
-    " created_ms INTEGER NOT NULL, modified_ms INTEGER NOT NULL,"
-    " visibility_s INTEGER NOT NULL, delay_s INTEGER NOT NULL, retention_s INTEGER NOT NULL,"
-    " fifo INTEGER NOT NULL, dlq_id INTEGER NOT NULL, max_receive INTEGER NOT NULL,"
-    " max_message_size INTEGER NOT NULL, receive_wait_s INTEGER NOT NULL,"
-    " UNIQUE(tenant, name));"
-    "CREATE TABLE IF NOT EXISTS queue_attrs(queue_id INTEGER NOT NULL, key TEXT NOT NULL,"
-    " value TEXT NOT NULL, PRIMARY KEY(queue_id, key)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS queue_tags(queue_id INTEGER NOT NULL, key TEXT NOT NULL,"
-    " value TEXT NOT NULL, PRIMARY KEY(queue_id, key)) WITHOUT ROWID;";
+#include "part_catalog.h"
+#include "part_groups.h"
 
 struct part_queue_config part_queue_config_default(void)
 {
@@ -97,7 +74,7 @@ static struct part_tenant *tenant_find(struct part_catalog *c, const char *name)
 }
 
 /* Caller holds the write lock. */
-static struct part_tenant *tenant_get(struct part_catalog *c, const char *name)
+struct part_tenant *part__tenant_get(struct part_catalog *c, const char *name)
 {
     struct part_tenant *t = tenant_find(c, name);
     if (t == NULL) {
@@ -110,7 +87,7 @@ static struct part_tenant *tenant_get(struct part_catalog *c, const char *name)
     return t;
 }
 
-static struct part_queue *find_by_name(struct part_catalog *c, const char *tenant, const char *name)
+struct part_queue *part__queue_by_name(struct part_catalog *c, const char *tenant, const char *name)
 {
     struct part_queue *q = c->by_name[hash_name(tenant, name) % c->cap];
     while (q != NULL && (strcmp(q->name, name) != 0 || strcmp(q->tenant_name, tenant) != 0)) {
@@ -119,7 +96,7 @@ static struct part_queue *find_by_name(struct part_catalog *c, const char *tenan
     return q;
 }
 
-static struct part_queue *find_by_id(struct part_catalog *c, uint64_t id)
+struct part_queue *part__queue_by_id(struct part_catalog *c, uint64_t id)
 {
     struct part_queue *q = c->by_id[hash_id(id) % c->cap];
     while (q != NULL && q->id != id) {
@@ -139,13 +116,13 @@ static void map_link(struct part_catalog *c, struct part_queue *q)
 }
 
 /* Caller holds the write lock. Doubles the maps when they get crowded. */
-static void map_insert(struct part_catalog *c, struct part_queue *q)
+void part__catalog_insert(struct part_catalog *c, struct part_queue *q)
 {
     if (c->count + 1 > c->cap) {
         size_t old_cap = c->cap;
         struct part_queue **old = c->by_id;
         free(c->by_name);
-        c->cap *= 2;
+        c->cap = c->cap > 0 ? c->cap * 2 : 16;
         c->by_name = sl_xcalloc(c->cap, sizeof *c->by_name);
         c->by_id = sl_xcalloc(c->cap, sizeof *c->by_id);
         for (size_t i = 0; i < old_cap; i++) {
@@ -162,7 +139,7 @@ static void map_insert(struct part_catalog *c, struct part_queue *q)
     c->count++;
 }
 
-static void map_remove(struct part_catalog *c, struct part_queue *q)
+void part__catalog_remove(struct part_catalog *c, struct part_queue *q)
 {
     struct part_queue **pp = &c->by_name[hash_name(q->tenant_name, q->name) % c->cap];
     while (*pp != q) {
@@ -179,7 +156,7 @@ static void map_remove(struct part_catalog *c, struct part_queue *q)
 
 /* ---- queue objects ----------------------------------------------------- */
 
-static void kv_free(struct part_kv *kv, size_t n)
+void part__kv_free(struct part_kv *kv, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free((char *)kv[i].key);
@@ -204,7 +181,7 @@ static int kv_cmp(const void *a, const void *b)
 }
 
 /* Upserts (value != NULL) or removes (value == NULL) keys in a sorted set. */
-static void kv_apply(struct part_kv **set, size_t *n, const struct part_kv *chg, size_t nchg)
+void part__kv_apply(struct part_kv **set, size_t *n, const struct part_kv *chg, size_t nchg)
 {
     for (size_t i = 0; i < nchg; i++) {
         size_t j = 0;
@@ -212,14 +189,20 @@ static void kv_apply(struct part_kv **set, size_t *n, const struct part_kv *chg,
             j++;
         }
         if (j < *n) {
-            free((char *)(*set)[j].value);
+            struct part_kv *kv = &(*set)[j];
+            /* The analyzer cannot tell the entry moved into a hole below
+             * from the one freed here; each value is freed exactly once. */
+            free((char *)kv->value); // NOLINT(clang-analyzer-unix.Malloc)
+            kv->value = NULL;
             if (chg[i].value != NULL) {
-                (*set)[j].value = sl_xstrdup(chg[i].value);
+                kv->value = sl_xstrdup(chg[i].value);
                 continue;
             }
-            free((char *)(*set)[j].key);
-            (*set)[j] = (*set)[*n - 1];
+            free((char *)kv->key);
             (*n)--;
+            if (j != *n) {
+                *kv = (*set)[*n]; /* the last entry fills the hole */
+            }
         } else if (chg[i].value != NULL) {
             *set = sl_xrealloc(*set, (*n + 1) * sizeof **set);
             (*set)[*n].key = sl_xstrdup(chg[i].key);
@@ -232,8 +215,8 @@ static void kv_apply(struct part_kv **set, size_t *n, const struct part_kv *chg,
     }
 }
 
-static struct part_queue *queue_new(struct part_engine *e, uint64_t id, const char *tenant,
-                                    const char *name)
+struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const char *tenant,
+                                   const char *name)
 {
     struct part_queue *q = sl_xcalloc(1, sizeof *q);
     atomic_init(&q->refs, 1);
@@ -254,8 +237,8 @@ static struct part_queue *queue_new(struct part_engine *e, uint64_t id, const ch
 
 static void queue_free(struct part_queue *q)
 {
-    kv_free(q->attrs, q->attr_count);
-    kv_free(q->tags, q->tag_count);
+    part__kv_free(q->attrs, q->attr_count);
+    part__kv_free(q->tags, q->tag_count);
     pthread_mutex_destroy(&q->wait_mu);
     for (uint32_t p = 0; p < q->nparts; p++) {
         part__groups_free(q->per[p].groups);
@@ -270,7 +253,7 @@ struct part_queue *part__queue_ref(struct part_engine *e, uint64_t id)
 {
     struct part_catalog *c = &e->catalog;
     pthread_rwlock_rdlock(&c->lock);
-    struct part_queue *q = find_by_id(c, id);
+    struct part_queue *q = part__queue_by_id(c, id);
     if (q != NULL) {
         atomic_fetch_add(&q->refs, 1);
     }
@@ -297,7 +280,7 @@ bool part__queue_cfg(struct part_engine *e, struct part_queue *q, struct part_qu
 bool part__queue_known(struct part_engine *e, uint64_t id)
 {
     pthread_rwlock_rdlock(&e->catalog.lock);
-    bool known = find_by_id(&e->catalog, id) != NULL;
+    bool known = part__queue_by_id(&e->catalog, id) != NULL;
     pthread_rwlock_unlock(&e->catalog.lock);
     return known;
 }
@@ -344,7 +327,7 @@ int part_queue_find(struct part_engine *e, const char *tenant, const char *name,
 {
     struct part_catalog *c = &e->catalog;
     pthread_rwlock_rdlock(&c->lock);
-    struct part_queue *q = find_by_name(c, tenant, name);
+    struct part_queue *q = part__queue_by_name(c, tenant, name);
     if (q != NULL) {
         *id = q->id;
         if (cfg != NULL) {
@@ -356,7 +339,7 @@ int part_queue_find(struct part_engine *e, const char *tenant, const char *name,
 }
 
 /* Caller holds a lock. */
-static struct part_queue_info *info_of(const struct part_queue *q)
+struct part_queue_info *part__queue_info(const struct part_queue *q)
 {
     struct part_queue_info *qi = sl_xcalloc(1, sizeof *qi);
     qi->id = q->id;
@@ -377,8 +360,8 @@ void part_queue_info_free(struct part_queue_info *qi)
     if (qi == NULL) {
         return;
     }
-    kv_free(qi->attrs, qi->attr_count);
-    kv_free(qi->tags, qi->tag_count);
+    part__kv_free(qi->attrs, qi->attr_count);
+    part__kv_free(qi->tags, qi->tag_count);
     free(qi->tenant);
     free(qi->name);
     free(qi);
@@ -388,9 +371,9 @@ int part_queue_get(struct part_engine *e, uint64_t id, struct part_queue_info **
 {
     struct part_catalog *c = &e->catalog;
     pthread_rwlock_rdlock(&c->lock);
-    struct part_queue *q = find_by_id(c, id);
+    struct part_queue *q = part__queue_by_id(c, id);
     if (q != NULL) {
-        *out = info_of(q);
+        *out = part__queue_info(q);
     }
     pthread_rwlock_unlock(&c->lock);
     return q != NULL ? SL_OK : SL_ENOTFOUND;
@@ -496,7 +479,7 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
     }
     struct part_catalog *c = &e->catalog;
     pthread_rwlock_rdlock(&c->lock);
-    struct part_queue *q = find_by_id(c, queue_id);
+    struct part_queue *q = part__queue_by_id(c, queue_id);
     if (q != NULL) {
         bool all = partition == PART_ALL_PARTITIONS;
         counts_load(all ? &q->total : &q->per[partition], out);
@@ -539,58 +522,13 @@ void part_tenant_set_aging(struct part_engine *e, const char *tenant, uint64_t a
      * setting precede that queue. */
     struct part_catalog *c = &e->catalog;
     pthread_rwlock_wrlock(&c->lock);
-    atomic_store(&tenant_get(c, tenant)->aged_after_ms, aged_after_ms);
+    atomic_store(&part__tenant_get(c, tenant)->aged_after_ms, aged_after_ms);
     pthread_rwlock_unlock(&c->lock);
 }
 
-/* ---- open / load ------------------------------------------------------- */
+/* ---- set-up ------------------------------------------------------------ */
 
-int part__sql_exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK) {
-        sl_log(SL_LOG_ERROR, LOG_MOD, "sqlite: %s: %s", msg ? msg : sqlite3_errstr(rc), sql);
-        sqlite3_free(msg);
-        return SL_EIO;
-    }
-    return SL_OK;
-}
-
-static void load_kvs(sqlite3 *db, struct part_engine *e, const char *table)
-{
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT queue_id, key, value FROM %s ORDER BY queue_id, key", table);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        return;
-    }
-    bool tags = strcmp(table, "queue_tags") == 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        struct part_queue *q = find_by_id(&e->catalog, (uint64_t)sqlite3_column_int64(st, 0));
-        if (q == NULL) {
-            continue;
-        }
-        struct part_kv kv = {(const char *)sqlite3_column_text(st, 1),
-                             (const char *)sqlite3_column_text(st, 2)};
-        kv_apply(tags ? &q->tags : &q->attrs, tags ? &q->tag_count : &q->attr_count, &kv, 1);
-    }
-    sqlite3_finalize(st);
-}
-
-static void row_cfg(sqlite3_stmt *st, int col, struct part_queue_config *cfg)
-{
-    cfg->visibility_timeout_s = (uint32_t)sqlite3_column_int64(st, col);
-    cfg->delay_s = (uint32_t)sqlite3_column_int64(st, col + 1);
-    cfg->retention_s = (uint32_t)sqlite3_column_int64(st, col + 2);
-    cfg->fifo = sqlite3_column_int(st, col + 3) != 0;
-    cfg->dlq_target_id = (uint64_t)sqlite3_column_int64(st, col + 4);
-    cfg->max_receive_count = (uint32_t)sqlite3_column_int64(st, col + 5);
-    cfg->max_message_size = (uint32_t)sqlite3_column_int64(st, col + 6);
-    cfg->receive_wait_s = (uint32_t)sqlite3_column_int64(st, col + 7);
-}
-
-int part__catalog_open(struct part_engine *e, char *err, size_t errlen)
+void part__catalog_init(struct part_engine *e)
 {
     struct part_catalog *c = &e->catalog;
     pthread_rwlock_init(&c->lock, NULL);
@@ -599,60 +537,11 @@ int part__catalog_open(struct part_engine *e, char *err, size_t errlen)
     c->by_id = sl_xcalloc(c->cap, sizeof *c->by_id);
     c->tenant_cap = 256;
     c->tenants = sl_xcalloc(c->tenant_cap, sizeof *c->tenants);
-
-    char path[4096];
-    snprintf(path, sizeof path, "%s/catalog.db", e->data_dir);
-    if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path, c->db ? sqlite3_errmsg(c->db) : "cannot open");
-        return SL_EIO;
-    }
-    const char *sync = e->opt.durability == PART_DURABILITY_FSYNC ? "FULL" : "NORMAL";
-    char pragmas[256];
-    snprintf(pragmas, sizeof pragmas,
-             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=OFF;", sync);
-    if (part__sql_exec(c->db, pragmas) != SL_OK || part__sql_exec(c->db, CATALOG_SCHEMA) != SL_OK) {
-        snprintf(err, errlen, "%s: unusable catalog: %s", path, sqlite3_errmsg(c->db));
-        return SL_EIO;
-    }
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db,
-                           "SELECT id, tenant, name, created_ms, modified_ms, visibility_s,"
-                           " delay_s, retention_s, fifo, dlq_id, max_receive, max_message_size,"
-                           " receive_wait_s FROM queues",
-                           -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(c->db));
-        return SL_EIO;
-    }
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct part_queue *q = queue_new(e, (uint64_t)sqlite3_column_int64(st, 0),
-                                         (const char *)sqlite3_column_text(st, 1),
-                                         (const char *)sqlite3_column_text(st, 2));
-        q->created_ms = (uint64_t)sqlite3_column_int64(st, 3);
-        q->modified_ms = (uint64_t)sqlite3_column_int64(st, 4);
-        row_cfg(st, 5, &q->cfg);
-        q->tenant = tenant_get(c, q->tenant_name);
-        map_insert(c, q);
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(c->db));
-        return SL_EIO;
-    }
-    load_kvs(c->db, e, "queue_attrs");
-    load_kvs(c->db, e, "queue_tags");
-    sl_log(SL_LOG_INFO, LOG_MOD, "catalog: %zu queues", c->count);
-    return SL_OK;
 }
 
-void part__catalog_close(struct part_engine *e)
+void part__catalog_free(struct part_engine *e)
 {
     struct part_catalog *c = &e->catalog;
-    if (c->db != NULL) {
-        sqlite3_close(c->db);
-        c->db = NULL;
-    }
     for (size_t i = 0; c->by_id != NULL && i < c->cap; i++) {
         struct part_queue *q = c->by_id[i];
         while (q != NULL) {
@@ -674,250 +563,4 @@ void part__catalog_close(struct part_engine *e)
     }
     free(c->tenants);
     pthread_rwlock_destroy(&c->lock);
-}
-
-/* ---- catalog jobs (catalog writer thread) ------------------------------- */
-
-void part__catalog_req_free(struct part_catalog_req *r)
-{
-    if (r == NULL) {
-        return;
-    }
-    free(r->tenant);
-    free(r->name);
-    kv_free(r->kvs, r->nkv);
-    kv_free(r->tags, r->ntags);
-    for (size_t i = 0; i < r->nkeys; i++) {
-        free(r->keys[i]);
-    }
-    free(r->keys);
-    free(r);
-}
-
-static int step_done(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? SL_OK : SL_EIO;
-}
-
-static int kv_write(sqlite3 *db, const char *table, uint64_t qid, const struct part_kv *kv,
-                    size_t n)
-{
-    char ins[128], del[128];
-    snprintf(ins, sizeof ins, "INSERT OR REPLACE INTO %s(queue_id, key, value) VALUES(?,?,?)",
-             table);
-    snprintf(del, sizeof del, "DELETE FROM %s WHERE queue_id=? AND key=?", table);
-    for (size_t i = 0; i < n; i++) {
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db, kv[i].value ? ins : del, -1, &st, NULL) != SQLITE_OK) {
-            return SL_EIO;
-        }
-        sqlite3_bind_int64(st, 1, (sqlite3_int64)qid);
-        sqlite3_bind_text(st, 2, kv[i].key, -1, SQLITE_STATIC);
-        if (kv[i].value) {
-            sqlite3_bind_text(st, 3, kv[i].value, -1, SQLITE_STATIC);
-        }
-        if (step_done(st) != SL_OK) {
-            return SL_EIO;
-        }
-    }
-    return SL_OK;
-}
-
-static int exec_create(struct part_engine *e, struct part_job *job, struct part_queue **created)
-{
-    struct part_catalog *c = &e->catalog;
-    struct part_catalog_req *r = job->cat;
-    pthread_rwlock_rdlock(&c->lock);
-    struct part_queue *old = find_by_name(c, r->tenant, r->name);
-    if (old != NULL) {
-        job->res.queue = info_of(old);
-    }
-    pthread_rwlock_unlock(&c->lock);
-    if (old != NULL) {
-        return SL_EEXIST;
-    }
-    uint64_t now = part__now(e);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db,
-                           "INSERT INTO queues(tenant, name, created_ms, modified_ms,"
-                           " visibility_s, delay_s, retention_s, fifo, dlq_id, max_receive,"
-                           " max_message_size, receive_wait_s)"
-                           " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK) {
-        return SL_EIO;
-    }
-    sqlite3_bind_text(st, 1, r->tenant, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
-    sqlite3_bind_int64(st, 5, r->cfg.visibility_timeout_s);
-    sqlite3_bind_int64(st, 6, r->cfg.delay_s);
-    sqlite3_bind_int64(st, 7, r->cfg.retention_s);
-    sqlite3_bind_int(st, 8, r->cfg.fifo);
-    sqlite3_bind_int64(st, 9, (sqlite3_int64)r->cfg.dlq_target_id);
-    sqlite3_bind_int64(st, 10, r->cfg.max_receive_count);
-    sqlite3_bind_int64(st, 11, r->cfg.max_message_size);
-    sqlite3_bind_int64(st, 12, r->cfg.receive_wait_s);
-    if (step_done(st) != SL_OK) {
-        return SL_EIO;
-    }
-    uint64_t id = (uint64_t)sqlite3_last_insert_rowid(c->db);
-    if (kv_write(c->db, "queue_attrs", id, r->kvs, r->nkv) != SL_OK ||
-        kv_write(c->db, "queue_tags", id, r->tags, r->ntags) != SL_OK) {
-        return SL_EIO;
-    }
-    struct part_queue *q = queue_new(e, id, r->tenant, r->name);
-    q->created_ms = q->modified_ms = now;
-    q->cfg = r->cfg;
-    kv_apply(&q->attrs, &q->attr_count, r->kvs, r->nkv);
-    kv_apply(&q->tags, &q->tag_count, r->tags, r->ntags);
-    *created = q;
-    return SL_OK;
-}
-
-static int touch(struct part_engine *e, uint64_t id, const struct part_queue_config *cfg,
-                 uint64_t now)
-{
-    sqlite3_stmt *st = NULL;
-    const char *sql = cfg ? "UPDATE queues SET modified_ms=?, visibility_s=?, delay_s=?,"
-                            " retention_s=?, fifo=?, dlq_id=?, max_receive=?, max_message_size=?,"
-                            " receive_wait_s=? WHERE id=?"
-                          : "UPDATE queues SET modified_ms=? WHERE id=?";
-    if (sqlite3_prepare_v2(e->catalog.db, sql, -1, &st, NULL) != SQLITE_OK) {
-        return SL_EIO;
-    }
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
-    if (cfg) {
-        sqlite3_bind_int64(st, 2, cfg->visibility_timeout_s);
-        sqlite3_bind_int64(st, 3, cfg->delay_s);
-        sqlite3_bind_int64(st, 4, cfg->retention_s);
-        sqlite3_bind_int(st, 5, cfg->fifo);
-        sqlite3_bind_int64(st, 6, (sqlite3_int64)cfg->dlq_target_id);
-        sqlite3_bind_int64(st, 7, cfg->max_receive_count);
-        sqlite3_bind_int64(st, 8, cfg->max_message_size);
-        sqlite3_bind_int64(st, 9, cfg->receive_wait_s);
-        sqlite3_bind_int64(st, 10, (sqlite3_int64)id);
-    } else {
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)id);
-    }
-    return step_done(st);
-}
-
-static int exec_delete(struct part_engine *e, uint64_t id)
-{
-    static const char *const sqls[] = {"DELETE FROM queues WHERE id=?",
-                                       "DELETE FROM queue_attrs WHERE queue_id=?",
-                                       "DELETE FROM queue_tags WHERE queue_id=?"};
-    for (size_t i = 0; i < SL_ARRAY_LEN(sqls); i++) {
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(e->catalog.db, sqls[i], -1, &st, NULL) != SQLITE_OK) {
-            return SL_EIO;
-        }
-        sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-        if (step_done(st) != SL_OK) {
-            return SL_EIO;
-        }
-    }
-    return SL_OK;
-}
-
-void part__catalog_exec(struct part_engine *e, struct part_job *job)
-{
-    struct part_catalog *c = &e->catalog;
-    struct part_catalog_req *r = job->cat;
-    struct part_queue *created = NULL;
-    uint64_t now = part__now(e);
-    if (job->op != PART_OP_Q_CREATE && !part__queue_known(e, job->queue_id)) {
-        job->status = SL_ENOTFOUND;
-        part__complete(job);
-        return;
-    }
-    if (part__sql_exec(c->db, "BEGIN IMMEDIATE") != SL_OK) {
-        job->status = SL_EIO;
-        part__complete(job);
-        return;
-    }
-    int rc = SL_OK;
-    switch (job->op) {
-    case PART_OP_Q_CREATE:
-        rc = exec_create(e, job, &created);
-        break;
-    case PART_OP_Q_SET_ATTRS:
-        rc = touch(e, job->queue_id, &r->cfg, now);
-        if (rc == SL_OK) {
-            rc = kv_write(c->db, "queue_attrs", job->queue_id, r->kvs, r->nkv);
-        }
-        break;
-    case PART_OP_Q_TAG:
-    case PART_OP_Q_UNTAG:
-        rc = touch(e, job->queue_id, NULL, now);
-        if (rc == SL_OK) {
-            rc = kv_write(c->db, "queue_tags", job->queue_id, r->kvs, r->nkv);
-        }
-        break;
-    case PART_OP_Q_DELETE:
-        rc = exec_delete(e, job->queue_id);
-        break;
-    default:
-        SL_ASSERT(!"not a catalog op");
-    }
-    if (rc != SL_OK || part__sql_exec(c->db, "COMMIT") != SL_OK) {
-        part__sql_exec(c->db, "ROLLBACK");
-        if (created != NULL) {
-            part__queue_unref(created);
-        }
-        job->status = rc == SL_EEXIST ? SL_EEXIST : SL_EIO;
-        part__complete(job);
-        return;
-    }
-
-    /* Committed: make it visible in memory. */
-    struct part_queue *q = NULL;
-    pthread_rwlock_wrlock(&c->lock);
-    if (created != NULL) {
-        created->tenant = tenant_get(c, created->tenant_name);
-        map_insert(c, created);
-        q = created;
-    } else {
-        q = find_by_id(c, job->queue_id);
-        SL_ASSERT(q != NULL); /* only this thread removes queues */
-        q->modified_ms = now;
-        if (job->op == PART_OP_Q_SET_ATTRS) {
-            q->cfg = r->cfg;
-            kv_apply(&q->attrs, &q->attr_count, r->kvs, r->nkv);
-        } else if (job->op == PART_OP_Q_TAG || job->op == PART_OP_Q_UNTAG) {
-            kv_apply(&q->tags, &q->tag_count, r->kvs, r->nkv);
-        } else if (job->op == PART_OP_Q_DELETE) {
-            map_remove(c, q);
-            q->deleted = true;
-        }
-    }
-    job->res.queue = info_of(q);
-    pthread_rwlock_unlock(&c->lock);
-
-    if (job->op != PART_OP_Q_DELETE) {
-        job->status = SL_OK;
-        part__complete(job);
-        return;
-    }
-    /* The name is free now; remove the messages from every partition. The
-     * job completes when the last purge does (restart does the same for a
-     * purge that a crash interrupted, see part_writer.c). */
-    part__flush_waiters(q, SL_ENOTFOUND);
-    job->status = SL_OK;
-    atomic_store(&job->pending, (int)e->nparts);
-    for (uint32_t p = 0; p < e->nparts; p++) {
-        struct part_job *sub = sl_xcalloc(1, sizeof *sub);
-        sub->op = PART_OP_PURGE;
-        sub->engine = e;
-        sub->parent = job;
-        sub->queue_id = job->queue_id;
-        sub->q = q;
-        atomic_fetch_add(&q->refs, 1);
-        sub->partition = p;
-        part__submit_partition(e, p, sub);
-    }
-    part__queue_unref(q); /* the map's reference */
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "part_int.h"
+#include "part_groups.h"
 
 struct group_entry {
     struct group_entry *next;

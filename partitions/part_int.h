@@ -1,7 +1,10 @@
 /*
- * part_int.h -- (partitions-internal) the structures shared by the engine
- * (part_engine.c), the catalog (part_catalog.c), the writers
- * (part_writer.c) and receipt handles (part_receipt.c).
+ * part_int.h -- (partitions-internal) the structures the module's files
+ * share, the run-time hooks (struct part_hooks) through which the writers
+ * and the catalog thread reach the client and long-poll layers, and a few
+ * inline helpers over them. Types only: each file's functions are
+ * declared in the header named after it (part_writer.h, part_client.h,
+ * ...); docs/partitions.md ("Files and layers") maps the stack.
  *
  * Threading, in one place:
  *  - struct part_catalog: its maps and each queue's cfg/attrs/tags are
@@ -275,7 +278,7 @@ struct part_writer {
     _Atomic uint64_t stat_timers; /* timers.n after the last batch */
     /* writer thread only */
     struct sqlite3 *db;
-    struct sqlite3_stmt *st[24]; /* prepared statements, by part_writer.c's ST_* */
+    struct sqlite3_stmt *st[24]; /* prepared statements, by part_schema.h's ST_* */
     struct part_heap timers;
     bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;
@@ -308,6 +311,26 @@ struct part_client {
     struct part_client *prev;
 };
 
+/*
+ * The calls a lower layer makes into an upper one at run time, installed
+ * by the upper layers when the engine opens (part__client_install,
+ * part__poll_install) before any writer starts; read-only afterwards. A
+ * writer or the catalog thread finishing a job hands it up through these
+ * and never names the client or long-poll code.
+ */
+struct part_hooks {
+    /* Finishes a job: to its client's loop, or into its parent. Any thread. */
+    void (*complete)(struct part_job *job);
+    /* Routes a job to partition p (corked when called from a completion). */
+    void (*submit)(struct part_engine *e, uint32_t p, struct part_job *job);
+    /* A receive a writer ran: done, on to its next partition, or parked. */
+    void (*receive_continue)(struct part_engine *e, struct part_job *job);
+    /* A commit made n messages of q ready on partition p. */
+    void (*wake)(struct part_engine *e, struct part_queue *q, uint32_t p, int64_t n);
+    /* Completes every parked receive of q with status. */
+    void (*flush_waiters)(struct part_queue *q, int status);
+};
+
 struct part_engine {
     struct part_options opt;
     char *data_dir;
@@ -320,91 +343,20 @@ struct part_engine {
     _Atomic bool closing;
     pthread_mutex_t clients_mu;
     struct part_client *clients;
+    struct part_hooks hooks;
 };
 
-/* ---- engine (part_engine.c) ---- */
-uint64_t part__now(struct part_engine *e);
-void part__writer_submit(struct part_writer *w, struct part_job *job);
-/* Routes a job to partition p (fails it with SL_EIO if p failed). */
-void part__submit_partition(struct part_engine *e, uint32_t p, struct part_job *job);
-/* Finishes a job: to its client's loop, or into its parent. Any thread. */
-void part__complete(struct part_job *job);
-void part__job_free(struct part_job *job);
-/* Long polling: called by writers when a receive found nothing, and after
- * commits that made n messages of q ready on partition p. */
-void part__recv_no_message(struct part_engine *e, struct part_job *job);
-void part__wake(struct part_engine *e, struct part_queue *q, uint32_t p, int64_t n);
-/* Plans the receive's partition order and submits it, or parks it. */
-void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t first);
-/* Orders the partitions with messages ready in the lane of the receive's
- * current pass, best head first (first, if not UINT32_MAX, goes first
- * regardless). False when there is none. */
-bool part__recv_plan(struct part_engine *e, struct part_job *job, uint32_t first);
-/* Ready messages of q's lane on partition p, as of the last commit. */
-int64_t part__lane_ready(struct part_queue *q, uint32_t p, int lane);
-void part__flush_waiters(struct part_queue *q, int status);
+/* Inline helpers over the types above; any thread. */
 
-/* ---- catalog (part_catalog.c) ---- */
-int part__catalog_open(struct part_engine *e, char *err, size_t errlen);
-void part__catalog_close(struct part_engine *e);
-/* Returns a referenced queue (part__queue_unref it) or NULL. */
-struct part_queue *part__queue_ref(struct part_engine *e, uint64_t id);
-void part__queue_unref(struct part_queue *q);
-/* Copies q's typed config under the catalog lock; false if deleted. */
-bool part__queue_cfg(struct part_engine *e, struct part_queue *q, struct part_queue_config *out);
-bool part__queue_known(struct part_engine *e, uint64_t id);
-/* Runs one catalog job on the catalog writer thread (own transaction). */
-void part__catalog_exec(struct part_engine *e, struct part_job *job);
-void part__catalog_req_free(struct part_catalog_req *r);
-void part__counts_add(struct part_queue *q, uint32_t p, const struct part_qdelta *d);
-/* The tenant's aging threshold (0: off). Any thread. */
-uint64_t part__tenant_aging(const struct part_queue *q);
-/* Calls fn for every live queue (under the read lock). */
-void part__queue_foreach(struct part_engine *e, void (*fn)(struct part_queue *q, void *arg),
-                         void *arg);
+static inline uint64_t part__now(const struct part_engine *e)
+{
+    return e->opt.now_ms ? e->opt.now_ms(e->opt.clock_ctx) : sl_wall_ms();
+}
 
-/* ---- writers (part_writer.c) ---- */
-int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t index);
-int part__writer_start(struct part_writer *w);
-void part__writer_stop(struct part_writer *w);
-
-/* ---- timer heap (part_timers.c) ----
- * Writer thread only. An entry is forgotten only once the change that
- * killed it is committed: a rolled-back batch forgets nothing. */
-void part__heap_push(struct part_heap *h, uint64_t due, int64_t rowid, uint8_t kind);
-struct part_heap_item part__heap_pop(struct part_heap *h); /* h->n > 0 */
-/* Every VISIBLE and EXPIRE entry of row rowid is dead (the row is gone). */
-void part__heap_forget_row(struct part_heap *h, int64_t rowid);
-/* One entry (due, rowid, kind) is dead: a newer one superseded it. */
-void part__heap_forget(struct part_heap *h, uint64_t due, int64_t rowid, uint8_t kind);
-/* Whether it (just popped) was forgotten: then it needs no look at its
- * row. Uses up the tombstone of a superseded entry. */
-bool part__heap_forgotten(struct part_heap *h, const struct part_heap_item *it);
-/* Pops the earliest entry due by now that is not forgotten, dropping the
- * forgotten ones before it; false when there is none. */
-bool part__heap_pop_due(struct part_heap *h, uint64_t now, struct part_heap_item *out);
-/* Filters the forgotten entries out once there are enough of them (after
- * each batch). */
-void part__heap_tidy(struct part_heap *h);
-void part__heap_free(struct part_heap *h);
-
-/* ---- message groups' in-flight counts (part_groups.c) ----
- * One table per (queue, partition), owned by that partition's writer: no
- * locks. Counts are exact after each commit (the writer applies a batch's
- * changes only once it committed). */
-struct part_groups *part__groups_new(void);
-void part__groups_free(struct part_groups *g);
-void part__groups_clear(struct part_groups *g);
-int64_t part__groups_get(const struct part_groups *g, const char *group);
-/* Groups with something in flight (0 for a NULL table). */
-size_t part__groups_count(const struct part_groups *g);
-void part__groups_add(struct part_groups *g, const char *group, int64_t delta);
-
-/* ---- receipts (part_receipt.c) ---- */
-void part__receipt_encode(const struct part_engine *e, const struct part_receipt *r,
-                          char out[PART_RECEIPT_MAX]);
-
-/* ---- sqlite helpers ---- */
-int part__sql_exec(struct sqlite3 *db, const char *sql);
+/* Whether partition p (< nparts) still takes jobs. */
+static inline bool part__partition_ok(const struct part_engine *e, uint32_t p)
+{
+    return !atomic_load(&e->writers[p].failed);
+}
 
 #endif

@@ -26,7 +26,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "part_int.h"
+#include "part_receipt.h"
 
 #define RH_BODY 25
 #define RH_MAC 16

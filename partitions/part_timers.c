@@ -27,7 +27,7 @@
  */
 #include <stdlib.h>
 
-#include "part_int.h"
+#include "part_timers.h"
 
 /* Tombstone tags: an entry's (due << 2 | kind), kind being 1..3. */
 #define TOMB_ROW 0            /* every VISIBLE and EXPIRE entry of the row */

@@ -24,7 +24,10 @@
 
 static inline char tx_lower(char c)
 {
-    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+    if (c >= 'A' && c <= 'Z') {
+        return (char)(c | 0x20);
+    }
+    return c;
 }
 
 static inline bool tx_eq_ci(struct sl_slice a, struct sl_slice b)

@@ -6,8 +6,10 @@
  * module and no third-party header.
  *
  * Conventions (binding for the whole tree, see docs/design.md):
- *  - Functions that can fail return int: SL_OK (0) or a negative SL_E* code.
- *    Codes at or below SL_EFATAL mean "stop using this object".
+ *  - Functions that can fail return int: SL_OK (0) or a negative SL_E* code;
+ *    bool only for pure predicates. A function that takes ownership of an
+ *    argument on some path says so on its declaration ("Always takes
+ *    ownership of X." or "On failure takes ownership of X.").
  *  - sl_x*alloc() never return NULL: they abort on exhaustion and are for
  *    control-plane objects whose size sluice chooses. Client-sized data goes
  *    through sl_try*alloc(), which may return NULL, after a bound check.
@@ -29,14 +31,12 @@ enum sl_status {
     SL_OK = 0,
     SL_ENOMEM = -1,    /* allocation failed (only from sl_try* paths) */
     SL_EINVAL = -2,    /* malformed or out-of-range input */
-    SL_EAGAIN = -3,    /* no progress now; retry later */
     SL_EBUSY = -4,     /* full or throttled */
     SL_ECLOSED = -5,   /* shutting down / already closed */
     SL_EIO = -6,       /* storage or socket I/O failed */
     SL_ENOTFOUND = -7, /* no such object */
     SL_EEXIST = -8,    /* already exists (with different properties) */
     SL_ETOOBIG = -9,   /* over a size limit */
-    SL_EFATAL = -100,  /* object is unusable from now on */
 };
 
 /* Static, human-readable text for an SL_* code (never NULL). */

@@ -172,14 +172,17 @@ struct cfg_diags {
 void cfg_diags_free(struct cfg_diags *d);
 
 /* Loads and validates a YAML file (see docs/config.md). Relative TLS file
- * paths resolve against the file's directory. Returns 0 and sets *out (one reference)
- * when the file is valid; otherwise returns -1, leaves *out untouched and
+ * paths resolve against the file's directory. Returns SL_OK and sets *out
+ * (one reference) when the file is valid; otherwise leaves *out untouched,
  * fills *diags with every problem found (the caller frees it with
- * cfg_diags_free; it is also filled with nothing on success). */
+ * cfg_diags_free; it is also filled with nothing on success) and returns
+ * SL_ENOTFOUND (no such file), SL_EIO (it cannot be opened or read) or
+ * SL_EINVAL (its content is refused: too large, not YAML, not valid). */
 int cfg_load_file(const char *path, struct cfg_snapshot **out, struct cfg_diags *diags);
 
 /* The same for YAML text held in memory; name is used in messages and
- * relative TLS file paths resolve against the current directory. */
+ * relative TLS file paths resolve against the current directory. Returns
+ * SL_OK or SL_EINVAL. */
 int cfg_load_string(const char *name, const char *text, size_t len, struct cfg_snapshot **out,
                     struct cfg_diags *diags);
 
@@ -187,7 +190,8 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct cfg_s
  * ./sluice-data, tenant "default" with key and secret "default"). */
 const char *cfg_default_yaml(void);
 
-/* cfg_load_string() of cfg_default_yaml(), named "<embedded default>". */
+/* cfg_load_string() of cfg_default_yaml(), named "<embedded default>".
+ * Returns SL_OK (or SL_EINVAL, which would be a bug in the default). */
 int cfg_load_default(struct cfg_snapshot **out, struct cfg_diags *diags);
 
 struct cfg_snapshot *cfg_snapshot_ref(struct cfg_snapshot *s);

@@ -2,7 +2,7 @@
  * sb_raw.c -- the raw SQLite ceiling of the storage bench: the engine's
  * work done with plain SQLite calls and nothing else. P files, P threads
  * (one connection each, as the engine's writers), the SAME open flags,
- * pragmas, schema and statements as partitions/part_writer.c (taken from
+ * pragmas, schema and statements as partitions/part_schema.c (taken from
  * part_sql_open_flags and part_sql_text, so they cannot drift), and
  * transactions as large as the engine's group commits were in
  * the same cell (its measured jobs per commit), so that the ratio

@@ -72,11 +72,11 @@ enum sigv4_failure {
 /* Limits of the verifier, which works in bounded stack buffers so that the
  * common path allocates nothing. A request over a limit is refused as
  * SIGV4_FAIL_INCOMPLETE with a *why naming the limit. */
-#define SIGV4_MAX_CANONICAL 16384   /* bytes of canonical request */
-#define SIGV4_MAX_SIGNED_HEADERS 64 /* names in SignedHeaders */
-#define SIGV4_MAX_QUERY_PARAMS 128  /* parameters in the query string */
-#define SIGV4_MAX_PATH_SEGMENTS 128 /* '/'-separated segments of the path */
-#define SIGV4_MAX_SKEW_S (15 * 60)  /* allowed |x-amz-date - now| */
+#define SIGV4_MAX_CANONICAL 16384           /* bytes of canonical request */
+#define SIGV4_MAX_SIGNED_HEADERS 64         /* names in SignedHeaders */
+#define SIGV4_MAX_QUERY_PARAMS 128          /* parameters in the query string */
+#define SIGV4_MAX_PATH_SEGMENTS 128         /* '/'-separated segments of the path */
+#define SIGV4_MAX_SKEW_S ((int64_t)15 * 60) /* allowed |x-amz-date - now| */
 
 /* ---- verifying ---------------------------------------------------------- */
 

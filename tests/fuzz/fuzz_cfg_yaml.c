@@ -7,6 +7,7 @@
  * valid snapshot gets its lookups called before it is dropped.
  */
 #include "cfg.h"
+#include "sl.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -17,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct cfg_snapshot *s = NULL;
     struct cfg_diags d;
-    if (cfg_load_string("fuzz.yaml", (const char *)data, size, &s, &d) == 0) {
+    if (cfg_load_string("fuzz.yaml", (const char *)data, size, &s, &d) == SL_OK) {
         struct cfg_principal p;
         for (size_t i = 0; i < s->tenant_count; i++) {
             const struct cfg_tenant *t = s->tenants + i;

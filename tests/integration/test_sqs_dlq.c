@@ -6,7 +6,8 @@
  * and ListDeadLetterSourceQueues with paging.
  *
  * Expectations are Amazon SQS's (Amazon SQS Developer Guide, "Using
- * dead-letter queues"; API Reference, SetQueueAttributes). Receives use VisibilityTimeout 0 instead of waiting.
+ * dead-letter queues"; API Reference, SetQueueAttributes). Receives use VisibilityTimeout 0 instead
+ * of waiting.
  */
 #include <stdio.h>
 #include <stdlib.h>

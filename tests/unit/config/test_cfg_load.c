@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "cfg.h"
+#include "sl.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static struct cfg_snapshot *load_good(const char *rel)
     for (size_t i = 0; i < d.count; i++) {
         print_error("unexpected: %s\n", d.items[i].text);
     }
-    assert_int_equal(rc, 0);
+    assert_int_equal(rc, SL_OK);
     assert_int_equal(d.count, 0);
     assert_non_null(s);
     assert_string_equal(s->source, path);
@@ -187,7 +188,7 @@ static void check_bad_case(const struct bad_case *c)
     struct cfg_snapshot *s = sentinel;
     struct cfg_diags d;
     int rc = cfg_load_file(path, &s, &d);
-    assert_int_equal(rc, -1);
+    assert_int_equal(rc, SL_EINVAL);
     assert_ptr_equal(s, sentinel); /* untouched on failure */
     size_t want = 0;
     while (want < sizeof(c->expected) / sizeof(c->expected[0]) && c->expected[want] != NULL) {
@@ -504,7 +505,7 @@ static void test_embedded_default(void **state)
     (void)state;
     struct cfg_snapshot *s = NULL;
     struct cfg_diags d;
-    assert_int_equal(cfg_load_default(&s, &d), 0);
+    assert_int_equal(cfg_load_default(&s, &d), SL_OK);
     assert_int_equal(d.count, 0);
     assert_string_equal(s->source, "<embedded default>");
     assert_string_equal(s->listen.host, "127.0.0.1");
@@ -519,7 +520,7 @@ static void test_embedded_default(void **state)
 
     /* The same text through the public string loader. */
     const char *yaml = cfg_default_yaml();
-    assert_int_equal(cfg_load_string("x", yaml, strlen(yaml), &s, &d), 0);
+    assert_int_equal(cfg_load_string("x", yaml, strlen(yaml), &s, &d), SL_OK);
     cfg_snapshot_unref(s);
     cfg_diags_free(&d);
 }
@@ -531,7 +532,7 @@ static void expect_one(const char *text, size_t len, const char *want)
 {
     struct cfg_snapshot *s = NULL;
     struct cfg_diags d;
-    assert_int_equal(cfg_load_string("mem.yaml", text, len, &s, &d), -1);
+    assert_int_equal(cfg_load_string("mem.yaml", text, len, &s, &d), SL_EINVAL);
     assert_null(s);
     for (size_t i = 0; d.count != 1 && i < d.count; i++) {
         print_error("diag: %s\n", d.items[i].text);
@@ -582,7 +583,7 @@ static void test_missing_file(void **state)
     (void)state;
     struct cfg_snapshot *s = NULL;
     struct cfg_diags d;
-    assert_int_equal(cfg_load_file("/nonexistent/sluice.yaml", &s, &d), -1);
+    assert_int_equal(cfg_load_file("/nonexistent/sluice.yaml", &s, &d), SL_ENOTFOUND);
     assert_null(s);
     assert_int_equal(d.count, 1);
     assert_string_equal(d.items[0].text,

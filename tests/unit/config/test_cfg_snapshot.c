@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "cfg.h"
+#include "sl.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ static struct cfg_snapshot *load(const char *text)
     for (size_t i = 0; i < d.count; i++) {
         print_error("unexpected: %s\n", d.items[i].text);
     }
-    assert_int_equal(rc, 0);
+    assert_int_equal(rc, SL_OK);
     cfg_diags_free(&d);
     return s;
 }

@@ -322,8 +322,8 @@ static void test_checker_rejects(void **state)
         "# HELP x h\n# TYPE x counter\nx{a=\"v\\t\"} 1\n", /* escape */
         "# HELP x h\n# TYPE x counter\nx{a=\"v} 1\n",      /* unterminated */
         "# HELP x h\n# TYPE x counter\n# HELP y h\n# TYPE y gauge\ny 1\nx 2\n", /* split family */
-        "# HELP x h\n# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"+Inf\"} 1\n"
-        "x_sum 1\nx_count 1\n", /* not cumulative */
+        ("# HELP x h\n# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"+Inf\"} 1\n"
+         "x_sum 1\nx_count 1\n"), /* not cumulative */
         "# HELP x h\n# TYPE x histogram\nx_bucket{le=\"+Inf\"} 2\nx_sum 1\nx_count 3\n",
         "# HELP 1x h\n# TYPE 1x counter\n",
         "# HELP x h\n# TYPE x countr\n",

@@ -592,8 +592,8 @@ static void test_batch_errors(void **state)
                "Maximum number of entries per request are 10. You have sent 20.");
     static const char *bad_ids[] = {
         "\"\"", "\"invalid:id\"",
-        "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-        "aaaaaaaaaaaaaaaaaaaa\""};
+        ("\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+         "aaaaaaaaaaaaaaaaaaaa\"")};
     for (size_t i = 0; i < SL_ARRAY_LEN(bad_ids); i++) {
         snprintf(body, sizeof(body), "{" Q ",\"Entries\":[{\"Id\":%s,\"MessageBody\":\"x\"}]}",
                  bad_ids[i]);

@@ -57,13 +57,13 @@ static void test_error_table(void **state)
     }
     /* every row is complete, and __type names are unique */
     for (int e = 1; e < GW_SQS_E__COUNT; e++) {
-        const struct gw_sqs_error_info *a = gw_sqs_error_info(e);
+        const struct gw_sqs_error_info *a = gw_sqs_error_info((enum gw_sqs_error)e);
         assert_true(strchr(a->type, '#') != NULL);
         assert_true(a->query_code[0] != '\0' && a->message[0] != '\0');
         assert_true(a->status >= 400 && a->status < 600);
         assert_true(a->sender == (a->status < 500));
         for (int f = 1; f < e; f++) {
-            assert_string_not_equal(a->type, gw_sqs_error_info(f)->type);
+            assert_string_not_equal(a->type, gw_sqs_error_info((enum gw_sqs_error)f)->type);
         }
     }
 }
@@ -84,7 +84,7 @@ static void test_actions_table(void **state)
     assert_false(gw_sqs_action_from_target(SL_SLICE_LIT("AmazonSQS.SendMessageX"), &a));
     for (int i = 0; i < GW_SQS_ACT__COUNT; i++) {
         char target[64];
-        snprintf(target, sizeof(target), "AmazonSQS.%s", gw_sqs_action_name(i));
+        snprintf(target, sizeof(target), "AmazonSQS.%s", gw_sqs_action_name((enum gw_sqs_action)i));
         assert_true(gw_sqs_action_from_target(sl_slice_cstr(target), &a));
         assert_int_equal(a, i);
     }

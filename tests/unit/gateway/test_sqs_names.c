@@ -62,8 +62,8 @@ static void test_queue_url_bad(void **state)
         "http://h:1/acme/bad.name",
         "http://h:1/acme/.fifo",
         "http://h:1/ac.me/q",
-        "http://h:1/acme/"
-        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        ("http://h:1/acme/"
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(no_such_queue); i++) {
         struct gw_sqs_queue_ref q;
@@ -119,7 +119,8 @@ static void test_attribute_names(void **state)
     (void)state;
     enum gw_sqs_qattr a;
     for (int i = 0; i < GW_SQS_QATTR__COUNT; i++) {
-        assert_true(gw_sqs_qattr_lookup(sl_slice_cstr(gw_sqs_qattr_name(i)), &a));
+        assert_true(
+            gw_sqs_qattr_lookup(sl_slice_cstr(gw_sqs_qattr_name((enum gw_sqs_qattr)i)), &a));
         assert_int_equal(a, i);
     }
     assert_false(gw_sqs_qattr_lookup(SL_SLICE_LIT("All"), &a));

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "part_int.h"
+#include "part_timers.h"
 
 /* Every entry ever pushed, by push order; each row's (and each queue's
  * AGE) entries are chained, so that lookups stay short. */

@@ -172,9 +172,8 @@ static void test_backpressure_halves_admitted_sends(void **state)
     }
     assert_int_equal(r.rate_ppm, POL_PPM / 2);
     assert_int_equal(burst, 5);
-    for (int i = 1; i <= 1000; i++) {
-        sustained +=
-            admit(&g, &t, POL_ACTION_SEND, 1, 750, 0, T0 + (uint64_t)i * MS, &r) == POL_ADMIT;
+    for (uint64_t i = 1; i <= 1000; i++) {
+        sustained += admit(&g, &t, POL_ACTION_SEND, 1, 750, 0, T0 + i * MS, &r) == POL_ADMIT;
     }
     assert_in_range(sustained, 495, 505);
     /* Other actions keep the full rate at the same backlog. */

@@ -59,8 +59,8 @@ static void test_refill_over_time(void **state)
     uint32_t admitted = 0;
     uint64_t now = T0 + 7200 * SEC;
     take_many(&g, 50, 1, now);
-    for (int i = 1; i <= 1000; i++) {
-        admitted += pol_gcra_take(&g, 1, POL_PPM, now + (uint64_t)i * MS, NULL);
+    for (uint64_t i = 1; i <= 1000; i++) {
+        admitted += pol_gcra_take(&g, 1, POL_PPM, now + i * MS, NULL);
     }
     assert_int_equal(admitted, 100);
 }
@@ -108,8 +108,8 @@ static void test_scaled_rate(void **state)
     }
     assert_int_equal(admitted, 5);
     admitted = 0;
-    for (int i = 1; i <= 1000; i++) {
-        admitted += pol_gcra_take(&g, 1, POL_PPM / 2, T0 + (uint64_t)i * MS, NULL);
+    for (uint64_t i = 1; i <= 1000; i++) {
+        admitted += pol_gcra_take(&g, 1, POL_PPM / 2, T0 + i * MS, NULL);
     }
     assert_in_range(admitted, 495, 505);
     assert_false(pol_gcra_take(&g, 1, 0, T0 + 3600 * SEC, NULL));

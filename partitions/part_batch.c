@@ -1,0 +1,156 @@
+/*
+ * part_batch.c -- a writer's batch: the counter deltas, group counts and
+ * dead timer entries that one transaction's message operations collect,
+ * applied by the writer only after the COMMIT.
+ *
+ * Stack: under part_ops.c (which fills it) and part_writer.c (which
+ * applies and clears it); calls part_catalog.c (queue references) and
+ * part_groups.c.
+ */
+#include <stdlib.h>
+
+#include "part_batch.h"
+#include "part_catalog.h"
+#include "part_groups.h"
+
+void part__item_list_add(struct part_item_list *l, uint64_t due, int64_t rowid, uint8_t kind)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->v = sl_xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = (struct part_heap_item){due, rowid, kind};
+}
+
+struct part_delta *part__delta_of(struct part_batch *b, struct part_queue *q)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->d[i].q == q) {
+            return &b->d[i];
+        }
+    }
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 16;
+        b->d = sl_xrealloc(b->d, b->cap * sizeof *b->d);
+    }
+    atomic_fetch_add(&q->refs, 1);
+    b->d[b->n] = (struct part_delta){.q = q};
+    return &b->d[b->n++];
+}
+
+/* v messages of q entered (v > 0) or left (v < 0) state in lane. */
+void part__delta_state(struct part_batch *b, struct part_queue *q, int state, int lane, int64_t v)
+{
+    struct part_delta *d = part__delta_of(b, q);
+    if (state == PART_STATE_READY) {
+        d->c.ready += v;
+        d->c.overflow_ready += lane == PART_LANE_OVERFLOW ? v : 0;
+        if (v > 0) {
+            d->woke += v;
+        }
+    } else if (state == PART_STATE_INFLIGHT) {
+        d->c.inflight += v;
+    } else {
+        d->c.delayed += v;
+        d->c.overflow_delayed += lane == PART_LANE_OVERFLOW ? v : 0;
+    }
+}
+
+void part__note_group(struct part_batch *b, struct part_queue *q, const char *group,
+                      int64_t inflight)
+{
+    if (group == NULL) {
+        return;
+    }
+    if (b->ng == b->gcap) {
+        b->gcap = b->gcap ? b->gcap * 2 : 16;
+        b->g = sl_xrealloc(b->g, b->gcap * sizeof *b->g);
+    }
+    part__delta_of(b, q); /* keeps q referenced until the batch is applied */
+    b->g[b->ng++] = (struct part_group_delta){q, sl_xstrdup(group), inflight};
+}
+
+void part__note_gone(struct part_batch *b, int64_t rowid)
+{
+    if (b->ngone == b->gone_cap) {
+        b->gone_cap = b->gone_cap ? b->gone_cap * 2 : 64;
+        b->gone = sl_xrealloc(b->gone, b->gone_cap * sizeof *b->gone);
+    }
+    b->gone[b->ngone++] = rowid;
+}
+
+void part__note_stale(struct part_batch *b, uint64_t due, int64_t rowid, uint8_t kind)
+{
+    part__item_list_add(&b->stale, due, rowid, kind);
+}
+
+/* A row of q goes from (state, lane) to (to_state, to_lane); group (may be
+ * NULL) is its message group. */
+void part__delta_move(struct part_batch *b, struct part_queue *q, int state, int lane, int to_state,
+                      int to_lane, const char *group)
+{
+    part__delta_state(b, q, state, lane, -1);
+    part__delta_state(b, q, to_state, to_lane, 1);
+    if (state == PART_STATE_INFLIGHT && to_state != PART_STATE_INFLIGHT) {
+        part__note_group(b, q, group, -1);
+    } else if (state != PART_STATE_INFLIGHT && to_state == PART_STATE_INFLIGHT) {
+        part__note_group(b, q, group, 1);
+    }
+}
+
+/* A row of q leaves the partition (deleted, expired, moved away). */
+void part__delta_gone(struct part_batch *b, struct part_queue *q, int state, int lane,
+                      const char *group)
+{
+    part__delta_state(b, q, state, lane, -1);
+    if (state == PART_STATE_INFLIGHT) {
+        part__note_group(b, q, group, -1);
+    }
+}
+
+void part__batch_groups_apply(struct part_writer *w, struct part_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct part_groups *g = b->d[i].q->per[w->index].groups;
+        if (b->d[i].groups_cleared && g != NULL) {
+            part__groups_clear(g);
+        }
+    }
+    for (size_t i = 0; i < b->ng; i++) {
+        struct part_qcount *qc = &b->g[i].q->per[w->index];
+        if (qc->groups == NULL) {
+            qc->groups = part__groups_new();
+        }
+        part__groups_add(qc->groups, b->g[i].group, b->g[i].inflight);
+    }
+}
+
+void part__batch_clear(struct part_batch *b)
+{
+    for (size_t i = 0; i < b->ng; i++) {
+        free(b->g[i].group);
+    }
+    b->ng = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        part__queue_unref(b->d[i].q);
+    }
+    b->n = 0;
+    b->ngone = 0;
+    b->stale.n = 0;
+    b->fired.n = 0;
+    if (b->gone_cap > 65536) { /* a big purge's: not kept for good */
+        free(b->gone);
+        b->gone = NULL;
+        b->gone_cap = 0;
+    }
+    b->sql_failed = false;
+}
+
+void part__batch_free(struct part_batch *b)
+{
+    free(b->d);
+    free(b->g);
+    free(b->gone);
+    free(b->stale.v);
+    free(b->fired.v);
+}

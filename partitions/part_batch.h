@@ -1,0 +1,78 @@
+/*
+ * part_batch.h -- (partitions-internal) what one group-commit batch
+ * changes outside SQLite, implemented by part_batch.c.
+ */
+#ifndef SLUICE_PART_BATCH_H
+#define SLUICE_PART_BATCH_H
+
+#include "part_int.h"
+
+/* Everything a batch changes outside SQLite is collected here and applied
+ * only after its COMMIT: counters, tenants' statistics, groups' in-flight
+ * counts, timer entries it made dead. A rolled-back batch leaves them as
+ * they were. */
+struct part_delta {
+    struct part_queue *q; /* referenced */
+    struct part_qdelta c;
+    int64_t woke; /* messages that became ready: long polls to wake */
+    uint64_t expired;
+    uint64_t aged;
+    uint64_t dead_lettered;
+    bool groups_cleared; /* purged: the queue's group counts start over */
+};
+
+struct part_group_delta {
+    struct part_queue *q; /* referenced by the queue's struct part_delta */
+    char *group;          /* owned */
+    int64_t inflight;
+};
+
+/* A growable list of timer entries. */
+struct part_item_list {
+    struct part_heap_item *v;
+    size_t n;
+    size_t cap;
+};
+
+struct part_batch {
+    struct part_delta *d;
+    size_t n;
+    size_t cap;
+    struct part_group_delta *g;
+    size_t ng;
+    size_t gcap;
+    int64_t *gone; /* rows deleted: all their timer entries are dead */
+    size_t ngone;
+    size_t gone_cap;
+    struct part_item_list stale; /* single entries superseded */
+    struct part_item_list fired; /* popped by fire_timers: pushed back if the batch rolls back */
+    bool sql_failed;
+};
+
+/* The change of q in b (made, and q referenced, on first use). */
+struct part_delta *part__delta_of(struct part_batch *b, struct part_queue *q);
+/* v messages of q entered (v > 0) or left (v < 0) state in lane. */
+void part__delta_state(struct part_batch *b, struct part_queue *q, int state, int lane, int64_t v);
+/* A row of q goes from (state, lane) to (to_state, to_lane); group (may be
+ * NULL) is its message group. */
+void part__delta_move(struct part_batch *b, struct part_queue *q, int state, int lane, int to_state,
+                      int to_lane, const char *group);
+/* A row of q leaves the partition (deleted, expired, moved away). */
+void part__delta_gone(struct part_batch *b, struct part_queue *q, int state, int lane,
+                      const char *group);
+/* group's in-flight count on q changes by inflight (group NULL: none). */
+void part__note_group(struct part_batch *b, struct part_queue *q, const char *group,
+                      int64_t inflight);
+/* Row rowid is gone: all its timer entries are dead. */
+void part__note_gone(struct part_batch *b, int64_t rowid);
+/* One timer entry was superseded. */
+void part__note_stale(struct part_batch *b, uint64_t due, int64_t rowid, uint8_t kind);
+void part__item_list_add(struct part_item_list *l, uint64_t due, int64_t rowid, uint8_t kind);
+/* After the COMMIT: the group counts of partition w->index. */
+void part__batch_groups_apply(struct part_writer *w, struct part_batch *b);
+/* Ready for the next batch (drops the references it took). */
+void part__batch_clear(struct part_batch *b);
+/* Frees the arrays of a cleared batch. */
+void part__batch_free(struct part_batch *b);
+
+#endif

@@ -1,0 +1,818 @@
+/*
+ * part_ops.c -- the message operations: every state transition of a
+ * message row, as SQL run inside a writer's open transaction.
+ *
+ * Stack: under part_writer.c, which opens and commits the transaction and
+ * calls part__ops_exec for each job and part__ops_fire_timers for due
+ * timers; calls part_batch.c (what the transaction changes outside
+ * SQLite), part_schema.c (its statements), part_catalog.c (queues, their
+ * config), part_timers.c and part_groups.c. Writer thread only.
+ *
+ * Message states (a row of the msg table; "gone" = the row is deleted):
+ *
+ *            send (delay > 0)               send (delay 0)
+ *                  |                              |
+ *                  v        delay elapsed         v
+ *             +---------+  (timer VISIBLE)   +---------+
+ *             | DELAYED | -----------------> |  READY  | <-----------------+
+ *             +---------+                    +---------+                   |
+ *                  |                          |       |  receive, count    |
+ *                  |                 receive  |       |  past maxReceive:   |
+ *                  |        (lease = vis.     |       |  moved to the DLQ  |
+ *                  |         timeout,         |       |  queue (same row,  |
+ *                  |         count + 1)       v       |  same partition),  |
+ *                  |                    +----------+  |  READY there       |
+ *                  |                    | INFLIGHT |--+                    |
+ *                  |                    +----------+  lease expiry (timer  |
+ *                  |                       |     |    VISIBLE), change     |
+ *                  |                       |     |    visibility to 0,     |
+ *                  |                       |     +--- cancelled receive ---+
+ *                  |                       | delete (receipt handle)
+ *                  v                       v
+ *             retention expiry (timer EXPIRE), purge, delete queue: GONE
+ *             (from any state; delete by handle also from READY/DELAYED)
+ *
+ *   transition                  function
+ *   send -> DELAYED/READY       exec_send
+ *   DELAYED/INFLIGHT -> READY   part__ops_fire_timers (VISIBLE), exec_change_vis (0),
+ *                               exec_release
+ *   READY -> INFLIGHT           exec_receive; exec_change_vis (> 0) with a
+ *                               lapsed handle of a standard queue
+ *   READY -> READY (DLQ queue)  exec_receive (move_to_dlq)
+ *   READY -> READY (redrive)    exec_move (DLQ back to a source / destination)
+ *   any -> GONE                 exec_delete, part__ops_fire_timers (EXPIRE), exec_purge
+ *   READY main -> READY overflow part__ops_fire_timers (AGE: age_queue)
+ *
+ * Lanes: DELAYED and READY rows are in the main or the overflow lane
+ * (spilled sends, aged rows). A row keeps its lane while in flight; a DLQ
+ * move or a redrive puts it in the main lane of its new queue. Receives
+ * read one lane per pass (see recv_plan in part_poll.c).
+ *
+ * Selection: the ready rows of a queue are read through a partial index
+ * msg_ready(queue_id, priority, id) WHERE state = 1, so delayed and in
+ * flight rows are never scanned, and nothing has to be rebuilt in memory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "part_batch.h"
+#include "part_catalog.h"
+#include "part_groups.h"
+#include "part_ops.h"
+#include "part_schema.h"
+#include "part_timers.h"
+
+#define LOG_MOD "partitions"
+
+/* ---- statement helpers ------------------------------------------------- */
+
+/* Steps a statement that returns no rows; false (and the batch marked
+ * failed) on error. */
+static bool run(struct part_writer *w, struct part_batch *b, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        sl_log(SL_LOG_ERROR, LOG_MOD, "partition %u: %s", w->index, sqlite3_errmsg(w->db));
+        b->sql_failed = true;
+        return false;
+    }
+    return true;
+}
+
+struct row {
+    uint64_t queue_id;
+    int state;
+    int lane;
+    uint32_t receive_count;
+    uint64_t visible_at;
+    uint64_t expires_at;
+    bool has_group;
+    char group[PART_GROUP_ID_MAX + 1];
+};
+
+static const char *row_group(const struct row *r)
+{
+    return r->has_group ? r->group : NULL;
+}
+
+/* 1: found, 0: no such row, -1: error. */
+static int row_get(struct part_writer *w, struct part_batch *b, int64_t id, struct row *r)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_ROW);
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        r->queue_id = (uint64_t)sqlite3_column_int64(st, 0);
+        r->state = sqlite3_column_int(st, 1);
+        r->receive_count = (uint32_t)sqlite3_column_int64(st, 2);
+        r->visible_at = (uint64_t)sqlite3_column_int64(st, 3);
+        r->expires_at = (uint64_t)sqlite3_column_int64(st, 4);
+        r->lane = sqlite3_column_int(st, 5);
+        const char *group = (const char *)sqlite3_column_text(st, 6);
+        r->has_group = group != NULL;
+        if (group != NULL) {
+            snprintf(r->group, sizeof r->group, "%s", group);
+        }
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        b->sql_failed = true;
+        return -1;
+    }
+    return rc == SQLITE_ROW;
+}
+
+/* ---- timers ------------------------------------------------------------ */
+
+#define TIMERS_PER_BATCH 4096
+#define AGE_ROWS_PER_CHECK 1024 /* one check's share of a batch */
+
+/* PART_TIMER_AGE: main-lane ready rows of q sent before now - aging move
+ * to the overflow lane. publish_head schedules the next check. */
+static void age_queue(struct part_writer *w, struct part_batch *b, struct part_queue *q,
+                      uint64_t due, uint64_t now)
+{
+    struct part_qcount *qc = &q->per[w->index];
+    uint64_t aging = part__tenant_aging(q);
+    if (qc->age_due != due) {
+        return; /* superseded by an earlier check */
+    }
+    qc->age_due = 0;
+    struct part_delta *d = part__delta_of(b, q); /* publish_head reschedules */
+    if (aging == 0 || aging >= now) {
+        return;
+    }
+    sqlite3_stmt *st = part__stmt(w, ST_AGE);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)q->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)(now - aging));
+    sqlite3_bind_int(st, 3, AGE_ROWS_PER_CHECK);
+    if (run(w, b, st)) {
+        int64_t n = sqlite3_changes(w->db);
+        d->c.overflow_ready += n; /* ready either way: only the lane changes */
+        d->aged += (uint64_t)n;
+    }
+}
+
+void part__ops_fire_timers(struct part_writer *w, struct part_batch *b, uint64_t now)
+{
+    struct part_engine *e = w->engine;
+    struct part_heap_item it;
+    for (int done = 0;
+         done < TIMERS_PER_BATCH && !b->sql_failed && part__heap_pop_due(&w->timers, now, &it);
+         done++) {
+        part__item_list_add(&b->fired, it.due, it.rowid, it.kind);
+        if (it.kind == PART_TIMER_AGE) {
+            struct part_queue *q = part__queue_ref(e, (uint64_t)it.rowid);
+            if (q != NULL) {
+                age_queue(w, b, q, it.due, now);
+                part__queue_unref(q);
+            }
+            continue;
+        }
+        struct row r;
+        if (row_get(w, b, it.rowid, &r) != 1) {
+            continue;
+        }
+        struct part_queue *q = part__queue_ref(e, r.queue_id);
+        if (q == NULL) {
+            continue; /* its queue is being deleted; the purge takes the row */
+        }
+        if (it.kind == PART_TIMER_VISIBLE && r.state != PART_STATE_READY && r.visible_at <= now) {
+            sqlite3_stmt *st = part__stmt(w, ST_MAKE_READY);
+            sqlite3_bind_int64(st, 1, it.rowid);
+            if (run(w, b, st)) {
+                part__delta_move(b, q, r.state, r.lane, PART_STATE_READY, r.lane, row_group(&r));
+            }
+        } else if (it.kind == PART_TIMER_EXPIRE && r.expires_at <= now) {
+            sqlite3_stmt *st = part__stmt(w, ST_DELETE);
+            sqlite3_bind_int64(st, 1, it.rowid);
+            if (run(w, b, st)) {
+                part__delta_gone(b, q, r.state, r.lane, row_group(&r));
+                part__delta_of(b, q)->expired++;
+                part__note_gone(b, it.rowid);
+            }
+        }
+        part__queue_unref(q);
+    }
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+static void exec_send(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                      uint64_t now)
+{
+    struct part_queue_config cfg;
+    if (!part__queue_cfg(w->engine, job->q, &cfg)) {
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    job->res.sent = sl_xcalloc(job->nmsgs, sizeof *job->res.sent);
+    job->res.sent_count = job->nmsgs;
+    for (size_t i = 0; i < job->nmsgs && !b->sql_failed; i++) {
+        struct part_send_msg *m = &job->msgs[i];
+        uint64_t delay_ms = (uint64_t)(m->delay_s < 0 ? cfg.delay_s : (uint32_t)m->delay_s) * 1000;
+        int state = delay_ms > 0 ? PART_STATE_DELAYED : PART_STATE_READY;
+        uint64_t expires = now + (uint64_t)cfg.retention_s * 1000;
+        sqlite3_stmt *st = part__stmt(w, ST_INSERT);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+        sqlite3_bind_int(st, 2, state);
+        sqlite3_bind_int64(st, 3, m->has_priority ? m->priority : (int64_t)now);
+        uint64_t visible_at = now + delay_ms;
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)visible_at);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)expires);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
+        sqlite3_bind_text(st, 7, m->message_id, -1, SQLITE_STATIC);
+        if (m->group_id) {
+            sqlite3_bind_text(st, 8, m->group_id, -1, SQLITE_STATIC);
+        }
+        sqlite3_bind_blob(st, 9, m->body.p ? m->body.p : "", (int)m->body.n, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 10, m->attrs.p ? m->attrs.p : "", (int)m->attrs.n, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 11, m->sys_attrs.p ? m->sys_attrs.p : "", (int)m->sys_attrs.n,
+                          SQLITE_STATIC);
+        sqlite3_bind_int(st, 12, m->lane);
+        if (m->ndigests > 0) {
+            sqlite3_bind_blob(st, 13, m->digests, m->ndigests, SQLITE_STATIC);
+        }
+        if (!run(w, b, st)) {
+            return;
+        }
+        int64_t rowid = sqlite3_last_insert_rowid(w->db);
+        memcpy(job->res.sent[i].message_id, m->message_id, sizeof m->message_id);
+        job->res.sent[i].partition = w->index;
+        job->res.sent[i].sequence = (uint64_t)rowid;
+        part__delta_state(b, job->q, state, m->lane, 1);
+        if (state == PART_STATE_DELAYED) {
+            part__heap_push(&w->timers, now + delay_ms, rowid, PART_TIMER_VISIBLE);
+        }
+        part__heap_push(&w->timers, expires, rowid, PART_TIMER_EXPIRE);
+    }
+    job->status = SL_OK;
+}
+
+/* The DLQ of q, referenced, if it is usable: live and of the same tenant
+ * (so it lives on the same partitions); *retention_s gets its retention. */
+static struct part_queue *dlq_of(struct part_engine *e, struct part_queue *q,
+                                 const struct part_queue_config *cfg, uint32_t *retention_s)
+{
+    if (cfg->max_receive_count == 0 || cfg->dlq_target_id == 0 || cfg->dlq_target_id == q->id) {
+        return NULL;
+    }
+    struct part_queue *d = part__queue_ref(e, cfg->dlq_target_id);
+    struct part_queue_config dcfg;
+    if (d != NULL &&
+        (strcmp(d->tenant_name, q->tenant_name) != 0 || !part__queue_cfg(e, d, &dcfg))) {
+        part__queue_unref(d);
+        return NULL;
+    }
+    if (d != NULL) {
+        *retention_s = dcfg.retention_s;
+    }
+    return d;
+}
+
+/* The message's bytes (body, attrs, sys_attrs, digests, group id) go into
+ * ONE block, each NUL-terminated, that body.p points to and recv_free
+ * frees: one allocation per received message instead of one per column. */
+static void fill_message(const struct part_writer *w, sqlite3_stmt *st, struct part_message *m,
+                         uint64_t queue_id, uint32_t gen, uint64_t now)
+{
+    static const int blob_cols[] = {2, 3, 4, 11};
+    struct sl_slice *blob_out[] = {&m->body, &m->attrs, &m->sys_attrs, &m->digests};
+    const void *src[4];
+    size_t len[4];
+    size_t total = 0;
+    for (size_t c = 0; c < 4; c++) {
+        src[c] = sqlite3_column_blob(st, blob_cols[c]);
+        len[c] = (size_t)sqlite3_column_bytes(st, blob_cols[c]);
+        total += len[c] + 1;
+    }
+    const char *gid = (const char *)sqlite3_column_text(st, 5);
+    size_t gid_len = gid ? (size_t)sqlite3_column_bytes(st, 5) : 0;
+    char *block = sl_xmalloc(total + gid_len + 1);
+    char *p = block;
+    for (size_t c = 0; c < 4; c++) {
+        if (len[c] > 0) {
+            memcpy(p, src[c], len[c]);
+        }
+        p[len[c]] = '\0';
+        *blob_out[c] = (struct sl_slice){p, len[c]};
+        p += len[c] + 1;
+    }
+    m->group_id = NULL;
+    if (gid != NULL) {
+        memcpy(p, gid, gid_len + 1);
+        m->group_id = p;
+    }
+    const char *mid = (const char *)sqlite3_column_text(st, 1);
+    snprintf(m->message_id, sizeof m->message_id, "%s", mid ? mid : "");
+    m->priority = sqlite3_column_int64(st, 6);
+    m->receive_count = gen;
+    m->sent_ms = (uint64_t)sqlite3_column_int64(st, 8);
+    uint64_t first = (uint64_t)sqlite3_column_int64(st, 9);
+    m->first_receive_ms = first ? first : now;
+    m->source_queue_id = (uint64_t)sqlite3_column_int64(st, 10);
+    m->sequence = (uint64_t)sqlite3_column_int64(st, 0);
+    m->queue_id = queue_id;
+    m->partition = w->index;
+    /* m->receipt is encoded on the client's loop (on_async): its MAC needs
+     * no connection, and this thread is the partition's serial resource. */
+}
+
+/* One row chosen for a receive, before it is leased or dead-lettered. */
+struct candidate {
+    int64_t id;
+    uint32_t count;   /* receives so far */
+    uint64_t sent_ms; /* the original send: a DLQ move keeps it */
+    bool has_group;
+    char group[PART_GROUP_ID_MAX + 1];
+};
+
+/* Reads one row of MSG_COLUMNS into cand and, unless it is going to the
+ * DLQ, into msg. */
+static void take_row(struct part_writer *w, sqlite3_stmt *st, struct part_job *job,
+                     const struct part_queue_config *cfg, bool to_dlq_possible, uint64_t now,
+                     struct candidate *cand, struct part_message *msg)
+{
+    cand->id = sqlite3_column_int64(st, 0);
+    cand->count = (uint32_t)sqlite3_column_int64(st, 7);
+    cand->sent_ms = (uint64_t)sqlite3_column_int64(st, 8);
+    const char *group = (const char *)sqlite3_column_text(st, 5);
+    cand->has_group = group != NULL;
+    if (group != NULL) {
+        snprintf(cand->group, sizeof cand->group, "%s", group);
+    }
+    uint32_t gen = cand->count + 1;
+    if (!to_dlq_possible || gen <= cfg->max_receive_count) {
+        fill_message(w, st, msg, job->queue_id, gen, now);
+    }
+}
+
+/* The best `want` ready rows of the lane, by (priority, id). */
+static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
+                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                      struct candidate *cand, size_t *ncand)
+{
+    struct part_recv *r = job->recv;
+    sqlite3_stmt *st = part__stmt(w, ST_SELECT_READY);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, (int)want);
+    sqlite3_bind_int(st, 3, lane);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && *ncand < want) {
+        take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
+        (*ncand)++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        return false;
+    }
+    return true;
+}
+
+/* How many of the rows picked so far in this receive belong to group. */
+static int64_t picked_in_group(const struct candidate *cand, size_t n, const char *group)
+{
+    int64_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        k += cand[i].has_group && strcmp(cand[i].group, group) == 0;
+    }
+    return k;
+}
+
+/* Fair dequeue (SQS fair queues): among the fair_window best ready rows of
+ * the lane, rows of quiet groups (and of no group) first, in order; rows of
+ * noisy groups only to fill what is left. A group's in-flight count
+ * includes what this receive already picked, so one receive cannot make a
+ * group noisy unnoticed. Only ids are scanned (msg_ready covers them);
+ * the chosen rows are read whole afterwards. */
+static bool pick_fair(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
+                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                      struct candidate *cand, size_t *ncand)
+{
+    struct part_recv *r = job->recv;
+    struct part_qcount *qc = &job->q->per[w->index];
+    int64_t queue_inflight = atomic_load(&qc->inflight);
+    int64_t chosen[PART_MAX_BATCH];
+    int64_t noisy[PART_MAX_BATCH];
+    size_t nchosen = 0, nnoisy = 0;
+    struct candidate picked[PART_MAX_BATCH]; /* groups only, for the counts */
+    sqlite3_stmt *st = part__stmt(w, ST_FAIR_SCAN);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, lane);
+    sqlite3_bind_int(st, 3, (int)r->fair_window);
+    int rc = SQLITE_DONE;
+    while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        const char *group = (const char *)sqlite3_column_text(st, 1);
+        if (group == NULL) {
+            chosen[nchosen] = id;
+            picked[nchosen++].has_group = false;
+            continue;
+        }
+        int64_t in_group =
+            part__groups_get(qc->groups, group) + picked_in_group(picked, nchosen, group);
+        if (!r->noisy((uint64_t)in_group, (uint64_t)(queue_inflight + (int64_t)nchosen))) {
+            chosen[nchosen] = id;
+            picked[nchosen].has_group = true;
+            snprintf(picked[nchosen].group, sizeof picked[nchosen].group, "%s", group);
+            nchosen++;
+        } else if (nnoisy < want) {
+            noisy[nnoisy++] = id;
+        }
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        return false;
+    }
+    for (size_t i = 0; nchosen < want && i < nnoisy; i++) {
+        chosen[nchosen++] = noisy[i];
+    }
+    for (size_t i = 0; i < nchosen; i++) {
+        st = part__stmt(w, ST_ROW_FULL);
+        sqlite3_bind_int64(st, 1, chosen[i]);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
+            (*ncand)++;
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            b->sql_failed = true;
+            return false;
+        }
+    }
+    return true;
+}
+
+static void exec_receive(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                         uint64_t now)
+{
+    struct part_recv *r = job->recv;
+    struct part_queue_config cfg;
+    job->status = SL_OK;
+    if (atomic_load(&r->flags) & PART_RECV_CANCELLED) {
+        return;
+    }
+    if (!part__queue_cfg(w->engine, job->q, &cfg)) {
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    uint64_t vis_ms =
+        (uint64_t)(r->visibility_s < 0 ? cfg.visibility_timeout_s : (uint32_t)r->visibility_s) *
+        1000;
+    int lane = r->lanes[r->pass];
+    struct part_qcount *qc = &job->q->per[w->index];
+    /* A group holding every message in flight would not be noisy: then
+     * none is, and the plain head is the fair choice. */
+    uint64_t inflight = (uint64_t)SL_MAX(atomic_load(&qc->inflight), 0);
+    bool fair =
+        r->noisy != NULL && part__groups_count(qc->groups) > 0 && r->noisy(inflight, inflight);
+    uint32_t dlq_retention_s = 0;
+    struct part_queue *dlq = dlq_of(w->engine, job->q, &cfg, &dlq_retention_s);
+    bool again = true;
+    while (again && r->nmsgs < r->max && !b->sql_failed) {
+        again = false;
+        uint32_t want = r->max - (uint32_t)r->nmsgs;
+        /* Collect candidates first: the rows change under the cursor. */
+        struct candidate cand[PART_MAX_BATCH];
+        size_t ncand = 0;
+        bool ok = fair ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                       : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
+        if (!ok) {
+            break;
+        }
+        size_t kept = r->nmsgs;
+        for (size_t i = 0; i < ncand; i++) {
+            const char *group = cand[i].has_group ? cand[i].group : NULL;
+            if (dlq != NULL && cand[i].count + 1 > cfg.max_receive_count) {
+                /* Over maxReceiveCount: the row moves to the DLQ queue as
+                 * is (body, attributes, id, count) in this transaction. As
+                 * in SQS it expires at its original send time plus the
+                 * DLQ's retention (the entry pushed at send is forgotten). */
+                uint64_t expires = cand[i].sent_ms + (uint64_t)dlq_retention_s * 1000;
+                struct row old; /* for the retention entry it had */
+                int found = row_get(w, b, cand[i].id, &old);
+                if (found < 0) {
+                    break;
+                }
+                sqlite3_stmt *mv = part__stmt(w, ST_MOVE_DLQ);
+                sqlite3_bind_int64(mv, 1, cand[i].id);
+                sqlite3_bind_int64(mv, 2, (sqlite3_int64)dlq->id);
+                sqlite3_bind_int64(mv, 3, (sqlite3_int64)job->queue_id);
+                sqlite3_bind_int64(mv, 4, (sqlite3_int64)now);
+                sqlite3_bind_int64(mv, 5, (sqlite3_int64)expires);
+                if (!run(w, b, mv)) {
+                    break;
+                }
+                part__heap_push(&w->timers, expires, cand[i].id, PART_TIMER_EXPIRE);
+                if (found == 1) {
+                    part__note_stale(b, old.expires_at, cand[i].id, PART_TIMER_EXPIRE);
+                }
+                part__delta_gone(b, job->q, PART_STATE_READY, lane, group);
+                part__delta_state(b, dlq, PART_STATE_READY, PART_LANE_MAIN, 1);
+                part__delta_of(b, job->q)->dead_lettered++;
+                again = true;
+                continue;
+            }
+            sqlite3_stmt *ls = part__stmt(w, ST_LEASE);
+            sqlite3_bind_int64(ls, 1, cand[i].id);
+            uint64_t lease_until = now + vis_ms;
+            sqlite3_bind_int64(ls, 2, (sqlite3_int64)lease_until);
+            sqlite3_bind_int64(ls, 3, (sqlite3_int64)now);
+            if (!run(w, b, ls)) {
+                break;
+            }
+            part__delta_move(b, job->q, PART_STATE_READY, lane, PART_STATE_INFLIGHT, lane, group);
+            part__heap_push(&w->timers, now + vis_ms, cand[i].id, PART_TIMER_VISIBLE);
+            /* keep the filled messages contiguous */
+            if (kept != r->nmsgs + i) {
+                r->msgs[kept] = r->msgs[r->nmsgs + i];
+                memset(&r->msgs[r->nmsgs + i], 0, sizeof r->msgs[0]);
+            }
+            kept++;
+        }
+        r->nmsgs = kept;
+    }
+    part__queue_unref(dlq);
+}
+
+static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                            uint64_t now)
+{
+    struct part_job *owner = job->parent ? job->parent : job;
+    struct part_queue_config cfg;
+    if (!part__queue_cfg(w->engine, job->q, &cfg)) {
+        for (size_t i = 0; i < job->nrh; i++) {
+            owner->entry_status[job->rh[i].index] = SL_ENOTFOUND;
+        }
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    job->status = SL_OK;
+    for (size_t i = 0; i < job->nrh && !b->sql_failed; i++) {
+        struct part_rh_entry *en = &job->rh[i];
+        struct row r;
+        int found = row_get(w, b, (int64_t)en->rh.sequence, &r);
+        if (found < 0) {
+            return;
+        }
+        /* Current: this handle's receive is the latest one and the lease
+         * still holds. */
+        bool present = found == 1 && r.queue_id == job->queue_id;
+        bool current =
+            present && r.state == PART_STATE_INFLIGHT && r.receive_count == en->rh.receive_gen;
+        int *status = &owner->entry_status[en->index];
+        if (job->op == PART_OP_DELETE) {
+            *status = SL_OK;
+            /* Gone already: success, as SQS answers. Stale on a standard
+             * queue: deleted anyway (SQS standard does); on FIFO a stale
+             * handle must not delete a message another consumer holds. */
+            if (!present || (!current && cfg.fifo)) {
+                continue;
+            }
+            sqlite3_stmt *st = part__stmt(w, ST_DELETE);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
+            if (run(w, b, st)) {
+                part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
+                part__note_gone(b, (int64_t)en->rh.sequence);
+            }
+        } else if (job->op == PART_OP_CHANGE_VIS) {
+            /* SQS standard: a handle whose lease has run out still changes
+             * the message as long as nobody has received it since. */
+            bool expired = present && !cfg.fifo && r.state == PART_STATE_READY &&
+                           r.receive_count == en->rh.receive_gen;
+            if (!current && !expired) {
+                *status = SL_ENOTFOUND;
+                continue;
+            }
+            int state = en->visibility_s == 0 ? PART_STATE_READY : PART_STATE_INFLIGHT;
+            uint64_t at = now + (uint64_t)en->visibility_s * 1000;
+            sqlite3_stmt *st = part__stmt(w, ST_SET_VISIBLE);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
+            sqlite3_bind_int(st, 2, state);
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)at);
+            if (!run(w, b, st)) {
+                return;
+            }
+            *status = SL_OK;
+            if (current) { /* its lease's entry is superseded (an expired one fired) */
+                part__note_stale(b, r.visible_at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
+            }
+            if (state != r.state) {
+                part__delta_move(b, job->q, r.state, r.lane, state, r.lane, row_group(&r));
+            }
+            if (state == PART_STATE_INFLIGHT) {
+                part__heap_push(&w->timers, at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
+            }
+        } else { /* PART_OP_RELEASE: undo a lease nobody will see */
+            if (!current) {
+                continue;
+            }
+            sqlite3_stmt *st = part__stmt(w, ST_RELEASE);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
+            sqlite3_bind_int64(st, 2, en->rh.receive_gen);
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
+            if (run(w, b, st)) {
+                part__delta_move(b, job->q, PART_STATE_INFLIGHT, r.lane, PART_STATE_READY, r.lane,
+                                 row_group(&r));
+                part__note_stale(b, r.visible_at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
+            }
+        }
+    }
+}
+
+static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_job *job)
+{
+    /* Row by row rather than count(*): the heap forgets each row's timers. */
+    sqlite3_stmt *st = part__stmt(w, ST_PURGE_ROWS);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    int rc;
+    uint64_t n = 0;
+    int64_t by[3][2] = {{0}}; /* [state][lane] */
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int state = sqlite3_column_int(st, 1);
+        state =
+            state == PART_STATE_READY || state == PART_STATE_INFLIGHT ? state : PART_STATE_DELAYED;
+        by[state][sqlite3_column_int(st, 2) == PART_LANE_OVERFLOW]++;
+        part__note_gone(b, sqlite3_column_int64(st, 0));
+        n++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        b->sql_failed = true;
+        return;
+    }
+    for (int state = 0; state < 3; state++) {
+        for (int lane = 0; lane < 2; lane++) {
+            if (by[state][lane] != 0) {
+                part__delta_state(b, job->q, state, lane ? PART_LANE_OVERFLOW : PART_LANE_MAIN,
+                                  -by[state][lane]);
+            }
+        }
+    }
+    st = part__stmt(w, ST_PURGE);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    /* Nothing of the queue is in flight here any more: its group counts
+     * start over, and changes noted earlier in this batch are moot. */
+    part__delta_of(b, job->q)->groups_cleared = true;
+    size_t kept = 0;
+    for (size_t i = 0; i < b->ng; i++) {
+        if (b->g[i].q == job->q) {
+            free(b->g[i].group);
+        } else {
+            b->g[kept++] = b->g[i];
+        }
+    }
+    b->ng = kept;
+    if (run(w, b, st)) {
+        atomic_fetch_add(&(job->parent ? job->parent : job)->purged, n);
+        job->status = SL_OK;
+    }
+}
+
+/* A destination of a move, resolved once per job. */
+struct move_dest {
+    uint64_t id;
+    struct part_queue *q; /* referenced; NULL = unusable */
+    uint32_t retention_s;
+};
+
+#define MOVE_DEST_CACHE 16
+
+static struct move_dest *move_dest_of(struct part_engine *e, struct part_queue *src, uint64_t id,
+                                      struct move_dest *cache, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (cache[i].id == id) {
+            return &cache[i];
+        }
+    }
+    if (*n == MOVE_DEST_CACHE) { /* many distinct sources: forget the oldest */
+        part__queue_unref(cache[0].q);
+        memmove(&cache[0], &cache[1], (MOVE_DEST_CACHE - 1) * sizeof *cache);
+        (*n)--;
+    }
+    struct move_dest *d = &cache[(*n)++];
+    *d = (struct move_dest){.id = id};
+    struct part_queue_config cfg;
+    struct part_queue *q = id != 0 && id != src->id ? part__queue_ref(e, id) : NULL;
+    if (q != NULL && strcmp(q->tenant_name, src->tenant_name) == 0 && part__queue_cfg(e, q, &cfg)) {
+        d->q = q;
+        d->retention_s = cfg.retention_s;
+    } else {
+        part__queue_unref(q);
+    }
+    return d;
+}
+
+/* READY (queue A) -> READY (queue B), the same row: see part_move in
+ * part.h for what a moved message keeps and what it gets anew. */
+static void exec_move(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                      uint64_t now)
+{
+    struct part_engine *e = w->engine;
+    struct part_queue_config cfg;
+    if (!part__queue_cfg(e, job->q, &cfg) ||
+        (job->dest_q != NULL && !part__queue_cfg(e, job->dest_q, &cfg))) {
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    struct {
+        int64_t id;
+        uint64_t source;
+        int lane;
+        uint64_t expires_at;
+    } *rows = sl_xcalloc(job->move_max, sizeof *rows);
+    size_t nrows = 0;
+    sqlite3_stmt *st = part__stmt(w, ST_MOVE_SCAN);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)job->move_after);
+    sqlite3_bind_int64(st, 3, job->move_max);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && nrows < job->move_max) {
+        rows[nrows].id = sqlite3_column_int64(st, 0);
+        rows[nrows].source = (uint64_t)sqlite3_column_int64(st, 1);
+        rows[nrows].lane = sqlite3_column_int(st, 2);
+        rows[nrows].expires_at = (uint64_t)sqlite3_column_int64(st, 3);
+        nrows++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        free(rows);
+        return;
+    }
+    struct move_dest cache[MOVE_DEST_CACHE];
+    size_t ncache = 0;
+    struct move_dest fixed = {0};
+    if (job->dest_q != NULL) {
+        fixed = (struct move_dest){job->dest_q->id, job->dest_q, cfg.retention_s};
+    }
+    job->res.move_cursor = job->move_after;
+    for (size_t i = 0; i < nrows && !b->sql_failed; i++) {
+        const struct move_dest *d =
+            job->dest_q != NULL ? &fixed : move_dest_of(e, job->q, rows[i].source, cache, &ncache);
+        job->res.move_cursor = (uint64_t)rows[i].id;
+        if (d->q == NULL) {
+            job->res.move_skipped++;
+            continue;
+        }
+        char mid[PART_MSG_ID_LEN + 1];
+        sl_uuid4(mid);
+        uint64_t expires = now + (uint64_t)d->retention_s * 1000;
+        st = part__stmt(w, ST_MOVE_ROW);
+        sqlite3_bind_int64(st, 1, rows[i].id);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)d->id);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)expires);
+        sqlite3_bind_text(st, 5, mid, -1, SQLITE_STATIC);
+        if (!run(w, b, st)) {
+            break;
+        }
+        part__delta_state(b, job->q, PART_STATE_READY, rows[i].lane, -1);
+        part__delta_state(b, d->q, PART_STATE_READY, PART_LANE_MAIN, 1);
+        part__heap_push(&w->timers, expires, rows[i].id, PART_TIMER_EXPIRE);
+        part__note_stale(b, rows[i].expires_at, rows[i].id, PART_TIMER_EXPIRE);
+        job->res.moved++;
+    }
+    for (size_t i = 0; i < ncache; i++) {
+        part__queue_unref(cache[i].q);
+    }
+    job->res.move_exhausted = nrows < job->move_max;
+    free(rows);
+    job->status = SL_OK;
+}
+
+void part__ops_exec(struct part_writer *w, struct part_batch *b, struct part_job *job, uint64_t now)
+{
+    switch (job->op) {
+    case PART_OP_SEND:
+        exec_send(w, b, job, now);
+        break;
+    case PART_OP_RECEIVE:
+        exec_receive(w, b, job, now);
+        break;
+    case PART_OP_DELETE:
+    case PART_OP_CHANGE_VIS:
+    case PART_OP_RELEASE:
+        exec_by_receipt(w, b, job, now);
+        break;
+    case PART_OP_PURGE:
+        exec_purge(w, b, job);
+        break;
+    case PART_OP_MOVE:
+        exec_move(w, b, job, now);
+        break;
+    case PART_OP_BARRIER:
+        job->status = SL_OK;
+        break;
+    default:
+        SL_ASSERT(!"catalog op on a partition writer");
+    }
+}

@@ -1,0 +1,287 @@
+/*
+ * part_poll.c -- receives across partitions and long polling: a receive's
+ * plan (which partitions, which lane, in what order), parking it when
+ * nothing is ready, waking it after a commit, and its deadline, cancel
+ * and drain.
+ *
+ * Stack: under part_submit.c (part_receive) and the engine (drain,
+ * part__poll_install); above the writers, which reach it only through
+ * the e->hooks this file installs (receive_continue, wake,
+ * flush_waiters), and the catalog thread (flush_waiters on a queue
+ * delete). Calls part_client.c to route and complete receives.
+ *
+ * Long polling: each queue has a FIFO of waiting receives (queue->wait_mu)
+ * and a wake sequence. A receive records the sequence before it looks at
+ * the counters; it parks only if the sequence is unchanged when it takes
+ * the lock to park, so a commit between "nothing here" and "park" is never
+ * missed. A writer that made n messages ready wakes at most n waiters and
+ * sends each straight to its own partition. A waiter's deadline is a
+ * uv_timer on its client's loop; the timer, a cancel or a drain takes the
+ * waiter out under the same lock, or flags it if a writer holds it now.
+ */
+#include <string.h>
+
+#include <uv.h>
+
+#include "part_client.h"
+#include "part_poll.h"
+
+/* ---- a waiter's deadline, cancel and drain ----------------------------- */
+
+/* Takes job out of its waiter list if it is parked; otherwise flags it, so
+ * the writer holding it finishes it. True when it was parked. */
+static bool recv_unpark(struct part_job *job, int flag)
+{
+    struct part_queue *q = job->q;
+    struct part_recv *r = job->recv;
+    pthread_mutex_lock(&q->wait_mu);
+    bool parked = r->waiting;
+    if (parked) {
+        if (r->wprev) {
+            r->wprev->recv->wnext = r->wnext;
+        } else {
+            q->wait_head = r->wnext;
+        }
+        if (r->wnext) {
+            r->wnext->recv->wprev = r->wprev;
+        } else {
+            q->wait_tail = r->wprev;
+        }
+        r->wprev = r->wnext = NULL;
+        r->waiting = false;
+    }
+    atomic_fetch_or(&r->flags, flag);
+    pthread_mutex_unlock(&q->wait_mu);
+    return parked;
+}
+
+void part_client_drain(struct part_client *c)
+{
+    c->draining = true;
+    for (struct part_job *job = c->recv_head; job != NULL; job = job->recv->cnext) {
+        if (recv_unpark(job, PART_RECV_EXPIRED)) {
+            job->status = SL_OK;
+            part__complete(job);
+        }
+    }
+}
+
+void part__recv_timeout(uv_timer_t *t)
+{
+    struct part_job *job = t->data;
+    if (recv_unpark(job, PART_RECV_EXPIRED)) {
+        job->status = SL_OK;
+        part__complete(job);
+    }
+}
+
+void part_receive_cancel(struct part_client *c, uint64_t ticket)
+{
+    for (struct part_job *job = c->recv_head; job != NULL; job = job->recv->cnext) {
+        if (job->recv->ticket == ticket) {
+            if (recv_unpark(job, PART_RECV_CANCELLED)) {
+                job->status = SL_ECLOSED;
+                part__complete(job);
+            }
+            return;
+        }
+    }
+}
+
+/* ---- long polling ------------------------------------------------------ */
+
+/* Ready messages of q's lane on partition p, as of the last commit. */
+static int64_t lane_ready(struct part_queue *q, uint32_t p, int lane)
+{
+    int64_t overflow = atomic_load(&q->per[p].overflow_ready);
+    return lane == PART_LANE_OVERFLOW ? overflow : atomic_load(&q->per[p].ready) - overflow;
+}
+
+static int64_t head_of(struct part_queue *q, uint32_t p, int lane)
+{
+    return atomic_load(&q->per[p].head_priority[lane]);
+}
+
+/* Orders the partitions with messages ready in the lane of the receive's
+ * current pass, best head first (first, if not UINT32_MAX, goes first
+ * regardless). False when there is none. */
+static bool recv_plan(struct part_engine *e, struct part_job *job, uint32_t first)
+{
+    struct part_recv *r = job->recv;
+    struct part_queue *q = job->q;
+    int lane = r->lanes[r->pass];
+    r->norder = 0;
+    for (size_t i = 0; i < r->nparts; i++) {
+        uint32_t p = r->parts[i];
+        if (p != first && lane_ready(q, p, lane) > 0 && part__partition_ok(e, p)) {
+            /* insertion sort by head priority: a handful of partitions */
+            size_t k = r->norder++;
+            while (k > 0 && head_of(q, r->order[k - 1], lane) > head_of(q, p, lane)) {
+                r->order[k] = r->order[k - 1];
+                k--;
+            }
+            r->order[k] = p;
+        }
+    }
+    if (first != UINT32_MAX) {
+        memmove(r->order + 1, r->order, r->norder * sizeof *r->order);
+        r->order[0] = first;
+        r->norder++;
+    }
+    return r->norder > 0;
+}
+
+static void recv_no_message(struct part_engine *e, struct part_job *job);
+
+void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t first)
+{
+    struct part_recv *r = job->recv;
+    /* the sequence before the counters: see the file comment */
+    r->seen_seq = atomic_load(&job->q->wake_seq);
+    r->pass = 0;
+    if (!recv_plan(e, job, first)) {
+        r->pass = 1;
+        if (!recv_plan(e, job, UINT32_MAX)) {
+            recv_no_message(e, job);
+            return;
+        }
+    }
+    r->next = 1;
+    part__submit_partition(e, r->order[0], job);
+}
+
+/* A receive found nothing: completes it, or parks it until a commit wakes
+ * it or its deadline passes. */
+static void recv_no_message(struct part_engine *e, struct part_job *job)
+{
+    struct part_recv *r = job->recv;
+    struct part_queue *q = job->q;
+    job->status = SL_OK;
+    if (r->deadline_ns == 0 || sl_mono_ns() >= r->deadline_ns) {
+        part__complete(job);
+        return;
+    }
+    pthread_mutex_lock(&q->wait_mu);
+    int flags = atomic_load(&r->flags);
+    if ((flags & (PART_RECV_CANCELLED | PART_RECV_EXPIRED)) || atomic_load(&e->draining)) {
+        pthread_mutex_unlock(&q->wait_mu);
+        job->status = (flags & PART_RECV_CANCELLED) ? SL_ECLOSED : SL_OK;
+        part__complete(job);
+        return;
+    }
+    if (atomic_load(&q->wake_seq) != r->seen_seq) {
+        /* something became ready since this receive looked: look again */
+        pthread_mutex_unlock(&q->wait_mu);
+        part__recv_dispatch(e, job, UINT32_MAX);
+        return;
+    }
+    r->waiting = true;
+    if (r->woken && q->wait_head != NULL) { /* keep its turn */
+        r->wnext = q->wait_head;
+        q->wait_head->recv->wprev = job;
+        q->wait_head = job;
+    } else {
+        r->wprev = q->wait_tail;
+        if (q->wait_tail) {
+            q->wait_tail->recv->wnext = job;
+        } else {
+            q->wait_head = job;
+        }
+        q->wait_tail = job;
+    }
+    pthread_mutex_unlock(&q->wait_mu);
+}
+
+static struct part_job *pop_waiter(struct part_queue *q)
+{
+    struct part_job *job = q->wait_head;
+    if (job != NULL) {
+        q->wait_head = job->recv->wnext;
+        if (q->wait_head) {
+            q->wait_head->recv->wprev = NULL;
+        } else {
+            q->wait_tail = NULL;
+        }
+        job->recv->wnext = NULL;
+        job->recv->waiting = false;
+    }
+    return job;
+}
+
+static void wake(struct part_engine *e, struct part_queue *q, uint32_t p, int64_t n)
+{
+    struct part_job *woken[64];
+    size_t nw = 0;
+    pthread_mutex_lock(&q->wait_mu);
+    atomic_fetch_add(&q->wake_seq, 1);
+    while (n-- > 0 && nw < SL_ARRAY_LEN(woken)) {
+        struct part_job *job = pop_waiter(q);
+        if (job == NULL) {
+            break;
+        }
+        job->recv->woken = true;
+        woken[nw++] = job;
+    }
+    pthread_mutex_unlock(&q->wait_mu);
+    for (size_t i = 0; i < nw; i++) {
+        part__recv_dispatch(e, woken[i], p);
+    }
+}
+
+void part__flush_waiters(struct part_queue *q, int status)
+{
+    pthread_mutex_lock(&q->wait_mu);
+    atomic_fetch_add(&q->wake_seq, 1);
+    struct part_job *list = q->wait_head;
+    q->wait_head = q->wait_tail = NULL;
+    for (struct part_job *j = list; j != NULL; j = j->recv->wnext) {
+        j->recv->waiting = false;
+    }
+    pthread_mutex_unlock(&q->wait_mu);
+    while (list != NULL) {
+        struct part_job *job = list;
+        list = job->recv->wnext;
+        job->recv->wnext = job->recv->wprev = NULL;
+        job->status = status;
+        part__complete(job);
+    }
+}
+
+/* A receive that leased what it could here: done, or on to the next
+ * partition of its plan, or (nothing found anywhere) to long polling. */
+static void receive_continue(struct part_engine *e, struct part_job *job)
+{
+    struct part_recv *r = job->recv;
+    if (job->status != SL_OK || r->nmsgs == r->max ||
+        (atomic_load(&r->flags) & PART_RECV_CANCELLED)) {
+        part__complete(job);
+        return;
+    }
+    while (r->next < r->norder) {
+        uint32_t p = r->order[r->next++];
+        if (lane_ready(job->q, p, r->lanes[r->pass]) > 0) {
+            part__submit_partition(e, p, job);
+            return;
+        }
+    }
+    if (r->pass == 0) { /* on to the other lane */
+        r->pass = 1;
+        if (recv_plan(e, job, UINT32_MAX)) {
+            r->next = 1;
+            part__submit_partition(e, r->order[0], job);
+            return;
+        }
+    }
+    if (r->nmsgs > 0) {
+        part__complete(job);
+    } else {
+        recv_no_message(e, job);
+    }
+}
+
+void part__poll_install(struct part_engine *e)
+{
+    e->hooks.receive_continue = receive_continue;
+    e->hooks.wake = wake;
+    e->hooks.flush_waiters = part__flush_waiters;
+}

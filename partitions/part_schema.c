@@ -1,0 +1,254 @@
+/*
+ * part_schema.c -- the SQL of a partition file: its schema and migrations,
+ * the connection's pragmas, the statements every writer prepares, and the
+ * same text exported for the storage benchmark (part_sql_text).
+ *
+ * Stack: a leaf under the writer and the message operations (and the
+ * catalog, which borrows part__sql_exec); it calls nothing else in the
+ * module.
+ */
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+#include "part_schema.h"
+
+#define LOG_MOD "partitions"
+
+_Static_assert(ST_COUNT_ <=
+                   sizeof(((struct part_writer *)0)->st) / sizeof(((struct part_writer *)0)->st[0]),
+               "part_writer.st too small");
+
+/* The columns fill_message reads, in its order. */
+#define MSG_COLUMNS                                                                                \
+    "id, message_id, body, attrs, sys_attrs, group_id, priority, receive_count, sent_at,"          \
+    " first_receive_at, source_queue_id, digests"
+
+static const char *const SQL[ST_COUNT_] = {
+    [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
+                  " message_id, group_id, body, attrs, sys_attrs, lane, digests)"
+                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SELECT_READY] = "SELECT " MSG_COLUMNS " FROM msg WHERE queue_id=?1 AND lane=?3 AND state=1"
+                        " ORDER BY priority, id LIMIT ?2",
+    [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
+                 " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE first_receive_at"
+                 " END WHERE id=?1",
+    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at, lane, group_id"
+               " FROM msg WHERE id=?",
+    [ST_DELETE] = "DELETE FROM msg WHERE id=?",
+    [ST_SET_VISIBLE] = "UPDATE msg SET state=?2, visible_at=?3 WHERE id=?1",
+    [ST_MOVE_DLQ] = "UPDATE msg SET queue_id=?2, source_queue_id=?3, state=1, visible_at=?4,"
+                    " lane=0, expires_at=?5 WHERE id=?1",
+    [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
+                " ORDER BY priority, id LIMIT 1",
+    [ST_RELEASE] = "UPDATE msg SET state=1, visible_at=?3, receive_count=receive_count-1,"
+                   " first_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE first_receive_at END"
+                   " WHERE id=?1 AND state=2 AND receive_count=?2",
+    [ST_PURGE_ROWS] = "SELECT id, state, lane FROM msg WHERE queue_id=?",
+    [ST_PURGE] = "DELETE FROM msg WHERE queue_id=?",
+    [ST_MAKE_READY] = "UPDATE msg SET state=1 WHERE id=?",
+    /* Oldest rows first by row id: msg_queue(queue_id, state) ends in the
+     * rowid, so this is an index range, not a sort of the whole queue. */
+    [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane, expires_at FROM msg WHERE queue_id=?1"
+                     " AND state=1 AND id>?2 ORDER BY id LIMIT ?3",
+    [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?3, visible_at=?3,"
+                    " sent_at=?3, expires_at=?4, message_id=?5, receive_count=0,"
+                    " first_receive_at=0, lane=0 WHERE id=?1",
+    /* A main-lane row's priority is its send time, so the aged rows are a
+     * prefix of msg_ready: an index range, never a scan of the queue. */
+    [ST_AGE] = "UPDATE msg SET lane=1 WHERE id IN (SELECT id FROM msg WHERE queue_id=?1 AND lane=0"
+               " AND state=1 AND priority<=?2 ORDER BY priority, id LIMIT ?3)",
+    /* Covered by msg_ready (it carries group_id): no table lookups. */
+    [ST_FAIR_SCAN] = "SELECT id, group_id FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
+                     " ORDER BY priority, id LIMIT ?3",
+    [ST_ROW_FULL] = "SELECT " MSG_COLUMNS " FROM msg WHERE id=?1 AND state=1",
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+};
+
+/* user_version 1 added the lane column (and lane in msg_ready), 2 the
+ * digests column. */
+#define PART_SCHEMA_VERSION 2
+
+static const char PART_SCHEMA[] =
+    "CREATE TABLE IF NOT EXISTS msg("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " queue_id INTEGER NOT NULL, state INTEGER NOT NULL, priority INTEGER NOT NULL,"
+    " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
+    " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
+    " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
+    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB, lane INTEGER NOT NULL DEFAULT 0,"
+    " digests BLOB);"
+    "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
+    " WHERE state=1;"
+    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
+
+/* From user_version 0 (before lanes): the column, and msg_ready rebuilt
+ * with lane in it by PART_SCHEMA right after. */
+static const char PART_MIGRATE_0_1[] = "ALTER TABLE msg ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;"
+                                       "DROP INDEX IF EXISTS msg_ready;";
+/* From user_version 1: rows stored before it have no digests (NULL), which
+ * part_message reports as none. */
+static const char PART_MIGRATE_1_2[] = "ALTER TABLE msg ADD COLUMN digests BLOB;";
+
+#define PART_PRAGMAS(sync)                                                                         \
+    "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
+    " PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;"                            \
+    " PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"
+
+static const char PART_PRAGMAS_FSYNC[] = PART_PRAGMAS("FULL");
+/* For sqlite3_exec only: SQLite applies this pragma when it compiles the
+ * statement, so a prepared copy stepped again would change nothing. */
+static const char PART_SYNC_FULL[] = "PRAGMA synchronous=FULL";
+static const char PART_SYNC_NORMAL[] = "PRAGMA synchronous=NORMAL";
+static const char PART_PRAGMAS_OS[] = PART_PRAGMAS("NORMAL");
+
+/* NOMUTEX: a partition's connection is used by one thread at a time (its
+ * writer; open and close happen before start and after join), so the
+ * serialized mode's mutex around every SQLite call buys nothing. */
+int part_sql_open_flags(void)
+{
+    return SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+}
+
+const char *part_sql_text(enum part_sql which)
+{
+    switch (which) {
+    case PART_SQL_SCHEMA:
+        return PART_SCHEMA;
+    case PART_SQL_PRAGMAS_FSYNC:
+        return PART_PRAGMAS_FSYNC;
+    case PART_SQL_PRAGMAS_OS:
+        return PART_PRAGMAS_OS;
+    case PART_SQL_INSERT:
+        return SQL[ST_INSERT];
+    case PART_SQL_SELECT_READY:
+        return SQL[ST_SELECT_READY];
+    case PART_SQL_LEASE:
+        return SQL[ST_LEASE];
+    case PART_SQL_ROW:
+        return SQL[ST_ROW];
+    case PART_SQL_DELETE:
+        return SQL[ST_DELETE];
+    case PART_SQL_HEAD:
+        return SQL[ST_HEAD];
+    case PART_SQL_BEGIN:
+        return SQL[ST_BEGIN];
+    case PART_SQL_COMMIT:
+        return SQL[ST_COMMIT];
+    case PART_SQL_SYNC_FULL:
+        return PART_SYNC_FULL;
+    case PART_SQL_SYNC_NORMAL:
+        return PART_SYNC_NORMAL;
+    }
+    return "";
+}
+
+/* ---- statements -------------------------------------------------------- */
+
+sqlite3_stmt *part__stmt(struct part_writer *w, int which)
+{
+    sqlite3_stmt *st = w->st[which];
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return st;
+}
+
+/* Brings a partition file of an older schema up to PART_SCHEMA_VERSION
+ * (before PART_SCHEMA's CREATE ... IF NOT EXISTS, which would keep an old
+ * index), each step and the new user_version in one transaction, so a
+ * crash halfway leaves the old version to migrate again. A new file has no
+ * msg table and needs nothing. */
+static bool migrate(struct part_writer *w)
+{
+    sqlite3_stmt *st = NULL;
+    int version = -1;
+    bool has_msg = false;
+    if (sqlite3_prepare_v2(w->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        version = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(w->db, "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='msg'",
+                           -1, &st, NULL) == SQLITE_OK) {
+        has_msg = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    if (version < 0) {
+        return false;
+    }
+    if (!has_msg || version >= PART_SCHEMA_VERSION) {
+        return true;
+    }
+    sl_log(SL_LOG_INFO, LOG_MOD, "partition %u: migrating %s from schema %d to %d", w->index,
+           w->path, version, PART_SCHEMA_VERSION);
+    char set_version[48];
+    snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d;", PART_SCHEMA_VERSION);
+    struct sl_buf sql;
+    sl_buf_init(&sql);
+    sl_buf_append_cstr(&sql, "BEGIN IMMEDIATE;");
+    if (version < 1) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_0_1);
+    }
+    if (version < 2) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_1_2);
+    }
+    sl_buf_append_cstr(&sql, set_version);
+    sl_buf_append_cstr(&sql, "COMMIT;");
+    bool ok = part__sql_exec(w->db, sql.p) == SL_OK;
+    sl_buf_free(&sql);
+    if (!ok && !sqlite3_get_autocommit(w->db)) {
+        part__sql_exec(w->db, "ROLLBACK");
+    }
+    return ok;
+}
+
+int part__sql_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        sl_log(SL_LOG_ERROR, LOG_MOD, "sqlite: %s: %s", msg ? msg : sqlite3_errstr(rc), sql);
+        sqlite3_free(msg);
+        return SL_EIO;
+    }
+    return SL_OK;
+}
+
+/* ---- a partition's connection ------------------------------------------ */
+
+bool part__schema_open(struct part_writer *w, char *why, size_t whylen)
+{
+    const char *pragmas =
+        w->engine->opt.durability == PART_DURABILITY_FSYNC ? PART_PRAGMAS_FSYNC : PART_PRAGMAS_OS;
+    char set_version[48];
+    snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d", PART_SCHEMA_VERSION);
+    if (part__sql_exec(w->db, pragmas) != SL_OK || !migrate(w) ||
+        part__sql_exec(w->db, PART_SCHEMA) != SL_OK ||
+        part__sql_exec(w->db, set_version) != SL_OK) {
+        snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+        return false;
+    }
+    for (int i = 0; i < ST_COUNT_; i++) {
+        if (sqlite3_prepare_v3(w->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
+            SQLITE_OK) {
+            snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+            return false;
+        }
+    }
+    return true;
+}
+
+void part__schema_close(struct part_writer *w)
+{
+    for (int i = 0; i < ST_COUNT_; i++) {
+        sqlite3_finalize(w->st[i]);
+        w->st[i] = NULL;
+    }
+}
+
+const char *part__schema_sql(int which)
+{
+    return SQL[which];
+}

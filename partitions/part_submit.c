@@ -1,0 +1,483 @@
+/*
+ * part_submit.c -- the public submission calls (part_send, part_receive,
+ * part_delete, ..., part_queue_create, ...): each checks its arguments,
+ * copies every input into a job (the caller's buffers are free again on
+ * return) and hands it to a writer, fanned out per partition where it
+ * spans several.
+ *
+ * Stack: the top of the client side, beside the engine; calls
+ * part_poll.c (a receive's plan and wait), part_client.c (jobs, routing,
+ * completion), part_catalog.c (queue references) and part_receipt.c
+ * (part_receipt_decode). Loop thread of the client only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "part_catalog.h"
+#include "part_catalog_db.h"
+#include "part_client.h"
+#include "part_poll.h"
+
+/* ---- submission -------------------------------------------------------- */
+
+static int open_queue(struct part_client *c, uint64_t queue_id, struct part_queue **q)
+{
+    if (atomic_load(&c->engine->closing)) {
+        return SL_ECLOSED;
+    }
+    *q = part__queue_ref(c->engine, queue_id);
+    return *q != NULL ? SL_OK : SL_ENOTFOUND;
+}
+
+/* A job on queue_id holding a reference to the queue, or the reason there
+ * is none (open_queue's). */
+static int queue_job_new(struct part_client *c, enum part_op op, uint64_t queue_id,
+                         struct part_cookie cookie, part_done_fn *done, struct part_job **out)
+{
+    struct part_queue *q = NULL;
+    int rc = open_queue(c, queue_id, &q);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    *out = part__job_new(c, op, queue_id, cookie, done);
+    (*out)->q = q;
+    return SL_OK;
+}
+
+/* Copies s to *p (advanced past it); the copy. */
+static struct sl_slice copy_into(char **p, struct sl_slice s)
+{
+    struct sl_slice out = {*p, s.n};
+    if (s.n > 0) {
+        memcpy(*p, s.p, s.n);
+    }
+    *p += s.n;
+    return out;
+}
+
+int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
+              const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
+              part_done_fn *done)
+{
+    if (n == 0 || n > PART_MAX_BATCH || partition >= c->engine->nparts || done == NULL) {
+        return SL_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (entries[i].group_id.n > PART_GROUP_ID_MAX || entries[i].digests.n > PART_DIGESTS_MAX) {
+            return SL_EINVAL;
+        }
+    }
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, PART_OP_SEND, queue_id, cookie, done, &job);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    /* One allocation for the array and every message's bytes. */
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        bytes += entries[i].body.n + entries[i].attrs.n + entries[i].sys_attrs.n +
+                 entries[i].group_id.n + 1;
+    }
+    job->msgs = sl_xmalloc(n * sizeof *job->msgs + bytes);
+    job->nmsgs = n;
+    uint8_t rnd[PART_MAX_BATCH][16];
+    sl_random_bytes(rnd, n * sizeof rnd[0]);
+    char *p = (char *)(job->msgs + n);
+    for (size_t i = 0; i < n; i++) {
+        struct part_send_msg *m = &job->msgs[i];
+        *m = (struct part_send_msg){0};
+        sl_uuid4_from(rnd[i], m->message_id);
+        m->body = copy_into(&p, entries[i].body);
+        m->attrs = copy_into(&p, entries[i].attrs);
+        m->sys_attrs = copy_into(&p, entries[i].sys_attrs);
+        if (entries[i].digests.n > 0) {
+            memcpy(m->digests, entries[i].digests.p, entries[i].digests.n);
+            m->ndigests = (uint8_t)entries[i].digests.n;
+        }
+        if (entries[i].group_id.n > 0) {
+            m->group_id = copy_into(&p, entries[i].group_id).p;
+            *p++ = '\0';
+        }
+        m->lane = entries[i].lane == PART_LANE_OVERFLOW ? PART_LANE_OVERFLOW : PART_LANE_MAIN;
+        m->delay_s = entries[i].delay_s;
+        m->has_priority = entries[i].has_priority;
+        m->priority = entries[i].priority;
+    }
+    part__submit_partition(c->engine, partition, job);
+    return SL_OK;
+}
+
+int part_receive(struct part_client *c, const struct part_receive_req *req,
+                 struct part_cookie cookie, part_done_fn *done, uint64_t *ticket)
+{
+    struct part_engine *e = c->engine;
+    if (req == NULL || done == NULL || req->max_messages == 0 ||
+        req->max_messages > PART_MAX_BATCH || req->partition_count == 0 ||
+        req->partition_count > e->nparts) {
+        return SL_EINVAL;
+    }
+    for (size_t i = 0; i < req->partition_count; i++) {
+        if (req->partitions[i] >= e->nparts) {
+            return SL_EINVAL;
+        }
+    }
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, PART_OP_RECEIVE, req->queue_id, cookie, done, &job);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    struct part_recv *r = sl_xcalloc(1, sizeof *r);
+    job->recv = r;
+    r->ticket = ++c->next_ticket;
+    r->parts = sl_xcalloc(req->partition_count, sizeof *r->parts);
+    memcpy(r->parts, req->partitions, req->partition_count * sizeof *r->parts);
+    r->nparts = req->partition_count;
+    r->order = sl_xcalloc(req->partition_count + 1, sizeof *r->order);
+    r->max = req->max_messages;
+    r->visibility_s = req->visibility_s;
+    r->noisy = req->noisy;
+    r->fair_window = req->fair_window ? req->fair_window : PART_FAIR_WINDOW;
+    r->lanes[0] = PART_LANE_MAIN;
+    r->lanes[1] = PART_LANE_OVERFLOW;
+    uint64_t turn = atomic_fetch_add_explicit(&job->q->recv_seq, 1, memory_order_relaxed) + 1;
+    if (req->overflow_every > 0 && turn % req->overflow_every == 0) {
+        r->lanes[0] = PART_LANE_OVERFLOW; /* the starvation guard's turn */
+        r->lanes[1] = PART_LANE_MAIN;
+    }
+    atomic_init(&r->flags, 0);
+    if (req->wait_ms > 0 && !c->draining && !atomic_load(&e->draining)) {
+        r->deadline_ns = sl_mono_ns() + (uint64_t)req->wait_ms * 1000000ull;
+        uv_timer_init(c->loop, &r->timer);
+        r->timer.data = job;
+        r->timer_init = true;
+        uv_timer_start(&r->timer, part__recv_timeout, req->wait_ms, 0);
+    }
+    r->cnext = c->recv_head;
+    if (c->recv_head) {
+        c->recv_head->recv->cprev = job;
+    }
+    c->recv_head = job;
+    if (ticket != NULL) {
+        *ticket = r->ticket;
+    }
+    part__recv_dispatch(e, job, UINT32_MAX);
+    return SL_OK;
+}
+
+/* Delete, change visibility: the handles decoded (valid[i] false for a
+ * bad one, answered SL_EINVAL), fanned out per partition. */
+static int submit_by_receipt(struct part_client *c, enum part_op op, uint64_t queue_id,
+                             const struct part_receipt *rh, const bool *valid, const uint32_t *vis,
+                             size_t n, struct part_cookie cookie, part_done_fn *done)
+{
+    struct part_engine *e = c->engine;
+    if (n == 0 || n > PART_MAX_BATCH || done == NULL) {
+        return SL_EINVAL;
+    }
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, op, queue_id, cookie, done, &job);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    job->entry_status = sl_xcalloc(n, sizeof *job->entry_status);
+    job->nrh = n;
+    for (size_t i = 0; i < n; i++) {
+        job->entry_status[i] = valid[i] ? SL_OK : SL_EINVAL;
+    }
+    struct part_job *subs[PART_MAX_BATCH];
+    size_t nsubs = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!valid[i]) {
+            continue;
+        }
+        struct part_job *sub = NULL;
+        for (size_t s = 0; s < nsubs; s++) {
+            if (subs[s]->partition == rh[i].partition) {
+                sub = subs[s];
+            }
+        }
+        if (sub == NULL) {
+            sub = sl_xcalloc(1, sizeof *sub);
+            sub->op = op;
+            sub->engine = e;
+            sub->parent = job;
+            sub->queue_id = queue_id;
+            sub->q = job->q;
+            atomic_fetch_add(&job->q->refs, 1);
+            sub->partition = rh[i].partition;
+            sub->rh = sl_xcalloc(n, sizeof *sub->rh);
+            subs[nsubs++] = sub;
+        }
+        sub->rh[sub->nrh++] = (struct part_rh_entry){i, rh[i], vis ? vis[i] : 0};
+    }
+    job->status = SL_OK;
+    if (nsubs == 0) {
+        part__complete(job);
+        return SL_OK;
+    }
+    atomic_store(&job->pending, (int)nsubs);
+    for (size_t s = 0; s < nsubs; s++) {
+        part__submit_partition(e, subs[s]->partition, subs[s]);
+    }
+    return SL_OK;
+}
+
+/* Decodes handles (NUL-terminated) and submits them. */
+static int submit_handles(struct part_client *c, enum part_op op, uint64_t queue_id,
+                          const char *const *handles, const uint32_t *vis, size_t n,
+                          struct part_cookie cookie, part_done_fn *done)
+{
+    if (n == 0 || n > PART_MAX_BATCH) {
+        return SL_EINVAL;
+    }
+    struct part_receipt rh[PART_MAX_BATCH];
+    bool valid[PART_MAX_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        valid[i] =
+            handles[i] != NULL &&
+            part_receipt_decode(c->engine, handles[i], strlen(handles[i]), &rh[i]) == SL_OK &&
+            rh[i].queue_id == queue_id;
+    }
+    return submit_by_receipt(c, op, queue_id, rh, valid, vis, n, cookie, done);
+}
+
+/* Receipts decoded by the caller: only the queue and the partition range
+ * are checked again (part_receipt_decode checked the MAC). */
+static int submit_decoded(struct part_client *c, enum part_op op, uint64_t queue_id,
+                          const struct part_receipt *rh, const uint32_t *vis, size_t n,
+                          struct part_cookie cookie, part_done_fn *done)
+{
+    if (n == 0 || n > PART_MAX_BATCH || rh == NULL) {
+        return SL_EINVAL;
+    }
+    bool valid[PART_MAX_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        valid[i] = rh[i].queue_id == queue_id && rh[i].partition < c->engine->nparts;
+    }
+    return submit_by_receipt(c, op, queue_id, rh, valid, vis, n, cookie, done);
+}
+
+int part_delete(struct part_client *c, uint64_t queue_id, const char *const *handles, size_t n,
+                struct part_cookie cookie, part_done_fn *done)
+{
+    return submit_handles(c, PART_OP_DELETE, queue_id, handles, NULL, n, cookie, done);
+}
+
+int part_change_visibility(struct part_client *c, uint64_t queue_id,
+                           const struct part_visibility_entry *entries, size_t n,
+                           struct part_cookie cookie, part_done_fn *done)
+{
+    if (n == 0 || n > PART_MAX_BATCH) {
+        return SL_EINVAL;
+    }
+    const char *handles[PART_MAX_BATCH];
+    uint32_t vis[PART_MAX_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        handles[i] = entries[i].receipt;
+        vis[i] = entries[i].visibility_s;
+    }
+    return submit_handles(c, PART_OP_CHANGE_VIS, queue_id, handles, vis, n, cookie, done);
+}
+
+int part_delete_decoded(struct part_client *c, uint64_t queue_id,
+                        const struct part_receipt *receipts, size_t n, struct part_cookie cookie,
+                        part_done_fn *done)
+{
+    return submit_decoded(c, PART_OP_DELETE, queue_id, receipts, NULL, n, cookie, done);
+}
+
+int part_change_visibility_decoded(struct part_client *c, uint64_t queue_id,
+                                   const struct part_receipt *receipts,
+                                   const uint32_t *visibility_s, size_t n,
+                                   struct part_cookie cookie, part_done_fn *done)
+{
+    if (visibility_s == NULL) {
+        return SL_EINVAL;
+    }
+    return submit_decoded(c, PART_OP_CHANGE_VIS, queue_id, receipts, visibility_s, n, cookie, done);
+}
+
+int part_purge(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,
+               part_done_fn *done)
+{
+    if (done == NULL) {
+        return SL_EINVAL;
+    }
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, PART_OP_PURGE, queue_id, cookie, done, &job);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    part__purge_fan_out(c->engine, job, job->q);
+    return SL_OK;
+}
+
+int part_move(struct part_client *c, const struct part_move_req *req, struct part_cookie cookie,
+              part_done_fn *done)
+{
+    struct part_engine *e = c->engine;
+    if (req == NULL || done == NULL || req->partition >= e->nparts || req->max_messages == 0 ||
+        req->max_messages > PART_MAX_MOVE || req->dest_queue_id == req->queue_id) {
+        return SL_EINVAL;
+    }
+    struct part_queue *q = NULL;
+    int rc = open_queue(c, req->queue_id, &q);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    struct part_queue *dest = NULL;
+    if (req->dest_queue_id != 0) {
+        /* Moving in place needs the destination on the same partitions,
+         * which only a queue of the same tenant guarantees. */
+        dest = part__queue_ref(e, req->dest_queue_id);
+        if (dest == NULL || strcmp(dest->tenant_name, q->tenant_name) != 0) {
+            part__queue_unref(dest);
+            part__queue_unref(q);
+            return SL_ENOTFOUND;
+        }
+    }
+    struct part_job *job = part__job_new(c, PART_OP_MOVE, req->queue_id, cookie, done);
+    job->q = q;
+    job->dest_q = dest;
+    job->move_after = req->after_sequence;
+    job->move_max = req->max_messages;
+    part__submit_partition(e, req->partition, job);
+    return SL_OK;
+}
+
+int part_barrier(struct part_client *c, uint32_t partition, struct part_cookie cookie,
+                 part_done_fn *done)
+{
+    if (partition >= c->engine->nparts || done == NULL) {
+        return SL_EINVAL;
+    }
+    if (atomic_load(&c->engine->closing)) {
+        return SL_ECLOSED;
+    }
+    struct part_job *job = part__job_new(c, PART_OP_BARRIER, 0, cookie, done);
+    part__submit_partition(c->engine, partition, job);
+    return SL_OK;
+}
+
+/* ---- catalog submission ------------------------------------------------ */
+
+static struct part_kv *kvs_copy(const struct part_kv *kv, size_t n, bool values)
+{
+    struct part_kv *out = sl_xcalloc(n ? n : 1, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        out[i].key = sl_xstrdup(kv[i].key);
+        out[i].value = values && kv[i].value ? sl_xstrdup(kv[i].value) : NULL;
+    }
+    return out;
+}
+
+static bool kvs_valid(const struct part_kv *kv, size_t n, bool need_values)
+{
+    if (n > 0 && kv == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (kv[i].key == NULL || (need_values && kv[i].value == NULL)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int submit_catalog(struct part_client *c, struct part_job *job)
+{
+    if (atomic_load(&c->engine->closing)) {
+        part__job_discard(job);
+        return SL_ECLOSED;
+    }
+    part__writer_submit(&c->engine->catw, job);
+    return SL_OK;
+}
+
+int part_queue_create(struct part_client *c, const char *tenant, const char *name,
+                      const struct part_queue_config *cfg, const struct part_kv *attrs,
+                      size_t attr_count, const struct part_kv *tags, size_t tag_count,
+                      struct part_cookie cookie, part_done_fn *done)
+{
+    if (tenant == NULL || name == NULL || *tenant == '\0' || *name == '\0' || done == NULL ||
+        !kvs_valid(attrs, attr_count, true) || !kvs_valid(tags, tag_count, true)) {
+        return SL_EINVAL;
+    }
+    struct part_job *job = part__job_new(c, PART_OP_Q_CREATE, 0, cookie, done);
+    struct part_catalog_req *r = sl_xcalloc(1, sizeof *r);
+    job->cat = r;
+    r->tenant = sl_xstrdup(tenant);
+    r->name = sl_xstrdup(name);
+    r->cfg = cfg ? *cfg : part_queue_config_default();
+    r->kvs = kvs_copy(attrs, attr_count, true);
+    r->nkv = attr_count;
+    r->tags = kvs_copy(tags, tag_count, true);
+    r->ntags = tag_count;
+    return submit_catalog(c, job);
+}
+
+static int submit_queue_change(struct part_client *c, enum part_op op, uint64_t queue_id,
+                               const struct part_queue_config *cfg, const struct part_kv *kv,
+                               size_t n, bool values, struct part_cookie cookie, part_done_fn *done)
+{
+    if (done == NULL || !kvs_valid(kv, n, false)) {
+        return SL_EINVAL;
+    }
+    if (!part__queue_known(c->engine, queue_id)) {
+        return SL_ENOTFOUND;
+    }
+    struct part_job *job = part__job_new(c, op, queue_id, cookie, done);
+    struct part_catalog_req *r = sl_xcalloc(1, sizeof *r);
+    job->cat = r;
+    if (cfg) {
+        r->cfg = *cfg;
+    }
+    r->kvs = kvs_copy(kv, n, values);
+    r->nkv = n;
+    r->tags = sl_xcalloc(1, sizeof *r->tags);
+    return submit_catalog(c, job);
+}
+
+int part_queue_set_attributes(struct part_client *c, uint64_t queue_id,
+                              const struct part_queue_config *cfg, const struct part_kv *attrs,
+                              size_t attr_count, struct part_cookie cookie, part_done_fn *done)
+{
+    if (cfg == NULL) {
+        return SL_EINVAL;
+    }
+    return submit_queue_change(c, PART_OP_Q_SET_ATTRS, queue_id, cfg, attrs, attr_count, true,
+                               cookie, done);
+}
+
+int part_queue_tag(struct part_client *c, uint64_t queue_id, const struct part_kv *tags, size_t n,
+                   struct part_cookie cookie, part_done_fn *done)
+{
+    if (!kvs_valid(tags, n, true)) {
+        return SL_EINVAL;
+    }
+    return submit_queue_change(c, PART_OP_Q_TAG, queue_id, NULL, tags, n, true, cookie, done);
+}
+
+int part_queue_untag(struct part_client *c, uint64_t queue_id, const char *const *keys, size_t n,
+                     struct part_cookie cookie, part_done_fn *done)
+{
+    if (n > 0 && keys == NULL) {
+        return SL_EINVAL;
+    }
+    struct part_kv kv[64];
+    if (n > SL_ARRAY_LEN(kv)) {
+        return SL_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        kv[i] = (struct part_kv){keys[i], NULL};
+    }
+    return submit_queue_change(c, PART_OP_Q_UNTAG, queue_id, NULL, kv, n, false, cookie, done);
+}
+
+int part_queue_delete(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,
+                      part_done_fn *done)
+{
+    return submit_queue_change(c, PART_OP_Q_DELETE, queue_id, NULL, NULL, 0, false, cookie, done);
+}

@@ -1,0 +1,19 @@
+/*
+ * part_writer.h -- (partitions-internal) a partition's writer thread,
+ * implemented by part_writer.c.
+ */
+#ifndef SLUICE_PART_WRITER_H
+#define SLUICE_PART_WRITER_H
+
+#include "part_int.h"
+
+/* Opens partition index's file, migrates it and rebuilds its counters and
+ * timers. SL_OK, or SL_EIO with the partition marked failed (logged; its
+ * jobs then fail). */
+int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t index);
+/* Starts the thread (not for a failed partition): SL_OK or SL_EIO. */
+int part__writer_start(struct part_writer *w);
+/* Runs what is queued, stops the thread and closes the file. */
+void part__writer_stop(struct part_writer *w);
+
+#endif
