@@ -35,6 +35,7 @@
 
 #define PARTITIONS_MAX 1024
 #define IO_THREADS_MAX 256
+#define CONNECTIONS_MAX 1000000
 #define RPS_MAX 1000000.0
 #define BURST_MAX 100000000
 #define MAX_INFLIGHT_MAX 120000000
@@ -57,12 +58,13 @@ enum section {
     SEC_LIMITS,
     SEC_SPILL,
     SEC_RATE, /* one entry of limits.queues or limits.actions */
+    SEC_SERVER,
     SEC_N
 };
 
 static const char *const top_keys[] = {
     "listen",     "tls",          "region", "data_dir", "partitions", "shard_size", "durability",
-    "io_threads", "log_requests", "admin",  "defaults", "tenants",    NULL};
+    "io_threads", "log_requests", "server", "admin",    "defaults",   "tenants",    NULL};
 static const char *const tls_keys[] = {"cert_file", "key_file", NULL};
 static const char *const admin_keys[] = {"listen", "access_key_id", "secret_access_key",
                                          "bearer_token", NULL};
@@ -74,15 +76,18 @@ static const char *const limits_keys[] = {
     "max_long_polls",      "queues", "actions",      NULL};
 static const char *const spill_keys[] = {"delay_seconds", "aged_after_seconds", NULL};
 static const char *const rate_keys[] = {"requests_per_second", "burst", NULL};
+static const char *const server_keys[] = {"max_connections", "max_connections_per_peer", NULL};
 
 static const char *const *const section_keys[SEC_N] = {
-    top_keys, tls_keys, admin_keys, defaults_keys, tenant_keys, limits_keys, spill_keys, rate_keys,
+    top_keys,    tls_keys,   admin_keys, defaults_keys, tenant_keys,
+    limits_keys, spill_keys, rate_keys,  server_keys,
 };
 
 /* Where a key of each section may be written, as a reader would say it. */
 static const char *const section_where[SEC_N] = {
     "at the top level", "in tls",    "in admin", "in defaults",
     "in a tenant",      "in limits", "in spill", "in a queue or action limit",
+    "in server",
 };
 
 /* ---- the walk's state ------------------------------------------------------ */
@@ -889,6 +894,26 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
     }
 }
 
+/* server: process-wide limits that protect the gateway from its clients. */
+static void load_server(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m)
+{
+    struct cfg_server *srv = &v->s->server;
+    if (want_mapping(v, k, m) != SL_OK) {
+        return;
+    }
+    for (size_t i = 0; i < m->count; i++) {
+        const struct cfg__node *key = m->pairs[i].key;
+        const struct cfg__node *val = m->pairs[i].value;
+        if (key_is(key, "max_connections")) {
+            set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections);
+        } else if (key_is(key, "max_connections_per_peer")) {
+            set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections_per_peer);
+        } else {
+            report_unknown(v, SEC_SERVER, "in server", key);
+        }
+    }
+}
+
 /* Resolves a TLS file against base_dir and checks it can be read now, so
  * that a bad path is found by --check-config and not at the first
  * handshake. */
@@ -1036,6 +1061,8 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
             set_u32(v, key, val, 0, IO_THREADS_MAX, &s->io_threads);
         } else if (key_is(key, "log_requests")) {
             set_bool(v, key, val, &s->log_requests);
+        } else if (key_is(key, "server")) {
+            load_server(v, key, val);
         } else if (key_is(key, "admin")) {
             load_admin(v, key, val, &admin_listen);
         } else if (key_is(key, "defaults")) {

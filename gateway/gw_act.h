@@ -51,8 +51,10 @@ struct gw_api {
     struct gw_purge_mark *purges; /* last minute's purges and deletes */
     size_t purge_count;
     size_t purge_cap;
-    struct gw_move_registry *moves; /* message move tasks (gw_act_move.c); lazily made */
-    struct gw_metrics *metrics;     /* owned; request counters (gw_metrics.h) */
+    struct gw_move_registry *moves;   /* message move tasks (gw_act_move.c); lazily made */
+    struct gw_metrics *metrics;       /* owned; request counters (gw_metrics.h) */
+    struct gw_connlimit *conns;       /* SQS listener's caps, borrowed; NULL in tests */
+    struct gw_connlimit *admin_conns; /* admin listener's, borrowed; may be NULL */
 };
 
 /* One tenant's shard, cached per loop: placement costs a keyed hash per

@@ -200,6 +200,8 @@ static void answer_metrics(struct admin_loop *l, const struct cfg_snapshot *snap
         .engine = l->api->engine,
         .limiter = l->api->limiter,
         .now_ns = sl_mono_ns(),
+        .conns = l->api->conns,
+        .admin_conns = l->api->admin_conns,
     };
     struct sl_buf out;
     sl_buf_init(&out);

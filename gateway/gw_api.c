@@ -138,6 +138,12 @@ void gw_api_free(struct gw_api *api)
     free(api);
 }
 
+void gw_api_set_connlimit(struct gw_api *api, struct gw_connlimit *sqs, struct gw_connlimit *admin)
+{
+    api->conns = sqs;
+    api->admin_conns = admin;
+}
+
 void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap)
 {
     /* New rates apply at once; each tenant's bucket keeps its level, so a

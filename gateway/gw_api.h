@@ -14,6 +14,8 @@
 
 #include "gw_http.h"
 
+struct gw_connlimit;
+
 struct cfg_holder;
 struct cfg_snapshot;
 struct gw_api;
@@ -30,6 +32,10 @@ void gw_api_free(struct gw_api *api);
 /* Called after a reload swapped a new snapshot into the holder, so that
  * state derived from the configuration (limits) follows it. */
 void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap);
+
+/* Lets /metrics report the connection caps of the SQS and the admin
+ * listener (borrowed; they must outlive the api; admin may be NULL). */
+void gw_api_set_connlimit(struct gw_api *api, struct gw_connlimit *sqs, struct gw_connlimit *admin);
 
 /* The handler of the SQS listener (listen:). */
 struct gw_handler gw_api_sqs_handler(struct gw_api *api);

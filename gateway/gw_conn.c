@@ -32,7 +32,8 @@ struct gw_conn {
     uv_timer_t timer; /* timeouts, once a second */
     uv_idle_t wake;   /* deferred flush after an asynchronous respond */
     struct gw_loop_state *ls;
-    struct gw_peer peer; /* its slot in ls->limits, given back when closed */
+    struct gw_connlimit *limits; /* holds this connection's slot until it closes */
+    struct gw_peer peer;
     struct gw_conn *prev, *next;
     struct gw_h2c *h2c;
     struct gw_tls_conn *tls; /* NULL for h2c */
@@ -67,7 +68,7 @@ static void on_handle_closed(uv_handle_t *h)
     if (--c->open_handles > 0)
         return;
     /* The socket is closed now: its descriptor is free for the next one. */
-    gw__connlimit_release(c->ls->limits, &c->peer);
+    gw__connlimit_release(c->limits, &c->peer);
     sl_buf_free(&c->plain);
     sl_buf_free(&c->cipher);
     free(c);
@@ -271,11 +272,12 @@ static void wake(void *owner)
         uv_idle_start(&c->wake, on_wake);
 }
 
-void gw__conn_accept(struct gw_loop_state *ls, int fd, const struct gw_peer *peer,
-                     const struct gw_handler *handler, void *loop_ctx)
+void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limits,
+                     const struct gw_peer *peer, const struct gw_handler *handler, void *loop_ctx)
 {
     struct gw_conn *c = sl_xcalloc(1, sizeof(*c));
     c->ls = ls;
+    c->limits = limits;
     c->peer = *peer;
     sl_buf_init(&c->plain);
     sl_buf_init(&c->cipher);

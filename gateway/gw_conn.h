@@ -29,15 +29,14 @@ struct gw_loop_state {
     size_t inflight;        /* exchanges held by handlers on this loop */
     size_t conn_count;
     struct gw_conn *conns; /* intrusive list of live connections */
-    struct gw_connlimit *limits; /* process-wide, shared by every loop */
     bool shutting_down;
 };
 
 /* Runs an accepted socket fd from peer on the loop. Always takes ownership
- * of fd, and of the connection slot gw__connlimit_acquire granted for
+ * of fd, and of the slot of limits that gw__connlimit_acquire granted for
  * peer: both are given back when the connection closes. */
-void gw__conn_accept(struct gw_loop_state *ls, int fd, const struct gw_peer *peer,
-                     const struct gw_handler *handler, void *loop_ctx);
+void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limits,
+                     const struct gw_peer *peer, const struct gw_handler *handler, void *loop_ctx);
 
 /* GOAWAY on every connection of the loop (graceful). */
 void gw__conn_goaway_all(struct gw_loop_state *ls);

@@ -40,12 +40,17 @@
 #define FD_RESERVE_PER_PARTITION 4u
 #define DEFAULT_MAX_CONNECTIONS_CEILING 10000u
 #define DEFAULT_MAX_CONNECTIONS_PER_PEER 1024u
+/* The admin listener has caps of its own, so that a flood of the SQS port
+ * cannot lock the operator out of /metrics; FD_RESERVE_BASE covers them. */
+#define ADMIN_MAX_CONNECTIONS 32u
+#define ADMIN_MAX_CONNECTIONS_PER_PEER 16u
 
 struct process {
     const char *config_path; /* NULL = embedded default */
     struct cfg_holder *holder;
     struct gw_api *api;
-    struct gw_connlimit *limits;
+    struct gw_connlimit *limits;       /* the SQS listener's */
+    struct gw_connlimit *admin_limits; /* the admin listener's */
     uint64_t fd_limit;
     uv_signal_t sigterm, sigint, sighup;
     int signum_stop;
@@ -131,11 +136,23 @@ static uint32_t default_max_connections(uint64_t fd_limit, uint32_t partitions)
     return (uint32_t)SL_MAX(1, SL_MIN(usable, DEFAULT_MAX_CONNECTIONS_CEILING));
 }
 
+/* The caps in force: server.max_connections and _per_peer from the file,
+ * or derived where they are 0 (docs/config.md). A cap above what the
+ * descriptors allow is kept (the operator may raise the limit outside) but
+ * said: past the descriptors, accept backs off on EMFILE instead. */
 static void connection_caps(const struct process *p, const struct cfg_snapshot *snap,
                             uint32_t *max_total, uint32_t *max_peer)
 {
-    *max_total = default_max_connections(p->fd_limit, snap->partitions);
-    *max_peer = SL_MIN(*max_total, DEFAULT_MAX_CONNECTIONS_PER_PEER);
+    uint32_t derived = default_max_connections(p->fd_limit, snap->partitions);
+    *max_total = snap->server.max_connections != 0 ? snap->server.max_connections : derived;
+    *max_peer = snap->server.max_connections_per_peer != 0
+                    ? snap->server.max_connections_per_peer
+                    : SL_MIN(*max_total, DEFAULT_MAX_CONNECTIONS_PER_PEER);
+    if (*max_total > p->fd_limit)
+        sl_log(SL_LOG_WARN, "main",
+               "server.max_connections %u is above the descriptor limit %llu; past it, "
+               "accept pauses instead",
+               *max_total, (unsigned long long)p->fd_limit);
 }
 
 /* ---- shutdown deadline ---------------------------------------------------- */
@@ -225,6 +242,14 @@ static void reload(struct process *p)
         sl_log(SL_LOG_INFO, "main", "reload: request log %s", next->log_requests ? "on" : "off");
     if (!str_eq(cur->region, next->region))
         sl_log(SL_LOG_INFO, "main", "reload: region %s -> %s", cur->region, next->region);
+    if (cur->server.max_connections != next->server.max_connections ||
+        cur->server.max_connections_per_peer != next->server.max_connections_per_peer) {
+        uint32_t max_total, max_peer;
+        connection_caps(p, next, &max_total, &max_peer);
+        gw__connlimit_set(p->limits, max_total, max_peer);
+        sl_log(SL_LOG_INFO, "main", "reload: connections: at most %u, %u per peer address",
+               max_total, max_peer);
+    }
     cfg_snapshot_unref(cur);
 
     cfg_holder_swap(p->holder, next); /* the holder owns next's reference now */
@@ -299,10 +324,15 @@ static int run(struct process *p)
     uint32_t max_total, max_peer;
     connection_caps(p, snap, &max_total, &max_peer);
     p->limits = gw__connlimit_new(max_total, max_peer);
+    p->admin_limits = gw__connlimit_new(ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_PEER);
+    specs[0].limits = p->limits;
+    if (n > 1)
+        specs[1].limits = p->admin_limits;
+    gw_api_set_connlimit(p->api, p->limits, p->admin_limits);
     sl_log(SL_LOG_INFO, "main", "connections: at most %u, %u per peer address (%llu descriptors)",
            max_total, max_peer, (unsigned long long)p->fd_limit);
     struct gw_server *server = NULL;
-    if (gw_server_start(specs, n, threads, tls, p->limits, &server, err, sizeof(err)) != SL_OK) {
+    if (gw_server_start(specs, n, threads, tls, &server, err, sizeof(err)) != SL_OK) {
         sl_log(SL_LOG_ERROR, "main", "%s", err);
         goto out_api;
     }
@@ -334,7 +364,8 @@ out_api:
     gw_api_free(p->api); /* commits and closes storage */
     p->api = NULL;
     gw__connlimit_free(p->limits); /* after the server: its connections held slots */
-    p->limits = NULL;
+    gw__connlimit_free(p->admin_limits);
+    p->limits = p->admin_limits = NULL;
 out_holder:
     cfg_holder_free(p->holder);
     p->holder = NULL;

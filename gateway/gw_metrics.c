@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cfg.h"
+#include "gw_connlimit.h"
 #include "gw_metrics.h"
 #include "part.h"
 #include "pol.h"
@@ -687,6 +688,63 @@ static void partition_family(struct sl_buf *out, const char *name, const char *t
     }
 }
 
+/* The connection caps of each listener (gw_connlimit.h): what is open, the
+ * caps in force, and every connection refused at accept or accept that
+ * failed, by reason, so that an operator sees a flood the log only samples. */
+static void render_connections(struct sl_buf *out, const struct gw_metrics_sources *src)
+{
+    struct {
+        const char *name;
+        struct gw_connlimit *cl;
+        struct gw_connlimit_stats st;
+    } l[] = {{"sqs", src->conns, {0}}, {"admin", src->admin_conns, {0}}};
+    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
+        if (l[i].cl != NULL) {
+            gw__connlimit_stats(l[i].cl, &l[i].st);
+        }
+    }
+    sl_buf_append_cstr(out, "# HELP sluice_connections_open Open client connections.\n"
+                            "# TYPE sluice_connections_open gauge\n");
+    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
+        if (l[i].cl != NULL) {
+            sl_buf_printf(out, "sluice_connections_open{listener=\"%s\"} %" PRIu64 "\n", l[i].name,
+                          l[i].st.open);
+        }
+    }
+    sl_buf_append_cstr(out, "# HELP sluice_connection_peers Peer addresses with an open "
+                            "connection.\n"
+                            "# TYPE sluice_connection_peers gauge\n");
+    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
+        if (l[i].cl != NULL) {
+            sl_buf_printf(out, "sluice_connection_peers{listener=\"%s\"} %" PRIu64 "\n", l[i].name,
+                          l[i].st.peers);
+        }
+    }
+    sl_buf_append_cstr(out, "# HELP sluice_connections_limit The connection caps in force "
+                            "(for sqs: server.max_connections and _per_peer).\n"
+                            "# TYPE sluice_connections_limit gauge\n");
+    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
+        if (l[i].cl != NULL) {
+            sl_buf_printf(out,
+                          "sluice_connections_limit{listener=\"%s\",scope=\"process\"} %u\n"
+                          "sluice_connections_limit{listener=\"%s\",scope=\"peer\"} %u\n",
+                          l[i].name, l[i].st.max_connections, l[i].name, l[i].st.max_per_peer);
+        }
+    }
+    sl_buf_append_cstr(out, "# HELP sluice_connections_refused_total Connections closed at "
+                            "accept, and accept calls that failed, by reason.\n"
+                            "# TYPE sluice_connections_refused_total counter\n");
+    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
+        for (int r = 0; l[i].cl != NULL && r < GW_CONN_REFUSAL_COUNT; r++) {
+            sl_buf_printf(out,
+                          "sluice_connections_refused_total{listener=\"%s\",reason=\"%s\"} "
+                          "%" PRIu64 "\n",
+                          l[i].name, gw__conn_refusal_name((enum gw_conn_refusal)r),
+                          l[i].st.refused[r]);
+        }
+    }
+}
+
 static void render_partitions(struct sl_buf *out, struct part_engine *e)
 {
     enum { DEPTH, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, TIMERS, NVALS };
@@ -740,5 +798,8 @@ void gw_metrics_render(struct gw_metrics *m, const struct gw_metrics_sources *sr
     if (src->engine != NULL) {
         render_queues(out, m, src->engine);
         render_partitions(out, src->engine);
+    }
+    if (src->conns != NULL || src->admin_conns != NULL) {
+        render_connections(out, src);
     }
 }

@@ -58,6 +58,7 @@ struct listener {
     int fd;
     struct io_thread *t;
     const struct gw_handler *handler;
+    struct gw_connlimit *limits; /* the spec's */
     void *loop_ctx;
     bool open;
 };
@@ -86,7 +87,6 @@ struct gw_server {
     struct io_thread *threads;
     unsigned thread_count;
     uint64_t grace_ms;
-    struct gw_connlimit *limits; /* borrowed from the caller */
 };
 
 static struct sl_log_limit refused_log = SL_LOG_LIMIT(5, 10000);
@@ -164,7 +164,7 @@ static void peer_text(const struct sockaddr_storage *ss, char *out, size_t cap)
  * for a moment. Returns true when the accept loop should stop. */
 static bool accept_failed(struct listener *l, int err)
 {
-    struct gw_connlimit *limits = l->t->ls.limits;
+    struct gw_connlimit *limits = l->limits;
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
         gw__connlimit_count(limits, GW_CONN_ACCEPT_FDS_EXHAUSTED);
         sl_log_limited(&accept_log, SL_LOG_WARN, "gw",
@@ -204,9 +204,9 @@ static void on_listener_readable(uv_poll_t *h, int status, int events)
         enum gw_conn_refusal why = GW_CONN_REFUSED_SHUTTING_DOWN;
         int rv = SL_EBUSY;
         if (t->ls.shutting_down)
-            gw__connlimit_count(t->ls.limits, why);
+            gw__connlimit_count(l->limits, why);
         else
-            rv = gw__connlimit_acquire(t->ls.limits, &peer, &why);
+            rv = gw__connlimit_acquire(l->limits, &peer, &why);
         if (rv != SL_OK) {
             char who[INET6_ADDRSTRLEN];
             peer_text(&ss, who, sizeof(who));
@@ -215,7 +215,7 @@ static void on_listener_readable(uv_poll_t *h, int status, int events)
             close(fd);
             continue;
         }
-        gw__conn_accept(&t->ls, fd, &peer, l->handler, l->loop_ctx);
+        gw__conn_accept(&t->ls, fd, l->limits, &peer, l->handler, l->loop_ctx);
     }
 }
 
@@ -350,7 +350,6 @@ static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
     SL_ASSERT(uv_loop_init(&t->loop) == 0);
     t->ls.loop = &t->loop;
     t->ls.tls = tls;
-    t->ls.limits = s->limits;
     t->ls.read_buf_size = 65536;
     t->ls.read_buf = sl_xmalloc(t->ls.read_buf_size);
     uv_async_init(&t->loop, &t->stop_async, on_stop_async);
@@ -363,6 +362,7 @@ static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
         struct listener *l = &t->listeners[i];
         l->t = t;
         l->handler = &s->specs[i].handler;
+        l->limits = s->specs[i].limits;
         l->fd = -1;
         if (uv_poll_init_socket(&t->loop, &l->poll, fds[i]) != 0)
             return SL_EIO;
@@ -376,8 +376,7 @@ static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
 }
 
 int gw_server_start(const struct gw_listener_spec *specs, size_t spec_count, unsigned io_threads,
-                    struct gw_tls_ctx *tls, struct gw_connlimit *limits, struct gw_server **out,
-                    char *err, size_t errlen)
+                    struct gw_tls_ctx *tls, struct gw_server **out, char *err, size_t errlen)
 {
     SL_ASSERT(spec_count > 0 && spec_count <= MAX_LISTENERS);
     if (io_threads == 0)
@@ -388,7 +387,6 @@ int gw_server_start(const struct gw_listener_spec *specs, size_t spec_count, uns
     s->thread_count = io_threads;
     s->threads = sl_xcalloc(io_threads, sizeof(*s->threads));
     s->grace_ms = 10000;
-    s->limits = limits;
 
     /* fds[thread][listener]; port 0 is resolved by the first bind so that
      * every thread's socket shares the same port. */

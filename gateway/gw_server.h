@@ -36,16 +36,15 @@ struct gw_listener_spec {
     const char *host;
     uint16_t port;
     struct gw_handler handler;
+    struct gw_connlimit *limits; /* every accepted connection takes a slot; borrowed, must
+                                    outlive the server */
 };
 
 /* Binds every listener on every I/O thread (SO_REUSEPORT) and starts the
- * threads. tls may be NULL (h2c). Every accepted connection takes a slot of
- * limits (borrowed: it must outlive the server). Returns SL_OK and sets
- * *out, or SL_EIO with a sentence in err; on error nothing is left
- * running. */
+ * threads. tls may be NULL (h2c). Returns SL_OK and sets *out, or SL_EIO
+ * with a sentence in err; on error nothing is left running. */
 int gw_server_start(const struct gw_listener_spec *specs, size_t spec_count, unsigned io_threads,
-                    struct gw_tls_ctx *tls, struct gw_connlimit *limits, struct gw_server **out,
-                    char *err, size_t errlen);
+                    struct gw_tls_ctx *tls, struct gw_server **out, char *err, size_t errlen);
 
 /* Graceful stop, blocking the calling (main) thread: stop accepting, GOAWAY
  * on every connection, each handler's loop_drain, wait for in-flight

@@ -117,7 +117,10 @@ struct sl_log_limit {
     _Atomic uint32_t used;
     _Atomic uint64_t suppressed;
 };
-#define SL_LOG_LIMIT(burst, interval_ms) {(burst), (interval_ms), 0, 0, 0}
+#define SL_LOG_LIMIT(burst, interval_ms)                                                           \
+    {                                                                                              \
+        (burst), (interval_ms), 0, 0, 0                                                            \
+    }
 void sl_log_limited(struct sl_log_limit *lim, enum sl_log_level level, const char *module,
                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

@@ -128,6 +128,14 @@ struct cfg_tls {
     char *key_file;
 };
 
+/* server: process-wide limits (docs/config.md). 0 means "derive it":
+ * max_connections from the descriptor limit, max_connections_per_peer as
+ * min(max_connections, 1024). Both change on SIGHUP. */
+struct cfg_server {
+    uint32_t max_connections;
+    uint32_t max_connections_per_peer;
+};
+
 struct cfg__principal_entry; /* private, see _principals */
 
 struct cfg_snapshot {
@@ -141,6 +149,7 @@ struct cfg_snapshot {
     enum cfg_durability durability;
     uint32_t io_threads; /* event-loop threads; 0 in the file = CPU count */
     bool log_requests;   /* one structured log line per request */
+    struct cfg_server server;
     struct cfg_admin admin;
     struct cfg_limits default_limits;
     enum cfg_on_excess default_on_excess;

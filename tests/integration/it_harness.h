@@ -65,7 +65,7 @@ struct it_server {
     bool tls;
     char base_url[64]; /* "http://127.0.0.1:PORT" or "https://..." */
     char admin_url[64];
-    pid_t pid; /* 0 when not running */
+    pid_t pid;             /* 0 when not running */
     unsigned nofile_limit; /* from it_options, kept for restarts */
 };
 

@@ -147,6 +147,11 @@ static const struct bad_case bad_cases[] = {
       "5:3: invalid tenant name "
       "\"this-name-is-far-too-long-for-a-tenant-because-it-has-more-than-...\": use 1 to 64 "
       "of A-Z a-z 0-9 _ -"}},
+    {"server_limits.yaml",
+     {"2:20: max_connections must be between 0 and 1000000, not \"2000000\"",
+      "3:29: max_connections_per_peer must be between 0 and 1000000, not \"-1\"",
+      "4:3: unknown key \"max_conns\" in server (allowed: max_connections, "
+      "max_connections_per_peer)"}},
     {"tls_incomplete.yaml", {"1:1: missing key_file in tls"}},
     {"tls_missing_file.yaml",
      {"2:14: cannot read cert_file \"@DIR@/no-such.crt\" (no such file or directory)",
@@ -154,7 +159,7 @@ static const struct bad_case bad_cases[] = {
     {"two_documents.yaml", {"2:1: only one yaml document is allowed"}},
     {"unknown_key.yaml",
      {"2:1: unknown key \"colour\" at the top level (allowed: listen, tls, region, data_dir, "
-      "partitions, shard_size, durability, io_threads, log_requests, admin, defaults, "
+      "partitions, shard_size, durability, io_threads, log_requests, server, admin, defaults, "
       "tenants)"}},
     {"wrong_type.yaml",
      {"1:13: partitions must be an integer, not the quoted string \"x\"",
