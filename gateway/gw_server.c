@@ -131,7 +131,7 @@ static int listen_socket(const char *host, uint16_t port, char *err, size_t errl
 
 static uint16_t bound_port(int fd)
 {
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t len = sizeof(ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
         return 0;
@@ -188,7 +188,7 @@ static void on_listener_readable(uv_poll_t *h, int status, int events)
         return;
     }
     for (int i = 0; i < ACCEPT_BATCH; i++) {
-        struct sockaddr_storage ss;
+        struct sockaddr_storage ss = {0};
         socklen_t len = sizeof(ss);
         int fd = accept4(l->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
