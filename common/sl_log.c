@@ -123,10 +123,8 @@ static void log_line(enum sl_log_level level, const char *module, const char *su
     int m = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
     size_t len = n + (m < 0 ? 0 : SL_MIN((size_t)m, sizeof line - n - 2));
     if (suffix != NULL) {
-        size_t room = sizeof line - len - 2;
-        size_t k = SL_MIN(strlen(suffix), room);
-        memcpy(line + len, suffix, k);
-        len += k;
+        int k = snprintf(line + len, sizeof line - len - 1, "%s", suffix);
+        len += k < 0 ? 0 : SL_MIN((size_t)k, sizeof line - len - 2);
     }
     line[len++] = '\n';
     if (lt->buf == NULL) {

@@ -27,7 +27,6 @@
  *       deadline passed): loop_stop per handler, every handle closed, the
  *       loop runs out and the thread ends.
  */
-#define _GNU_SOURCE /* accept4: the socket comes out non-blocking and close-on-exec */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -131,7 +130,7 @@ static int listen_socket(const char *host, uint16_t port, char *err, size_t errl
 
 static uint16_t bound_port(int fd)
 {
-    struct sockaddr_storage ss = {0};
+    struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
         return 0;
@@ -190,7 +189,9 @@ static void on_listener_readable(uv_poll_t *h, int status, int events)
     for (int i = 0; i < ACCEPT_BATCH; i++) {
         struct sockaddr_storage ss = {0};
         socklen_t len = sizeof(ss);
-        int fd = accept4(l->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        /* Plain accept(2): uv_tcp_open makes the socket non-blocking, and
+         * sluiced never executes another program. */
+        int fd = accept(l->fd, (struct sockaddr *)&ss, &len);
         if (fd < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return;
