@@ -79,8 +79,26 @@ void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
     ctx_free(ctx);
 }
 
+/* The tenant's limiter state for a tenant's request, or NULL (the admin,
+ * no principal yet, or a tenant the limiter has not seen). */
+static struct pol_tenant_state *tenant_state(const struct gw_act_ctx *ctx)
+{
+    if (ctx->principal.kind != CFG_PRINCIPAL_TENANT || ctx->principal.tenant == NULL) {
+        return NULL;
+    }
+    const char *name = ctx->principal.tenant->name;
+    return pol_limiter_find(ctx->api->limiter, name, strlen(name));
+}
+
 void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
 {
+    if (!ctx->charged) {
+        struct pol_tenant_state *state = tenant_state(ctx);
+        if (state != NULL) {
+            pol_gcra_charge(&state->rate, 1, sl_mono_ns());
+        }
+        ctx->charged = true;
+    }
     struct gw_sqs_reply reply;
     gw_sqs_reply_init(&reply);
     gw_sqs_reply_error(&reply, err);
@@ -238,10 +256,30 @@ static struct pol_gcra *action_rate(const struct gw_act_ctx *ctx, struct pol_ten
     return pol_tenant_action_rate(state, key);
 }
 
+int gw__act_precheck(struct gw_act_ctx *ctx)
+{
+    struct pol_tenant_state *state = tenant_state(ctx);
+    if (state == NULL ||
+        pol_gcra_owed(&state->rate, sl_mono_ns()) < ctx->principal.tenant->limits.burst) {
+        return SL_OK;
+    }
+    bool send =
+        ctx->action == GW_SQS_ACT_SEND_MESSAGE || ctx->action == GW_SQS_ACT_SEND_MESSAGE_BATCH;
+    if (send && ctx->principal.tenant->on_excess == CFG_EXCESS_SPILL) {
+        return SL_OK; /* over the rate, a send spills: that is decided at admission */
+    }
+    struct gw_sqs_err err;
+    gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.",
+                   ctx->principal.tenant->name);
+    gw__act_fail(ctx, &err); /* charged: the tenant pays for what it sends */
+    return SL_EBUSY;
+}
+
 int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
                   enum pol_action_class action, uint32_t cost, bool *spill)
 {
     *spill = false;
+    ctx->charged = true; /* settled here: admitted, or refused and charged below */
     if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN) {
         return SL_OK; /* docs/api.md: admin requests are never rate-limited */
     }
@@ -274,6 +312,9 @@ int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
     case POL_THROTTLE:
         break;
     }
+    /* A refused request costs one token too, so that retrying at once
+     * digs the tenant deeper instead of costing the gateway for free. */
+    pol_gcra_charge(&state->rate, 1, in.now_ns);
     struct gw_sqs_err err;
     if (res.reason == POL_REASON_INFLIGHT) {
         gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,

@@ -109,6 +109,7 @@ struct gw_act_ctx {
     enum gw_sqs_action action;
     struct gw_sqs_request req; /* decoded; fini'd by finish */
     uint64_t queue_id;         /* the queue it named, once resolved; 0 before */
+    bool charged;              /* its tokens are settled (admitted, refused or charged) */
 };
 
 typedef void gw_act_fn(struct gw_act_ctx *ctx);
@@ -119,7 +120,10 @@ typedef void gw_act_fn(struct gw_act_ctx *ctx);
  * counts it. Always takes ownership of ctx. */
 void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply);
 
-/* Sends the SQS error err. Always takes ownership of ctx. */
+/* Sends the SQS error err. A tenant's request that no admission decision
+ * has settled yet (malformed, too large, naming no queue of the tenant)
+ * is charged one token of the tenant's rate, so that bad requests draw on
+ * the same budget as good ones. Always takes ownership of ctx. */
 void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err);
 
 /* Sends a 200 with body (stolen; NULL = empty body). Always takes
@@ -171,6 +175,14 @@ void gw__act_queue_arn(const struct gw_act_ctx *ctx, const char *tenant, const c
                        struct sl_buf *out);
 
 /* ---- policy ------------------------------------------------------------- */
+
+/* Before the body is parsed: a tenant that owes a whole burst (refused
+ * and malformed requests are charged a token each, pol_gcra_charge) is
+ * answered RequestThrottled at once and charged again, so that a flood
+ * costs an authentication, not a decode. A spill-mode tenant's sends go
+ * on, to be spilled at admission. Returns SL_OK, or SL_EBUSY when it ended
+ * the request. */
+int gw__act_precheck(struct gw_act_ctx *ctx);
 
 /* The shard size k under snap: its shard_size, at most the engine's
  * partition count P (set in *partitions) and GW_MAX_SHARD. Any thread. */

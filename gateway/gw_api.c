@@ -294,7 +294,32 @@ static int route(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
         return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
                               "The Content-Type must be " JSON_CONTENT_TYPE ".");
     }
+    size_t max_body = gw_sqs_action_max_body(ctx->action);
+    if (req->body.n > max_body) {
+        return gw_sqs_err_set(err, GW_SQS_E_REQUEST_TOO_LARGE,
+                              "The request body is %zu bytes; %s takes at most %zu.", req->body.n,
+                              gw_sqs_action_name(ctx->action), max_body);
+    }
     return SL_OK;
+}
+
+/* The actions whose handlers call gw__act_admit themselves, with the
+ * queue they resolved and the cost of their entries. */
+static bool handler_admits(enum gw_sqs_action a)
+{
+    switch (a) {
+    case GW_SQS_ACT_SEND_MESSAGE:
+    case GW_SQS_ACT_SEND_MESSAGE_BATCH:
+    case GW_SQS_ACT_RECEIVE_MESSAGE:
+    case GW_SQS_ACT_DELETE_MESSAGE:
+    case GW_SQS_ACT_DELETE_MESSAGE_BATCH:
+    case GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY:
+    case GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY_BATCH:
+    case GW_SQS_ACT_START_MESSAGE_MOVE_TASK:
+        return true;
+    default:
+        return false;
+    }
 }
 
 static void answer_healthz(struct gw_exchange *ex)
@@ -322,10 +347,28 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     ctx->snap = cfg_holder_get(l->api->holder);
 
     struct gw_sqs_err err;
-    if (authenticate(ctx, l, &err) != SL_OK || route(ctx, &err) != SL_OK ||
-        gw_sqs_decode(ctx->action, req->body, &ctx->req, &err) != SL_OK) {
+    /* Authentication first: nothing is charged to a tenant before the
+     * request proves it comes from that tenant. Each failure after it
+     * costs the tenant a token (gw__act_fail). */
+    if (authenticate(ctx, l, &err) != SL_OK || route(ctx, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
+    }
+    if (gw__act_precheck(ctx) != SL_OK) {
+        return;
+    }
+    if (gw_sqs_decode(ctx->action, req->body, &ctx->req, &err) != SL_OK) {
+        gw__act_fail(ctx, &err);
+        return;
+    }
+    if (!handler_admits(ctx->action)) {
+        /* Queue configuration and listings cost one token of the tenant's
+         * rate too: a TagQueue flood lands on a writer others share. */
+        bool spill_unused;
+        const char *tenant = ctx->principal.tenant != NULL ? ctx->principal.tenant->name : "";
+        if (gw__act_admit(ctx, tenant, "", POL_ACTION_OTHER, 1, &spill_unused) != SL_OK) {
+            return;
+        }
     }
     action_table[ctx->action].handler(ctx);
 }

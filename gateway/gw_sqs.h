@@ -48,6 +48,13 @@ struct json_t; /* jansson's json_t; no <jansson.h> here */
 #define GW_SQS_MAX_TAG_KEY_CHARS 128u   /* Unicode characters, UTF-8 */
 #define GW_SQS_MAX_TAG_VALUE_CHARS 256u /* Unicode characters, UTF-8 */
 #define GW_SQS_MAX_POLICY_BYTES 8192u   /* Developer Guide, "Amazon SQS policy quotas" */
+/* Request bodies by kind of action (gw_sqs_action_max_body), generous for
+ * any client (every character \u-escaped) and small enough that parsing
+ * one costs little: 50 tags of 128 + 256 characters and an 8 KiB policy;
+ * 10 entries of an 80-character id and a 1,024-character handle. */
+#define GW_SQS_MAX_CONFIG_BODY ((size_t)256 * 1024)
+#define GW_SQS_MAX_HANDLES_BODY ((size_t)128 * 1024)
+#define GW_SQS_MAX_SMALL_BODY ((size_t)64 * 1024)
 
 /* ---- errors (gw_errors.def) -------------------------------------------- */
 
@@ -95,6 +102,16 @@ enum gw_sqs_action {
 
 /* "SendMessage" for GW_SQS_ACT_SEND_MESSAGE. */
 const char *gw_sqs_action_name(enum gw_sqs_action a);
+
+/* The largest request body an action can need, checked before the body is
+ * parsed so that a decode's cost is bounded by what the action is for:
+ * SendMessage and SendMessageBatch carry up to 1 MiB of messages (the
+ * protocol layer's cap applies), queue configuration (CreateQueue,
+ * SetQueueAttributes, TagQueue) up to GW_SQS_MAX_CONFIG_BODY, the batches
+ * of receipt handles GW_SQS_MAX_HANDLES_BODY, every other action
+ * GW_SQS_MAX_SMALL_BODY. SIZE_MAX where the protocol layer's cap is the
+ * only one. */
+size_t gw_sqs_action_max_body(enum gw_sqs_action a);
 
 /* Finds the action of an X-Amz-Target value ("AmazonSQS.SendMessage").
  * Returns false for anything else. */

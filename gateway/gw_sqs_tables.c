@@ -56,6 +56,24 @@ const char *gw_sqs_action_name(enum gw_sqs_action a)
     return action_names[a];
 }
 
+size_t gw_sqs_action_max_body(enum gw_sqs_action a)
+{
+    switch (a) {
+    case GW_SQS_ACT_SEND_MESSAGE:
+    case GW_SQS_ACT_SEND_MESSAGE_BATCH:
+        return SIZE_MAX;
+    case GW_SQS_ACT_CREATE_QUEUE:
+    case GW_SQS_ACT_SET_QUEUE_ATTRIBUTES:
+    case GW_SQS_ACT_TAG_QUEUE:
+        return GW_SQS_MAX_CONFIG_BODY;
+    case GW_SQS_ACT_DELETE_MESSAGE_BATCH:
+    case GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY_BATCH:
+        return GW_SQS_MAX_HANDLES_BODY;
+    default:
+        return GW_SQS_MAX_SMALL_BODY;
+    }
+}
+
 bool gw_sqs_action_from_target(struct sl_slice target, enum gw_sqs_action *out)
 {
     size_t plen = sizeof(TARGET_PREFIX) - 1;

@@ -173,6 +173,24 @@ void pol_gcra_refund(struct pol_gcra *g, uint32_t cost)
     }
 }
 
+void pol_gcra_charge(struct pol_gcra *g, uint32_t cost, uint64_t now_ns)
+{
+    uint64_t iv = atomic_load(&g->interval_ns);
+    if (cost == 0 || iv == 0) {
+        return;
+    }
+    uint64_t need = sat_mul(cost, iv);
+    uint64_t max_debt = sat_mul(sat_mul(2, atomic_load(&g->burst)), iv);
+    uint64_t tat = atomic_load(&g->tat_ns);
+    for (;;) {
+        uint64_t base = tat > now_ns ? tat : now_ns;
+        uint64_t debt = SL_MIN(sat_add(base - now_ns, need), SL_MAX(max_debt, base - now_ns));
+        if (atomic_compare_exchange_weak(&g->tat_ns, &tat, sat_add(now_ns, debt))) {
+            return;
+        }
+    }
+}
+
 uint64_t pol_gcra_available(struct pol_gcra *g, uint64_t now_ns)
 {
     uint64_t iv = atomic_load(&g->interval_ns);
@@ -186,6 +204,18 @@ uint64_t pol_gcra_available(struct pol_gcra *g, uint64_t now_ns)
     tau = sat_mul(burst, iv);
     debt = tat > now_ns ? tat - now_ns : 0;
     return debt >= tau ? 0 : (tau - debt) / iv;
+}
+
+uint64_t pol_gcra_owed(struct pol_gcra *g, uint64_t now_ns)
+{
+    uint64_t iv = atomic_load(&g->interval_ns);
+    uint64_t tau = sat_mul(atomic_load(&g->burst), iv);
+    uint64_t tat = atomic_load(&g->tat_ns);
+    if (iv == 0 || tat <= now_ns || tat - now_ns <= tau) {
+        return 0;
+    }
+    uint64_t owed_ns = tat - now_ns - tau;
+    return owed_ns / iv + (owed_ns % iv != 0); /* a token partly owed is owed */
 }
 
 void pol_slots_init(struct pol_slots *s, uint32_t max)

@@ -135,6 +135,17 @@ bool pol_gcra_take(struct pol_gcra *g, uint32_t cost, uint32_t rate_ppm, uint64_
  * by the rate's change when a reload came in between. */
 void pol_gcra_refund(struct pol_gcra *g, uint32_t cost);
 
+/* Spends `cost` tokens at now_ns whether or not the bucket has them: what
+ * a request costs that was authenticated but refused before admission
+ * (malformed, too large, naming no queue of the tenant), so that bad
+ * requests draw on the same budget as good ones. The bucket may go into
+ * debt, by at most two bursts' worth, which later takes wait out. */
+void pol_gcra_charge(struct pol_gcra *g, uint32_t cost, uint64_t now_ns);
+
+/* Tokens owed at now_ns: how far pol_gcra_charge has taken the bucket
+ * below empty, in tokens rounded up (0 when not in debt; racy by nature). */
+uint64_t pol_gcra_owed(struct pol_gcra *g, uint64_t now_ns);
+
 /* Tokens available at now_ns (for metrics and tests; racy by nature). */
 uint64_t pol_gcra_available(struct pol_gcra *g, uint64_t now_ns);
 

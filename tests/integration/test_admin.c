@@ -12,8 +12,9 @@
  *    shard: the partitions pol_shard_place gives under the deployment key
  *    the engine wrote into data_dir/manifest (P = 2, k = 1 here).
  *
- * The throttled tenant has requests_per_second 0.001 and burst 1: its
- * first send takes the only token and the second is refused however slow
+ * The throttled tenant has requests_per_second 0.001 and burst 2: its
+ * CreateQueue takes one token (every action costs one), its first send
+ * the other, and the second send is refused however slow
  * the machine is (a refill takes 1000 s), so nothing depends on timing.
  */
 #include <stdio.h>
@@ -39,7 +40,7 @@ static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
                                    "    secret_access_key: " TINY_SECRET "\n"
                                    "    limits:\n"
                                    "      requests_per_second: 0.001\n"
-                                   "      burst: 1\n"
+                                   "      burst: 2\n"
                                    "      max_long_polls: 3\n";
 
 static struct it_server srv;
@@ -297,7 +298,7 @@ static void check_tenants(void)
     IT_REQUIRE(tiny != NULL && acme != NULL);
     IT_CHECK(json_real_value(
                  json_object_get(json_object_get(tiny, "limits"), "requests_per_second")) == 0.001);
-    IT_CHECK(member_int(tiny, "limits", "burst") == 1);
+    IT_CHECK(member_int(tiny, "limits", "burst") == 2);
     IT_CHECK(member_int(tiny, "limits", "max_long_polls") == 3);
     IT_CHECK(member_int(tiny, "usage", "tokens_available") == 0);
     IT_CHECK(member_int(tiny, "usage", "backlog") == 1);

@@ -209,6 +209,39 @@ static void test_set_rate_applies_new_rate(void **state)
     assert_int_equal(take_many(&g, 100, 1, T0 + 2 * SEC), 3);
 }
 
+/* A charge spends a token whether or not there is one: first from what is
+ * available, then as debt (owed, rounded up) that later takes must wait
+ * out, never more than two bursts of it. */
+static void test_charge_goes_into_debt(void **state)
+{
+    struct pol_gcra g;
+
+    pol_gcra_init(&g, 100, 5); /* one token per 10 ms */
+    pol_gcra_charge(&g, 1, T0);
+    assert_int_equal(pol_gcra_available(&g, T0), 4);
+    assert_int_equal(pol_gcra_owed(&g, T0), 0);
+    for (int i = 0; i < 6; i++) {
+        pol_gcra_charge(&g, 1, T0);
+    }
+    assert_int_equal(pol_gcra_available(&g, T0), 0);
+    assert_int_equal(pol_gcra_owed(&g, T0), 2);
+    assert_int_equal(pol_gcra_owed(&g, T0 + 1), 2); /* partly repaid is still owed */
+    /* The debt is waited out before the next take: 2 tokens owed plus the
+     * one asked for, 30 ms. */
+    assert_false(pol_gcra_take(&g, 1, POL_PPM, T0 + 30 * MS - 1, NULL));
+    assert_true(pol_gcra_take(&g, 1, POL_PPM, T0 + 30 * MS, NULL));
+    /* However many charges come, at most two bursts are owed. */
+    for (int i = 0; i < 1000; i++) {
+        pol_gcra_charge(&g, 1, T0 + 30 * MS);
+    }
+    assert_int_equal(pol_gcra_owed(&g, T0 + 30 * MS), 5);
+    /* An unlimited meter has nothing to charge. */
+    pol_gcra_init(&g, 0, 5);
+    pol_gcra_charge(&g, 3, T0);
+    assert_int_equal(pol_gcra_owed(&g, T0), 0);
+    (void)state;
+}
+
 static void test_slots(void **state)
 {
     struct pol_slots s;
@@ -248,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_shared_budget_two_threads_exact),
         cmocka_unit_test(test_set_rate_keeps_level),
         cmocka_unit_test(test_set_rate_applies_new_rate),
+        cmocka_unit_test(test_charge_goes_into_debt),
         cmocka_unit_test(test_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
