@@ -55,6 +55,9 @@ struct gw_api {
     struct gw_metrics *metrics;       /* owned; request counters (gw_metrics.h) */
     struct gw_connlimit *conns;       /* SQS listener's caps, borrowed; NULL in tests */
     struct gw_connlimit *admin_conns; /* admin listener's, borrowed; may be NULL */
+    /* Failed admin authentications, all loops: past its rate, admin
+     * requests are refused before their credentials are checked. */
+    struct pol_gcra admin_auth_failures;
 };
 
 /* One tenant's shard, cached per loop: placement costs a keyed hash per
@@ -67,6 +70,11 @@ struct gw_shard_cache_entry {
 };
 
 #define GW_SHARD_CACHE_SLOTS 256
+
+/* Failed admin authentications allowed, process-wide (docs/design.md,
+ * "Limits"): a burst for a mistyped token, then ten a second. */
+#define GW_ADMIN_AUTH_FAILURES_PER_S 10
+#define GW_ADMIN_AUTH_FAILURES_BURST 50u
 
 /* Per I/O loop state of the API layer. */
 struct gw_api_loop {

@@ -82,11 +82,15 @@ static void respond_error(struct gw_exchange *ex, int status, const char *code, 
     json_t *o = json_pack("{s:s, s:s}", "error", code, "message", message);
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
-    struct gw_header h[] = {
-        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("application/json")},
-        {SL_SLICE_LIT("www-authenticate"), SL_SLICE_LIT("Bearer realm=\"sluice-admin\"")},
-    };
-    gw_exchange_respond(ex, status, h, status == 401 ? 2 : 1, text, strlen(text));
+    struct gw_header h[2] = {{SL_SLICE_LIT("content-type"), SL_SLICE_LIT("application/json")}};
+    size_t n = 1;
+    if (status == 401) {
+        h[n++] = (struct gw_header){SL_SLICE_LIT("www-authenticate"),
+                                    SL_SLICE_LIT("Bearer realm=\"sluice-admin\"")};
+    } else if (status == 429) {
+        h[n++] = (struct gw_header){SL_SLICE_LIT("retry-after"), SL_SLICE_LIT("1")};
+    }
+    gw_exchange_respond(ex, status, h, n, text, strlen(text));
     free(text);
 }
 
@@ -328,7 +332,18 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
 
     struct cfg_snapshot *snap = cfg_holder_get(l->api->holder);
     struct auth_failure f;
-    if (!authenticate(l, snap, req, &f)) {
+    uint64_t now = sl_mono_ns();
+    if (pol_gcra_available(&l->api->admin_auth_failures, now) == 0) {
+        /* Guessing a bearer token or a secret costs as much as the guesser
+         * likes unless failures are rationed; while they come too fast,
+         * nobody's credentials are checked. /healthz stays open. */
+        gw_metrics_count_admin_auth(l->api->metrics, true);
+        respond_error(ex, 429, "TooManyRequests",
+                      "Too many failed authentications on the admin listener; retry in a few "
+                      "seconds.");
+    } else if (!authenticate(l, snap, req, &f)) {
+        pol_gcra_take(&l->api->admin_auth_failures, 1, POL_PPM, now, NULL);
+        gw_metrics_count_admin_auth(l->api->metrics, false);
         respond_error(ex, f.status, f.code, f.message);
     } else if (!sl_slice_eq_cstr(path, "/metrics") && !sl_slice_eq_cstr(path, "/tenants")) {
         respond_error(ex, 404, "NotFound",

@@ -117,6 +117,8 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     api->engine = engine;
     api->limiter = pol_limiter_new(snap, sl_mono_ns());
     api->metrics = gw_metrics_new();
+    pol_gcra_init(&api->admin_auth_failures, GW_ADMIN_AUTH_FAILURES_PER_S,
+                  GW_ADMIN_AUTH_FAILURES_BURST);
     apply_aging(engine, snap);
     RUN_HOOKS(api_init, api);
     cfg_snapshot_unref(snap);

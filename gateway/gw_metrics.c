@@ -100,6 +100,8 @@ struct gw_metrics {
     struct block_table tenants;
     struct block_table queues;
     struct hist duration[ACTION_SLOTS];
+    _Atomic uint64_t admin_auth_failed;    /* wrong or missing admin credentials */
+    _Atomic uint64_t admin_auth_throttled; /* refused unchecked: too many failures */
 };
 
 /* ---- the tables ------------------------------------------------------------ */
@@ -293,6 +295,12 @@ void gw_metrics_count_queue_request(struct gw_metrics *m, uint64_t queue_id,
     }
     atomic_fetch_add_explicit(&queue_get(m, queue_id)->requests[action][queue_outcome_of(outcome)],
                               1, memory_order_relaxed);
+}
+
+void gw_metrics_count_admin_auth(struct gw_metrics *m, bool throttled)
+{
+    atomic_fetch_add_explicit(throttled ? &m->admin_auth_throttled : &m->admin_auth_failed, 1,
+                              memory_order_relaxed);
 }
 
 void gw_metrics_count_spill(struct gw_metrics *m, const char *tenant, uint64_t n)
@@ -795,6 +803,13 @@ void gw_metrics_render(struct gw_metrics *m, const struct gw_metrics_sources *sr
     render_requests(out, m, v, n);
     free(v);
     render_tenants(out, src);
+    sl_buf_printf(out,
+                  "# HELP sluice_admin_auth_failures_total Admin listener requests refused: "
+                  "failed authentication, or refused unchecked while failures are throttled.\n"
+                  "# TYPE sluice_admin_auth_failures_total counter\n"
+                  "sluice_admin_auth_failures_total{outcome=\"failed\"} %" PRIu64 "\n"
+                  "sluice_admin_auth_failures_total{outcome=\"throttled\"} %" PRIu64 "\n",
+                  load(&m->admin_auth_failed), load(&m->admin_auth_throttled));
     if (src->engine != NULL) {
         render_queues(out, m, src->engine);
         render_partitions(out, src->engine);

@@ -53,6 +53,10 @@ void gw_metrics_count_queue_request(struct gw_metrics *m, uint64_t queue_id,
 
 /* n messages of tenant accepted into the overflow lane (spill mode):
  * sluice_spilled_messages_total{tenant}. For the send path. */
+/* Counts an admin request that failed authentication, or (throttled) was
+ * refused unchecked because failures came too fast. */
+void gw_metrics_count_admin_auth(struct gw_metrics *m, bool throttled);
+
 void gw_metrics_count_spill(struct gw_metrics *m, const char *tenant, uint64_t n);
 
 /* A message's age at its first receive (SQS's AgeOfFirstAttempt):

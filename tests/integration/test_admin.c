@@ -19,6 +19,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "it_sqs.h"
@@ -315,6 +316,38 @@ static void check_tenants(void)
     it_response_free(&r);
 }
 
+/* Guessing the bearer token is rationed: after a burst of failures every
+ * admin request is refused unchecked (429, Retry-After) until the budget
+ * refills, /healthz stays open, and /metrics counts both. */
+static void guessing_is_throttled(void)
+{
+    int refused = 0, throttled = 0;
+    for (int i = 0; i < 80; i++) {
+        struct it_response r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer wrong");
+        refused += r.status == 403;
+        throttled += r.status == 429;
+        it_response_free(&r);
+    }
+    IT_CHECK(refused >= 40 && refused <= 60); /* the burst (50), give or take the refill */
+    IT_CHECK(throttled > 0 && refused + throttled == 80);
+    struct it_response r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer " TOKEN);
+    IT_CHECK(r.status == 429);
+    char v[16];
+    IT_CHECK(it_response_header(&r, "retry-after", v, sizeof(v)) && strcmp(v, "1") == 0);
+    it_response_free(&r);
+    IT_CHECK(it_healthz(&srv));
+
+    struct timespec ts = {1, 500 * 1000 * 1000}; /* ten failures a second come back */
+    nanosleep(&ts, NULL);
+    r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer " TOKEN);
+    IT_CHECK(r.status == 200);
+    IT_CHECK(sample_value(r.body, "sluice_admin_auth_failures_total{outcome=\"throttled\"}") >=
+             (double)throttled);
+    IT_CHECK(sample_value(r.body, "sluice_admin_auth_failures_total{outcome=\"failed\"}") >=
+             (double)refused);
+    it_response_free(&r);
+}
+
 int main(void)
 {
     struct it_options opt = {.admin = true, .tenants_yaml = tenants_yaml};
@@ -330,6 +363,7 @@ int main(void)
     check_metrics(&r);
     it_response_free(&r);
     check_tenants();
+    guessing_is_throttled();
 
     IT_CHECK(it_server_stop(&srv) == 0);
     it_server_cleanup(&srv);
