@@ -94,7 +94,8 @@ bool cfg_limits_equal(const struct cfg_limits *a, const struct cfg_limits *b)
 {
     if (a->requests_per_second != b->requests_per_second || a->burst != b->burst ||
         a->max_inflight != b->max_inflight || a->max_backlog != b->max_backlog ||
-        a->max_long_polls != b->max_long_polls || a->queue_rate_count != b->queue_rate_count) {
+        a->max_long_polls != b->max_long_polls || a->max_queues != b->max_queues ||
+        a->queue_rate_count != b->queue_rate_count) {
         return false;
     }
     for (int k = 0; k < CFG_ACTION_KEY_COUNT; k++) {

@@ -36,6 +36,7 @@
 #define PARTITIONS_MAX 1024
 #define IO_THREADS_MAX 256
 #define CONNECTIONS_MAX 1000000
+#define MAX_QUEUES_MAX 1000000
 #define RPS_MAX 1000000.0
 #define BURST_MAX 100000000
 #define MAX_INFLIGHT_MAX 120000000
@@ -72,8 +73,8 @@ static const char *const defaults_keys[] = {"limits", "on_excess", "spill", NULL
 static const char *const tenant_keys[] = {
     "access_key_id", "secret_access_key", "limits", "on_excess", "spill", NULL};
 static const char *const limits_keys[] = {
-    "requests_per_second", "burst",  "max_inflight", "max_backlog",
-    "max_long_polls",      "queues", "actions",      NULL};
+    "requests_per_second", "burst",  "max_inflight", "max_backlog", "max_long_polls",
+    "max_queues",          "queues", "actions",      NULL};
 static const char *const spill_keys[] = {"delay_seconds", "aged_after_seconds", NULL};
 static const char *const rate_keys[] = {"requests_per_second", "burst", NULL};
 static const char *const server_keys[] = {"max_connections", "max_connections_per_peer", NULL};
@@ -706,6 +707,8 @@ static void load_limits(struct vctx *v, const char *section, const struct cfg__n
             }
         } else if (key_is(key, "max_long_polls")) {
             set_u32(v, key, val, 1, MAX_LONG_POLLS_MAX, &l->max_long_polls);
+        } else if (key_is(key, "max_queues")) {
+            set_u32(v, key, val, 1, MAX_QUEUES_MAX, &l->max_queues);
         } else if (key_is(key, "queues")) {
             load_queue_rates(v, section, key, val, l);
         } else if (key_is(key, "actions")) {
@@ -1006,7 +1009,8 @@ static void set_defaults(struct cfg_snapshot *s, struct tenant_settings *ts)
                    .burst = 2000,
                    .max_inflight = 120000,
                    .max_backlog = 1000000,
-                   .max_long_polls = 1000},
+                   .max_long_polls = 1000,
+                   .max_queues = 10000},
         .on_excess = CFG_EXCESS_REJECT,
         .spill = {.delay_seconds = 30, .aged_after_seconds = 300},
     };

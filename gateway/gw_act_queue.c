@@ -404,6 +404,22 @@ static void create_done(struct part_cookie cookie, int status, const struct part
     reply_queue_url(ctx, res->queue->tenant, res->queue->name);
 }
 
+/* True when tenant already has limits.max_queues queues and name is not
+ * one of them (CreateQueue of an existing queue stays idempotent). Counted
+ * from the catalog at each CreateQueue, a cold action; creates racing each
+ * other may pass the bound by as many as are in flight. */
+static bool over_queue_cap(const struct gw_act_ctx *ctx, const char *tenant, const char *name)
+{
+    struct part_queue_list list = {0};
+    part_queue_list(ctx->api->engine, tenant, NULL, &list);
+    bool over = list.count >= ctx->principal.tenant->limits.max_queues;
+    for (size_t i = 0; over && i < list.count; i++) {
+        over = strcmp(list.items[i].name, name) != 0;
+    }
+    part_queue_list_free(&list);
+    return over;
+}
+
 void gw__act_create_queue(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_create_queue_req *r = &ctx->req.u.create_queue;
@@ -429,6 +445,13 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     snprintf(key, sizeof key, "%s/%s", tenant, name);
     if (mark_recent(ctx->api, 0, key, sl_wall_ms(), false)) {
         gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DELETED_RECENTLY, NULL);
+        gw__act_fail(ctx, &err);
+        return;
+    }
+    if (over_queue_cap(ctx, tenant, name)) {
+        gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,
+                       "Tenant %s has reached its limit of %u queues (limits.max_queues).", tenant,
+                       ctx->principal.tenant->limits.max_queues);
         gw__act_fail(ctx, &err);
         return;
     }

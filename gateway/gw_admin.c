@@ -268,12 +268,13 @@ static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uin
     uint32_t polls = st != NULL ? pol_slots_used(&st->long_polls) : 0;
     const struct cfg_limits *lim = &t->limits;
     json_t *o = json_pack(
-        "{s:s, s:{s:f, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}", "name",
-        t->name, "limits", "requests_per_second", lim->requests_per_second, "burst",
+        "{s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
+        "name", t->name, "limits", "requests_per_second", lim->requests_per_second, "burst",
         (json_int_t)lim->burst, "max_inflight", (json_int_t)lim->max_inflight, "max_backlog",
         (json_int_t)lim->max_backlog, "max_long_polls", (json_int_t)lim->max_long_polls,
-        "on_excess", t->on_excess == CFG_EXCESS_SPILL ? "spill" : "reject", "spill",
-        "delay_seconds", (json_int_t)t->spill.delay_seconds, "aged_after_seconds",
+        "max_queues", (json_int_t)lim->max_queues, "on_excess",
+        t->on_excess == CFG_EXCESS_SPILL ? "spill" : "reject", "spill", "delay_seconds",
+        (json_int_t)t->spill.delay_seconds, "aged_after_seconds",
         (json_int_t)t->spill.aged_after_seconds, "usage", "tokens_available",
         (json_int_t)SL_MIN(tokens, (uint64_t)INT64_MAX), "long_polls", (json_int_t)polls, "backlog",
         (json_int_t)backlog, "inflight", (json_int_t)inflight);

@@ -82,6 +82,7 @@ struct cfg_limits {
     uint32_t max_inflight;      /* received-but-not-deleted messages, all queues */
     uint64_t max_backlog;       /* stored messages (all lanes) before sends throttle */
     uint32_t max_long_polls;    /* concurrent waiting ReceiveMessage calls */
+    uint32_t max_queues;        /* queues the tenant may have (the catalog's bound) */
     /* limits.actions, by key; requests_per_second 0 where none is set */
     struct cfg_rate actions[CFG_ACTION_KEY_COUNT];
     /* limits.queues, sorted by queue name (strcmp); owned by the snapshot.

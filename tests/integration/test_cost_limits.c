@@ -12,7 +12,8 @@
  *    throttled on its next good one;
  *  - a tenant that owes a whole burst is refused before its body is
  *    parsed: a malformed body then answers RequestThrottled, not a
- *    serialization error.
+ *    serialization error;
+ *  - limits.max_queues bounds a tenant's queues (OverLimit).
  * Rates are 0.001/s, so nothing depends on timing. Prints "N passed, N
  * failed".
  */
@@ -27,6 +28,8 @@
 #define CHEAP_SECRET "cheap-secret"
 #define DEBT_KEY "AKIDDEBT"
 #define DEBT_SECRET "debt-secret"
+#define FEW_KEY "AKIDFEW"
+#define FEW_SECRET "few-secret"
 
 static const char tenants_yaml[] = "tenants:\n"
                                    "  " IT_TENANT ":\n"
@@ -43,7 +46,12 @@ static const char tenants_yaml[] = "tenants:\n"
                                    "    secret_access_key: " DEBT_SECRET "\n"
                                    "    limits:\n"
                                    "      requests_per_second: 0.001\n"
-                                   "      burst: 2\n";
+                                   "      burst: 2\n"
+                                   "  few:\n"
+                                   "    access_key_id: " FEW_KEY "\n"
+                                   "    secret_access_key: " FEW_SECRET "\n"
+                                   "    limits:\n"
+                                   "      max_queues: 2\n";
 
 static struct it_server srv;
 
@@ -247,6 +255,28 @@ static void debt_is_refused_before_parsing(void)
     IT_CHECK(it_healthz(&srv));
 }
 
+/* limits.max_queues bounds a tenant's catalogue; an existing queue can
+ * still be "created" again (CreateQueue is idempotent), and deleting one
+ * makes room. */
+static void queue_cap(void)
+{
+    char code[128];
+    IT_CHECK(raw_call(FEW_KEY, FEW_SECRET, "CreateQueue", "{\"QueueName\":\"a\"}", code,
+                      sizeof(code)) == 200);
+    IT_CHECK(raw_call(FEW_KEY, FEW_SECRET, "CreateQueue", "{\"QueueName\":\"b\"}", code,
+                      sizeof(code)) == 200);
+    IT_CHECK(raw_call(FEW_KEY, FEW_SECRET, "CreateQueue", "{\"QueueName\":\"c\"}", code,
+                      sizeof(code)) == 403);
+    IT_STREQ(code, "OverLimit");
+    IT_CHECK(raw_call(FEW_KEY, FEW_SECRET, "CreateQueue", "{\"QueueName\":\"a\"}", code,
+                      sizeof(code)) == 200);
+    char body[160];
+    snprintf(body, sizeof(body), "{\"QueueUrl\":\"%s/few/b\"}", srv.base_url);
+    IT_CHECK(raw_call(FEW_KEY, FEW_SECRET, "DeleteQueue", body, code, sizeof(code)) == 200);
+    IT_CHECK(raw_call(FEW_KEY, FEW_SECRET, "CreateQueue", "{\"QueueName\":\"c\"}", code,
+                      sizeof(code)) == 200);
+}
+
 int main(void)
 {
     struct it_options opt = {.tenants_yaml = tenants_yaml};
@@ -255,6 +285,7 @@ int main(void)
     policy_limit();
     refused_requests_cost_tokens();
     debt_is_refused_before_parsing();
+    queue_cap();
     IT_CHECK(it_server_stop(&srv) == 0);
     it_server_cleanup(&srv);
     return it_summary();
