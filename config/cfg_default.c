@@ -1,6 +1,6 @@
 /*
  * cfg_default.c -- the configuration sluiced runs with when given none,
- * as the contract fixes it. Kept as YAML so it goes through the very same
+ * as README.md and docs/config.md describe it. Kept as YAML so it goes through the very same
  * loader and validation as a file does.
  */
 #include "cfg.h"

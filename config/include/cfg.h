@@ -196,7 +196,7 @@ int cfg_load_file(const char *path, struct cfg_snapshot **out, struct cfg_diags 
 int cfg_load_string(const char *name, const char *text, size_t len, struct cfg_snapshot **out,
                     struct cfg_diags *diags);
 
-/* The embedded default of the contract (listen 127.0.0.1:9324, data in
+/* The embedded default (docs/config.md: listen 127.0.0.1:9324, data in
  * ./sluice-data, tenant "default" with key and secret "default"). */
 const char *cfg_default_yaml(void);
 

@@ -1,7 +1,8 @@
 /*
  * test_sqs_decode.c -- the SQS JSON 1.0 decoder: a good request per action
  * lands in its typed struct; each missing, mistyped or out-of-range member
- * gets the exact SQS error (code and message) of research/sqs-peers.md 1.4.
+ * gets the exact SQS error (code and message) Amazon SQS answers (API
+ * Reference, each action's Errors and Common Errors).
  */
 #include <setjmp.h>
 #include <stdarg.h>

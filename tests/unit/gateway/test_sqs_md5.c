@@ -1,7 +1,8 @@
 /*
  * test_sqs_md5.c -- MD5OfMessageBody / MD5OfMessageAttributes /
  * MD5OfMessageSystemAttributes against every vector of
- * research/sqs-peers.md 1.5, and the receive-side attribute filter.
+ * the Amazon SQS Developer Guide ("Calculating the MD5 message digest for
+ * message attributes"), and the receive-side attribute filter.
  */
 #include <setjmp.h>
 #include <stdarg.h>
