@@ -16,6 +16,7 @@
  * Ownership: the snapshot being built is freed on any problem.
  */
 #include "cfg_int.h"
+#include "cfg_value.h"
 
 #include "sl.h"
 
@@ -44,8 +45,6 @@
 #define MAX_LONG_POLLS_MAX 1000000
 #define SPILL_DELAY_MAX 900          /* SQS's DelaySeconds ceiling */
 #define SPILL_AGED_AFTER_MAX 1209600 /* 14 days, SQS's longest retention */
-#define ACCESS_KEY_ID_MAX 128
-#define SECRET_MAX 1024
 #define REGION_MAX 64
 
 /* ---- sections and the keys they allow ------------------------------------ */
@@ -93,20 +92,6 @@ static const char *const section_where[SEC_N] = {
 
 /* ---- the walk's state ------------------------------------------------------ */
 
-struct key_use { /* one access key id, for the duplicate check */
-    const char *id;
-    const struct cfg__node *node;
-    char *owner; /* "tenant \"acme\"" or "admin" */
-};
-
-struct vctx {
-    struct cfg__diagbuf *db;
-    const char *base_dir;
-    struct cfg_snapshot *s;
-    struct key_use *keys;
-    size_t key_count;
-};
-
 /* The settings a tenant inherits from defaults: and may override. */
 struct tenant_settings {
     struct cfg_limits limits;
@@ -114,80 +99,12 @@ struct tenant_settings {
     struct cfg_spill spill;
 };
 
-#define REPORT(v, node, ...) cfg__diag_add((v)->db, (node)->line, (node)->column, __VA_ARGS__)
-
-/* ---- quoting user text into messages ------------------------------------- */
-
-/* User text goes into messages escaped and cut, so a hostile file cannot
- * forge log lines. A small per-thread ring lets one message quote a few. */
-#define QUOTE_RING 4
-#define QUOTE_MAX 64
-
-static const char *quote(const char *p, size_t n)
-{
-    static _Thread_local char ring[QUOTE_RING][QUOTE_MAX * 4 + 8];
-    static _Thread_local unsigned next;
-    char *out = ring[next++ % QUOTE_RING];
-    size_t o = 0;
-    out[o++] = '"';
-    for (size_t i = 0; i < n && i < QUOTE_MAX; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '"' || c == '\\') {
-            out[o++] = '\\';
-            out[o++] = (char)c;
-        } else if (c < 0x20 || c == 0x7f) {
-            o += (size_t)snprintf(out + o, 5, "\\x%02x", c);
-        } else {
-            out[o++] = (char)c;
-        }
-    }
-    if (n > QUOTE_MAX) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
-    return out;
-}
-
-static const char *qnode(const struct cfg__node *n)
-{
-    return quote(n->value, n->len);
-}
-
-/* What a value is, for "X must be Y, not Z". */
-static const char *describe(const struct cfg__node *n)
-{
-    static _Thread_local char buf[QUOTE_MAX * 4 + 32];
-    switch (n->kind) {
-    case CFG__MAPPING:
-        return "a mapping";
-    case CFG__SEQUENCE:
-        return "a list";
-    case CFG__SCALAR:
-        break;
-    }
-    if (cfg__node_is_null(n)) {
-        return "empty";
-    }
-    if (!n->plain) {
-        snprintf(buf, sizeof(buf), "the quoted string %s", qnode(n));
-        return buf;
-    }
-    return qnode(n);
-}
-
-static bool key_is(const struct cfg__node *k, const char *name)
-{
-    return k->len == strlen(name) && memcmp(k->value, name, k->len) == 0;
-}
-
 /* ---- unknown keys ---------------------------------------------------------- */
 
 static bool section_has(enum section sec, const struct cfg__node *k)
 {
     for (const char *const *p = section_keys[sec]; *p != NULL; p++) {
-        if (key_is(k, *p)) {
+        if (cfg__key_is(k, *p)) {
             return true;
         }
     }
@@ -208,336 +125,26 @@ static void report_unknown(struct vctx *v, enum section sec, const char *where,
         }
     }
     if (places > 0) {
-        REPORT(v, k, "key %s is not allowed %s; it belongs %s", qnode(k), where, hint.p);
+        REPORT(v, k, "key %s is not allowed %s; it belongs %s", cfg__qnode(k), where, hint.p);
     } else {
         for (const char *const *p = section_keys[sec]; *p != NULL; p++) {
             sl_buf_printf(&hint, "%s%s", p == section_keys[sec] ? "" : ", ", *p);
         }
-        REPORT(v, k, "unknown key %s %s (allowed: %s)", qnode(k), where, hint.p);
+        REPORT(v, k, "unknown key %s %s (allowed: %s)", cfg__qnode(k), where, hint.p);
     }
     sl_buf_free(&hint);
 }
-
-/* ---- typed values ---------------------------------------------------------- */
-
-/* SL_OK when val is a mapping, else SL_EINVAL (reported). */
-static int want_mapping(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val)
-{
-    if (val->kind == CFG__MAPPING) {
-        return SL_OK;
-    }
-    REPORT(v, val, "%s must be a mapping, not %s", k->value, describe(val));
-    return SL_EINVAL;
-}
-
-static bool plain_scalar(const struct cfg__node *n)
-{
-    return n->kind == CFG__SCALAR && n->plain && !cfg__node_is_null(n);
-}
-
-/* An integer in min..max: SL_OK, or SL_EINVAL (reported). */
-static int get_uint(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                    uint64_t min, uint64_t max, uint64_t *out)
-{
-    bool digits = plain_scalar(val);
-    size_t i = 0;
-    bool negative = false;
-    if (digits && (val->value[0] == '+' || val->value[0] == '-')) {
-        negative = val->value[0] == '-';
-        i = 1;
-    }
-    digits = digits && i < val->len;
-    for (size_t j = i; digits && j < val->len; j++) {
-        digits = val->value[j] >= '0' && val->value[j] <= '9';
-    }
-    if (!digits) {
-        REPORT(v, val, "%s must be an integer, not %s", k->value, describe(val));
-        return SL_EINVAL;
-    }
-    uint64_t x = 0;
-    bool overflow = false;
-    for (size_t j = i; j < val->len; j++) {
-        unsigned d = (unsigned)(val->value[j] - '0');
-        if (x > (UINT64_MAX - d) / 10) {
-            overflow = true;
-            break;
-        }
-        x = x * 10 + d;
-    }
-    if (overflow || (negative && x != 0) || x < min || x > max) {
-        REPORT(v, val, "%s must be between %llu and %llu, not %s", k->value,
-               (unsigned long long)min, (unsigned long long)max, qnode(val));
-        return SL_EINVAL;
-    }
-    *out = x;
-    return SL_OK;
-}
-
-static void set_u32(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                    uint32_t min, uint32_t max, uint32_t *out)
-{
-    uint64_t x;
-    if (get_uint(v, k, val, min, max, &x) == SL_OK) {
-        *out = (uint32_t)x;
-    }
-}
-
-/* A decimal number: digits, sign, point, exponent; no hex, inf or nan.
- * SL_OK, or SL_EINVAL (reported). */
-static int get_number(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                      double *out)
-{
-    bool ok = plain_scalar(val);
-    for (size_t i = 0; ok && i < val->len; i++) {
-        ok = strchr("0123456789+-.eE", val->value[i]) != NULL;
-    }
-    double x = 0;
-    if (ok) {
-        char *end = NULL;
-        errno = 0;
-        x = strtod(val->value, &end);
-        ok = end == val->value + val->len && errno == 0 && isfinite(x);
-    }
-    if (!ok) {
-        REPORT(v, val, "%s must be a number, not %s", k->value, describe(val));
-        return SL_EINVAL;
-    }
-    *out = x;
-    return SL_OK;
-}
-
-static void set_bool(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                     bool *out)
-{
-    static const char *const yes[] = {"true", "True", "TRUE"};
-    static const char *const no[] = {"false", "False", "FALSE"};
-    if (plain_scalar(val)) {
-        for (size_t i = 0; i < SL_ARRAY_LEN(yes); i++) {
-            if (key_is(val, yes[i])) {
-                *out = true;
-                return;
-            }
-            if (key_is(val, no[i])) {
-                *out = false;
-                return;
-            }
-        }
-    }
-    REPORT(v, val, "%s must be true or false, not %s", k->value, describe(val));
-}
-
-/* Any non-empty scalar without NUL bytes; returns a borrowed pointer. */
-static const char *get_string(struct vctx *v, const struct cfg__node *k,
-                              const struct cfg__node *val)
-{
-    if (val->kind != CFG__SCALAR || cfg__node_is_null(val)) {
-        REPORT(v, val, "%s must be a string, not %s", k->value, describe(val));
-        return NULL;
-    }
-    if (val->len == 0) {
-        REPORT(v, val, "%s must not be empty", k->value);
-        return NULL;
-    }
-    if (memchr(val->value, '\0', val->len) != NULL) {
-        REPORT(v, val, "%s must not contain a nul byte", k->value);
-        return NULL;
-    }
-    return val->value;
-}
-
-static void replace_str(char **dst, const char *src)
-{
-    free(*dst);
-    *dst = sl_xstrdup(src);
-}
-
-static bool chars_in(const char *s, const char *extra)
-{
-    for (; *s != '\0'; s++) {
-        if (!isalnum((unsigned char)*s) && strchr(extra, *s) == NULL) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* One of two words: *second tells which. SL_OK, or SL_EINVAL (reported). */
-static int get_enum(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                    const char *a, const char *b, bool *second)
-{
-    if (val->kind == CFG__SCALAR && (key_is(val, a) || key_is(val, b))) {
-        *second = key_is(val, b);
-        return SL_OK;
-    }
-    REPORT(v, val, "%s must be %s or %s, not %s", k->value, a, b, describe(val));
-    return SL_EINVAL;
-}
-
-/* "host:port" or "[ipv6]:port"; a host name is letters, digits, '.', '-'. */
-static void set_endpoint(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                         struct cfg_endpoint *out)
-{
-    const char *s = get_string(v, k, val);
-    if (s == NULL) {
-        return;
-    }
-    const char *colon;
-    char host[256];
-    size_t hlen;
-    if (s[0] == '[') {
-        const char *close = strchr(s, ']');
-        if (close == NULL || close[1] != ':') {
-            REPORT(v, val, "%s must be host:port or [ipv6]:port, not %s", k->value, qnode(val));
-            return;
-        }
-        hlen = (size_t)(close - s - 1);
-        colon = close + 1;
-        struct in6_addr a6;
-        if (hlen >= sizeof(host) ||
-            (memcpy(host, s + 1, hlen), host[hlen] = '\0', inet_pton(AF_INET6, host, &a6) != 1)) {
-            REPORT(v, val, "invalid ipv6 address in %s %s", k->value, qnode(val));
-            return;
-        }
-    } else {
-        colon = strrchr(s, ':');
-        if (colon == NULL || colon == s) {
-            REPORT(v, val, "%s must be host:port, not %s", k->value, qnode(val));
-            return;
-        }
-        hlen = (size_t)(colon - s);
-        if (memchr(s, ':', hlen) != NULL) {
-            REPORT(v, val, "an ipv6 address in %s must be in brackets, as [::1]:9324", k->value);
-            return;
-        }
-        if (hlen >= sizeof(host)) {
-            REPORT(v, val, "host name in %s is too long", k->value);
-            return;
-        }
-        memcpy(host, s, hlen);
-        host[hlen] = '\0';
-        if (!chars_in(host, ".-")) {
-            REPORT(v, val, "invalid host in %s %s", k->value, qnode(val));
-            return;
-        }
-    }
-    const char *p = colon + 1;
-    unsigned long port = 0;
-    bool ok = *p != '\0' && strlen(p) <= 5;
-    for (const char *q = p; ok && *q != '\0'; q++) {
-        ok = *q >= '0' && *q <= '9';
-        port = port * 10 + (unsigned long)(*q - '0');
-    }
-    if (!ok || port < 1 || port > 65535) {
-        REPORT(v, val, "port in %s must be between 1 and 65535, not %s", k->value,
-               quote(p, strlen(p)));
-        return;
-    }
-    free(out->host);
-    out->host = sl_xstrdup(host);
-    out->port = (uint16_t)port;
-}
-
-/* A secret, read from the environment when written "env:NAME". */
-static void set_secret(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                       char **out)
-{
-    const char *s = get_string(v, k, val);
-    if (s == NULL) {
-        return;
-    }
-    if (strncmp(s, "env:", 4) == 0) {
-        const char *name = s + 4;
-        if (name[0] == '\0' || isdigit((unsigned char)name[0]) || !chars_in(name, "_")) {
-            REPORT(v, val, "invalid environment variable name in %s %s", k->value, qnode(val));
-            return;
-        }
-        s = getenv(name);
-        if (s == NULL || s[0] == '\0') {
-            REPORT(v, val, "environment variable %s for %s is unset or empty", name, k->value);
-            return;
-        }
-    }
-    if (strlen(s) > SECRET_MAX) {
-        REPORT(v, val, "%s is longer than %d bytes", k->value, SECRET_MAX);
-        return;
-    }
-    replace_str(out, s);
-}
-
-static void set_access_key_id(struct vctx *v, const struct cfg__node *k,
-                              const struct cfg__node *val, char **out)
-{
-    const char *s = get_string(v, k, val);
-    if (s == NULL) {
-        return;
-    }
-    /* SigV4's Credential=AKID/date/region/... splits on '/' and ','. */
-    if (strlen(s) > ACCESS_KEY_ID_MAX || !chars_in(s, "_.+@-")) {
-        REPORT(v, val, "%s must be 1 to %d of A-Z a-z 0-9 _ . + @ -, not %s", k->value,
-               ACCESS_KEY_ID_MAX, qnode(val));
-        return;
-    }
-    replace_str(out, s);
-}
-
-static void note_key_use(struct vctx *v, const char *id, const struct cfg__node *node, char *owner)
-{
-    v->keys = sl_xrealloc(v->keys, (v->key_count + 1) * sizeof(v->keys[0]));
-    v->keys[v->key_count++] = (struct key_use){id, node, owner};
-}
-
-static int cmp_key_use(const void *a, const void *b)
-{
-    const struct key_use *x = a;
-    const struct key_use *y = b;
-    int c = strcmp(x->id, y->id);
-    if (c != 0) {
-        return c;
-    }
-    if (x->node->line != y->node->line) {
-        return x->node->line < y->node->line ? -1 : 1;
-    }
-    return x->node->column < y->node->column ? -1 : (x->node->column > y->node->column);
-}
-
-/* Every access key id names one principal: report each reuse at the later
- * place in the file, naming the first owner. */
-static void check_key_reuse(struct vctx *v)
-{
-    if (v->key_count == 0) {
-        return;
-    }
-    qsort(v->keys, v->key_count, sizeof(v->keys[0]), cmp_key_use);
-    size_t first = 0;
-    for (size_t i = 1; i < v->key_count; i++) {
-        if (strcmp(v->keys[i].id, v->keys[first].id) != 0) {
-            first = i;
-            continue;
-        }
-        REPORT(v, v->keys[i].node, "access key id %s is already used by %s (line %u)",
-               quote(v->keys[i].id, strlen(v->keys[i].id)), v->keys[first].owner,
-               v->keys[first].node->line);
-    }
-    for (size_t i = 0; i < v->key_count; i++) {
-        free(v->keys[i].owner);
-    }
-    free(v->keys);
-    v->keys = NULL;
-    v->key_count = 0;
-}
-
-/* ---- sections ---------------------------------------------------------------- */
 
 static void set_rps(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
                     double *out)
 {
     double x;
-    if (get_number(v, k, val, &x) != SL_OK) {
+    if (cfg__get_number(v, k, val, &x) != SL_OK) {
         return;
     }
     if (!(x > 0 && x <= RPS_MAX)) {
         REPORT(v, val, "requests_per_second must be above 0 and at most %.0f, not %s", RPS_MAX,
-               qnode(val));
+               cfg__qnode(val));
         return;
     }
     *out = x;
@@ -551,7 +158,7 @@ static void load_rate(struct vctx *v, const char *path, const struct cfg__node *
                       const struct cfg__node *m, struct cfg_rate *r)
 {
     if (m->kind != CFG__MAPPING) {
-        REPORT(v, m, "%s must be a mapping, not %s", path, describe(m));
+        REPORT(v, m, "%s must be a mapping, not %s", path, cfg__describe(m));
         return;
     }
     char where[sizeof("in ") + 512];
@@ -561,11 +168,11 @@ static void load_rate(struct vctx *v, const char *path, const struct cfg__node *
     for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;
         const struct cfg__node *val = m->pairs[i].value;
-        if (key_is(key, "requests_per_second")) {
+        if (cfg__key_is(key, "requests_per_second")) {
             set_rps(v, key, val, &r->requests_per_second);
             have_rps = true;
-        } else if (key_is(key, "burst")) {
-            set_u32(v, key, val, 1, BURST_MAX, &r->burst);
+        } else if (cfg__key_is(key, "burst")) {
+            cfg__set_u32(v, key, val, 1, BURST_MAX, &r->burst);
             have_burst = true;
         } else {
             report_unknown(v, SEC_RATE, where, key);
@@ -591,7 +198,7 @@ static int cmp_queue_rate(const void *a, const void *b)
 static void load_queue_rates(struct vctx *v, const char *section, const struct cfg__node *k,
                              const struct cfg__node *m, struct cfg_limits *l)
 {
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     size_t inherited = l->queue_rate_count;
@@ -608,8 +215,8 @@ static void load_queue_rates(struct vctx *v, const char *section, const struct c
             REPORT(v, name,
                    "invalid queue name %s in %s.queues: use 1 to %d of A-Z a-z 0-9 _ -, "
                    "optionally ending in .fifo",
-                   qnode(name), section, CFG_QUEUE_NAME_MAX);
-            snprintf(path, sizeof(path), "%s.queues.%s", section, qnode(name));
+                   cfg__qnode(name), section, CFG_QUEUE_NAME_MAX);
+            snprintf(path, sizeof(path), "%s.queues.%s", section, cfg__qnode(name));
         } else {
             snprintf(path, sizeof(path), "%s.queues.%s", section, name->value);
             struct cfg_queue_rate key = {.queue = name->value};
@@ -635,14 +242,14 @@ static void report_bad_action(struct vctx *v, const char *section, const struct 
         REPORT(v, name,
                "action %s is limited by the key %s in %s.actions (a batch costs one token per "
                "entry)",
-               qnode(name), cfg_action_key_name(key), section);
+               cfg__qnode(name), cfg_action_key_name(key), section);
         return;
     }
     for (int i = 0; i < CFG_ACTION_KEY_COUNT; i++) {
         const char *want = cfg_action_key_name((enum cfg_action_key)i);
         if (name->len == strlen(want) && strncasecmp(name->value, want, name->len) == 0) {
             REPORT(v, name, "unknown action %s in %s.actions; action names are case-sensitive: %s",
-                   qnode(name), section, want);
+                   cfg__qnode(name), section, want);
             return;
         }
     }
@@ -651,7 +258,8 @@ static void report_bad_action(struct vctx *v, const char *section, const struct 
     for (int i = 0; i < CFG_ACTION_KEY_COUNT; i++) {
         sl_buf_printf(&list, "%s%s", i ? ", " : "", cfg_action_key_name((enum cfg_action_key)i));
     }
-    REPORT(v, name, "unknown action %s in %s.actions (allowed: %s)", qnode(name), section, list.p);
+    REPORT(v, name, "unknown action %s in %s.actions (allowed: %s)", cfg__qnode(name), section,
+           list.p);
     sl_buf_free(&list);
 }
 
@@ -659,7 +267,7 @@ static void report_bad_action(struct vctx *v, const char *section, const struct 
 static void load_action_rates(struct vctx *v, const char *section, const struct cfg__node *k,
                               const struct cfg__node *m, struct cfg_limits *l)
 {
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     for (size_t i = 0; i < m->count; i++) {
@@ -667,14 +275,14 @@ static void load_action_rates(struct vctx *v, const char *section, const struct 
         struct cfg_rate scratch = {0};
         struct cfg_rate *r = &scratch;
         for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
-            if (key_is(name, cfg_action_key_name((enum cfg_action_key)a))) {
+            if (cfg__key_is(name, cfg_action_key_name((enum cfg_action_key)a))) {
                 r = &l->actions[a];
             }
         }
         char path[512];
         if (r == &scratch) {
             report_bad_action(v, section, name);
-            snprintf(path, sizeof(path), "%s.actions.%s", section, qnode(name));
+            snprintf(path, sizeof(path), "%s.actions.%s", section, cfg__qnode(name));
         } else {
             snprintf(path, sizeof(path), "%s.actions.%s", section, name->value);
         }
@@ -686,7 +294,7 @@ static void load_action_rates(struct vctx *v, const char *section, const struct 
 static void load_limits(struct vctx *v, const char *section, const struct cfg__node *k,
                         const struct cfg__node *m, struct cfg_limits *l)
 {
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     char where[512];
@@ -694,24 +302,24 @@ static void load_limits(struct vctx *v, const char *section, const struct cfg__n
     for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;
         const struct cfg__node *val = m->pairs[i].value;
-        if (key_is(key, "requests_per_second")) {
+        if (cfg__key_is(key, "requests_per_second")) {
             set_rps(v, key, val, &l->requests_per_second);
-        } else if (key_is(key, "burst")) {
-            set_u32(v, key, val, 1, BURST_MAX, &l->burst);
-        } else if (key_is(key, "max_inflight")) {
-            set_u32(v, key, val, 1, MAX_INFLIGHT_MAX, &l->max_inflight);
-        } else if (key_is(key, "max_backlog")) {
+        } else if (cfg__key_is(key, "burst")) {
+            cfg__set_u32(v, key, val, 1, BURST_MAX, &l->burst);
+        } else if (cfg__key_is(key, "max_inflight")) {
+            cfg__set_u32(v, key, val, 1, MAX_INFLIGHT_MAX, &l->max_inflight);
+        } else if (cfg__key_is(key, "max_backlog")) {
             uint64_t x;
-            if (get_uint(v, key, val, 1, MAX_BACKLOG_MAX, &x) == SL_OK) {
+            if (cfg__get_uint(v, key, val, 1, MAX_BACKLOG_MAX, &x) == SL_OK) {
                 l->max_backlog = x;
             }
-        } else if (key_is(key, "max_long_polls")) {
-            set_u32(v, key, val, 1, MAX_LONG_POLLS_MAX, &l->max_long_polls);
-        } else if (key_is(key, "max_queues")) {
-            set_u32(v, key, val, 1, MAX_QUEUES_MAX, &l->max_queues);
-        } else if (key_is(key, "queues")) {
+        } else if (cfg__key_is(key, "max_long_polls")) {
+            cfg__set_u32(v, key, val, 1, MAX_LONG_POLLS_MAX, &l->max_long_polls);
+        } else if (cfg__key_is(key, "max_queues")) {
+            cfg__set_u32(v, key, val, 1, MAX_QUEUES_MAX, &l->max_queues);
+        } else if (cfg__key_is(key, "queues")) {
             load_queue_rates(v, section, key, val, l);
-        } else if (key_is(key, "actions")) {
+        } else if (cfg__key_is(key, "actions")) {
             load_action_rates(v, section, key, val, l);
         } else {
             report_unknown(v, SEC_LIMITS, where, key);
@@ -722,16 +330,16 @@ static void load_limits(struct vctx *v, const char *section, const struct cfg__n
 static void load_spill(struct vctx *v, const char *where, const struct cfg__node *k,
                        const struct cfg__node *m, struct cfg_spill *sp)
 {
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;
         const struct cfg__node *val = m->pairs[i].value;
-        if (key_is(key, "delay_seconds")) {
-            set_u32(v, key, val, 0, SPILL_DELAY_MAX, &sp->delay_seconds);
-        } else if (key_is(key, "aged_after_seconds")) {
-            set_u32(v, key, val, 1, SPILL_AGED_AFTER_MAX, &sp->aged_after_seconds);
+        if (cfg__key_is(key, "delay_seconds")) {
+            cfg__set_u32(v, key, val, 0, SPILL_DELAY_MAX, &sp->delay_seconds);
+        } else if (cfg__key_is(key, "aged_after_seconds")) {
+            cfg__set_u32(v, key, val, 1, SPILL_AGED_AFTER_MAX, &sp->aged_after_seconds);
         } else {
             report_unknown(v, SEC_SPILL, where, key);
         }
@@ -745,15 +353,15 @@ static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__n
                          const struct cfg__node *val, struct tenant_settings *ts)
 {
     char where[sizeof("tenants..limits") + (size_t)QUOTE_MAX * 4 + 16];
-    if (key_is(key, "limits")) {
+    if (cfg__key_is(key, "limits")) {
         snprintf(where, sizeof(where), "%s.limits", prefix);
         load_limits(v, where, key, val, &ts->limits);
-    } else if (key_is(key, "spill")) {
+    } else if (cfg__key_is(key, "spill")) {
         snprintf(where, sizeof(where), "in %s.spill", prefix);
         load_spill(v, where, key, val, &ts->spill);
-    } else if (key_is(key, "on_excess")) {
+    } else if (cfg__key_is(key, "on_excess")) {
         bool spill;
-        if (get_enum(v, key, val, "reject", "spill", &spill) == SL_OK) {
+        if (cfg__get_enum(v, key, val, "reject", "spill", &spill) == SL_OK) {
             ts->on_excess = spill ? CFG_EXCESS_SPILL : CFG_EXCESS_REJECT;
         }
     } else {
@@ -765,7 +373,7 @@ static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__n
 static void load_defaults(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m,
                           struct tenant_settings *ts)
 {
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     for (size_t i = 0; i < m->count; i++) {
@@ -783,17 +391,17 @@ static void load_tenant(struct vctx *v, const struct cfg__node *name, const stru
     struct cfg_snapshot *s = v->s;
     bool name_ok = cfg_tenant_name_valid(name->value, name->len);
     if (!name_ok) {
-        REPORT(v, name, "invalid tenant name %s: use 1 to 64 of A-Z a-z 0-9 _ -", qnode(name));
+        REPORT(v, name, "invalid tenant name %s: use 1 to 64 of A-Z a-z 0-9 _ -", cfg__qnode(name));
     }
     if (m->kind != CFG__MAPPING) {
-        REPORT(v, m, "tenant %s must be a mapping, not %s", qnode(name), describe(m));
+        REPORT(v, m, "tenant %s must be a mapping, not %s", cfg__qnode(name), cfg__describe(m));
         return;
     }
     /* Messages name the section the way the file spells it. */
     char prefix[QUOTE_MAX * 4 + 16];
     char where[sizeof(prefix) + 16];
-    snprintf(prefix, sizeof(prefix), "tenants.%s", name_ok ? name->value : qnode(name));
-    snprintf(where, sizeof(where), "in tenant %s", qnode(name));
+    snprintf(prefix, sizeof(prefix), "tenants.%s", name_ok ? name->value : cfg__qnode(name));
+    snprintf(where, sizeof(where), "in tenant %s", cfg__qnode(name));
 
     struct cfg_tenant t = {0};
     struct tenant_settings ts = *defaults;
@@ -802,11 +410,11 @@ static void load_tenant(struct vctx *v, const struct cfg__node *name, const stru
     for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;
         const struct cfg__node *val = m->pairs[i].value;
-        if (key_is(key, "access_key_id")) {
-            set_access_key_id(v, key, val, &t.access_key_id);
+        if (cfg__key_is(key, "access_key_id")) {
+            cfg__set_access_key_id(v, key, val, &t.access_key_id);
             akid_node = val;
-        } else if (key_is(key, "secret_access_key")) {
-            set_secret(v, key, val, &t.secret_access_key);
+        } else if (cfg__key_is(key, "secret_access_key")) {
+            cfg__set_secret(v, key, val, &t.secret_access_key);
             if (t.secret_access_key == NULL) {
                 t.secret_access_key = sl_xstrdup(""); /* reported; not missing */
             }
@@ -815,16 +423,16 @@ static void load_tenant(struct vctx *v, const struct cfg__node *name, const stru
         }
     }
     if (akid_node == NULL) {
-        REPORT(v, name, "missing access_key_id in tenant %s", qnode(name));
+        REPORT(v, name, "missing access_key_id in tenant %s", cfg__qnode(name));
     }
     if (t.secret_access_key == NULL) {
-        REPORT(v, name, "missing secret_access_key in tenant %s", qnode(name));
+        REPORT(v, name, "missing secret_access_key in tenant %s", cfg__qnode(name));
     }
     if (t.access_key_id != NULL) {
         struct sl_buf owner;
         sl_buf_init(&owner);
-        sl_buf_printf(&owner, "tenant %s", qnode(name));
-        note_key_use(v, t.access_key_id, akid_node, sl_buf_take(&owner, NULL));
+        sl_buf_printf(&owner, "tenant %s", cfg__qnode(name));
+        cfg__note_key_use(v, t.access_key_id, akid_node, sl_buf_take(&owner, NULL));
     }
     t.name = sl_xstrndup(name->value, name->len);
     t.limits = ts.limits;
@@ -841,7 +449,7 @@ static int cmp_tenant(const void *a, const void *b)
 static void load_tenants(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m,
                          const struct tenant_settings *defaults)
 {
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     v->s->tenants = sl_xcalloc(m->count ? m->count : 1, sizeof(struct cfg_tenant));
@@ -855,7 +463,7 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
                        const struct cfg__node **listen_node)
 {
     struct cfg_admin *a = &v->s->admin;
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     a->enabled = true;
@@ -867,18 +475,18 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
     for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;
         const struct cfg__node *val = m->pairs[i].value;
-        if (key_is(key, "listen")) {
-            set_endpoint(v, key, val, &a->listen);
+        if (cfg__key_is(key, "listen")) {
+            cfg__set_endpoint(v, key, val, &a->listen);
             *listen_node = val;
-        } else if (key_is(key, "access_key_id")) {
-            set_access_key_id(v, key, val, &a->access_key_id);
+        } else if (cfg__key_is(key, "access_key_id")) {
+            cfg__set_access_key_id(v, key, val, &a->access_key_id);
             akid_node = val;
-        } else if (key_is(key, "secret_access_key")) {
-            set_secret(v, key, val, &a->secret_access_key);
+        } else if (cfg__key_is(key, "secret_access_key")) {
+            cfg__set_secret(v, key, val, &a->secret_access_key);
             have_secret = true;
-        } else if (key_is(key, "bearer_token")) {
-            set_secret(v, key, val, &a->bearer_token);
-            if (a->bearer_token != NULL && !chars_in(a->bearer_token, "-._~+/=")) {
+        } else if (cfg__key_is(key, "bearer_token")) {
+            cfg__set_secret(v, key, val, &a->bearer_token);
+            if (a->bearer_token != NULL && !cfg__chars_in(a->bearer_token, "-._~+/=")) {
                 /* It travels in an Authorization header (RFC 6750 b64token). */
                 REPORT(v, val, "bearer_token may only hold A-Z a-z 0-9 - . _ ~ + / =");
             }
@@ -893,7 +501,7 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
         REPORT(v, k, "missing secret_access_key in admin");
     }
     if (a->access_key_id != NULL) {
-        note_key_use(v, a->access_key_id, akid_node, sl_xstrdup("admin"));
+        cfg__note_key_use(v, a->access_key_id, akid_node, sl_xstrdup("admin"));
     }
 }
 
@@ -901,16 +509,16 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
 static void load_server(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m)
 {
     struct cfg_server *srv = &v->s->server;
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;
         const struct cfg__node *val = m->pairs[i].value;
-        if (key_is(key, "max_connections")) {
-            set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections);
-        } else if (key_is(key, "max_connections_per_peer")) {
-            set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections_per_peer);
+        if (cfg__key_is(key, "max_connections")) {
+            cfg__set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections);
+        } else if (cfg__key_is(key, "max_connections_per_peer")) {
+            cfg__set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections_per_peer);
         } else {
             report_unknown(v, SEC_SERVER, "in server", key);
         }
@@ -923,7 +531,7 @@ static void load_server(struct vctx *v, const struct cfg__node *k, const struct 
 static void set_tls_file(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
                          char **out)
 {
-    const char *s = get_string(v, k, val);
+    const char *s = cfg__get_string(v, k, val);
     if (s == NULL) {
         return;
     }
@@ -948,7 +556,7 @@ static void set_tls_file(struct vctx *v, const struct cfg__node *k, const struct
         if (err == EISDIR) {
             snprintf(reason, sizeof(reason), "not a regular file");
         }
-        REPORT(v, val, "cannot read %s %s (%s)", k->value, quote(path.p, path.n), reason);
+        REPORT(v, val, "cannot read %s %s (%s)", k->value, cfg__quote(path.p, path.n), reason);
     } else {
         close(fd);
         free(*out);
@@ -960,7 +568,7 @@ static void set_tls_file(struct vctx *v, const struct cfg__node *k, const struct
 static void load_tls(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m)
 {
     struct cfg_tls *t = &v->s->tls;
-    if (want_mapping(v, k, m) != SL_OK) {
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
         return;
     }
     t->enabled = true;
@@ -969,10 +577,10 @@ static void load_tls(struct vctx *v, const struct cfg__node *k, const struct cfg
     for (size_t i = 0; i < m->count; i++) {
         const struct cfg__node *key = m->pairs[i].key;
         const struct cfg__node *val = m->pairs[i].value;
-        if (key_is(key, "cert_file")) {
+        if (cfg__key_is(key, "cert_file")) {
             set_tls_file(v, key, val, &t->cert_file);
             have_cert = true;
-        } else if (key_is(key, "key_file")) {
+        } else if (cfg__key_is(key, "key_file")) {
             set_tls_file(v, key, val, &t->key_file);
             have_key = true;
         } else {
@@ -1030,49 +638,49 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
     for (size_t i = 0; i < root->count; i++) {
         const struct cfg__node *key = root->pairs[i].key;
         const struct cfg__node *val = root->pairs[i].value;
-        if (key_is(key, "listen")) {
-            set_endpoint(v, key, val, &s->listen);
+        if (cfg__key_is(key, "listen")) {
+            cfg__set_endpoint(v, key, val, &s->listen);
             listen_node = val;
-        } else if (key_is(key, "tls")) {
+        } else if (cfg__key_is(key, "tls")) {
             load_tls(v, key, val);
-        } else if (key_is(key, "region")) {
-            const char *r = get_string(v, key, val);
-            if (r != NULL && (strlen(r) > REGION_MAX || !chars_in(r, "-"))) {
+        } else if (cfg__key_is(key, "region")) {
+            const char *r = cfg__get_string(v, key, val);
+            if (r != NULL && (strlen(r) > REGION_MAX || !cfg__chars_in(r, "-"))) {
                 REPORT(v, val, "region must be 1 to %d of A-Z a-z 0-9 -, not %s", REGION_MAX,
-                       qnode(val));
+                       cfg__qnode(val));
             } else if (r != NULL) {
-                replace_str(&s->region, r);
+                cfg__replace_str(&s->region, r);
             }
-        } else if (key_is(key, "data_dir")) {
-            const char *d = get_string(v, key, val);
+        } else if (cfg__key_is(key, "data_dir")) {
+            const char *d = cfg__get_string(v, key, val);
             if (d != NULL) {
-                replace_str(&s->data_dir, d);
+                cfg__replace_str(&s->data_dir, d);
             }
-        } else if (key_is(key, "partitions")) {
-            set_u32(v, key, val, 1, PARTITIONS_MAX, &s->partitions);
-        } else if (key_is(key, "shard_size")) {
+        } else if (cfg__key_is(key, "partitions")) {
+            cfg__set_u32(v, key, val, 1, PARTITIONS_MAX, &s->partitions);
+        } else if (cfg__key_is(key, "shard_size")) {
             uint64_t x;
-            if (get_uint(v, key, val, 1, PARTITIONS_MAX, &x) == SL_OK) {
+            if (cfg__get_uint(v, key, val, 1, PARTITIONS_MAX, &x) == SL_OK) {
                 s->shard_size = (uint32_t)x;
                 shard_val = val;
             }
-        } else if (key_is(key, "durability")) {
+        } else if (cfg__key_is(key, "durability")) {
             bool os;
-            if (get_enum(v, key, val, "fsync", "os", &os) == SL_OK) {
+            if (cfg__get_enum(v, key, val, "fsync", "os", &os) == SL_OK) {
                 s->durability = os ? CFG_DURABILITY_OS : CFG_DURABILITY_FSYNC;
             }
-        } else if (key_is(key, "io_threads")) {
-            set_u32(v, key, val, 0, IO_THREADS_MAX, &s->io_threads);
-        } else if (key_is(key, "log_requests")) {
-            set_bool(v, key, val, &s->log_requests);
-        } else if (key_is(key, "server")) {
+        } else if (cfg__key_is(key, "io_threads")) {
+            cfg__set_u32(v, key, val, 0, IO_THREADS_MAX, &s->io_threads);
+        } else if (cfg__key_is(key, "log_requests")) {
+            cfg__set_bool(v, key, val, &s->log_requests);
+        } else if (cfg__key_is(key, "server")) {
             load_server(v, key, val);
-        } else if (key_is(key, "admin")) {
+        } else if (cfg__key_is(key, "admin")) {
             load_admin(v, key, val, &admin_listen);
-        } else if (key_is(key, "defaults")) {
+        } else if (cfg__key_is(key, "defaults")) {
             defaults[0] = key;
             defaults[1] = val;
-        } else if (key_is(key, "tenants")) {
+        } else if (cfg__key_is(key, "tenants")) {
             tenants[0] = key;
             tenants[1] = val;
         } else {
@@ -1105,7 +713,7 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
     if (tenants[0] != NULL) {
         load_tenants(v, tenants[0], tenants[1], &ts);
     }
-    check_key_reuse(v);
+    cfg__check_key_reuse(v);
 }
 
 struct cfg_snapshot *cfg__validate(const struct cfg__node *root, const char *source,
@@ -1118,7 +726,7 @@ struct cfg_snapshot *cfg__validate(const struct cfg__node *root, const char *sou
     }
     if (root->kind != CFG__MAPPING) {
         cfg__diag_add(db, root->line, root->column, "the configuration must be a mapping, not %s",
-                      describe(root));
+                      cfg__describe(root));
         return NULL;
     }
     struct vctx v = {.db = db, .base_dir = base_dir};
