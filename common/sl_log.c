@@ -109,8 +109,9 @@ static size_t format_stamp(struct log_thread *lt, char *out)
 
 /* Formats and emits one line; suffix (may be NULL) is appended after the
  * formatted text. */
-static void log_line(enum sl_log_level level, const char *module, const char *suffix,
-                     const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void log_line(enum sl_log_level level,
+                                                           const char *module, const char *suffix,
+                                                           const char *fmt, va_list ap)
 {
     struct log_thread *lt = &log_thread;
     char line[LOG_LINE_MAX];
