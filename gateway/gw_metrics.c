@@ -711,44 +711,47 @@ static void render_connections(struct sl_buf *out, const struct gw_metrics_sourc
             gw__connlimit_stats(l[i].cl, &l[i].st);
         }
     }
-    sl_buf_append_cstr(out, "# HELP sluice_connections_open Open client connections.\n"
-                            "# TYPE sluice_connections_open gauge\n");
-    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
-        if (l[i].cl != NULL) {
-            sl_buf_printf(out, "sluice_connections_open{listener=\"%s\"} %" PRIu64 "\n", l[i].name,
-                          l[i].st.open);
-        }
-    }
-    sl_buf_append_cstr(out, "# HELP sluice_connection_peers Peer addresses with an open "
-                            "connection.\n"
-                            "# TYPE sluice_connection_peers gauge\n");
-    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
-        if (l[i].cl != NULL) {
-            sl_buf_printf(out, "sluice_connection_peers{listener=\"%s\"} %" PRIu64 "\n", l[i].name,
-                          l[i].st.peers);
-        }
-    }
-    sl_buf_append_cstr(out, "# HELP sluice_connections_limit The connection caps in force "
-                            "(for sqs: server.max_connections and _per_peer).\n"
-                            "# TYPE sluice_connections_limit gauge\n");
-    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
-        if (l[i].cl != NULL) {
-            sl_buf_printf(out,
-                          "sluice_connections_limit{listener=\"%s\",scope=\"process\"} %u\n"
-                          "sluice_connections_limit{listener=\"%s\",scope=\"peer\"} %u\n",
-                          l[i].name, l[i].st.max_connections, l[i].name, l[i].st.max_per_peer);
-        }
-    }
-    sl_buf_append_cstr(out, "# HELP sluice_connections_refused_total Connections closed at "
-                            "accept, and accept calls that failed, by reason.\n"
-                            "# TYPE sluice_connections_refused_total counter\n");
-    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
-        for (int r = 0; l[i].cl != NULL && r < GW_CONN_REFUSAL_COUNT; r++) {
-            sl_buf_printf(out,
-                          "sluice_connections_refused_total{listener=\"%s\",reason=\"%s\"} "
-                          "%" PRIu64 "\n",
-                          l[i].name, gw__conn_refusal_name((enum gw_conn_refusal)r),
-                          l[i].st.refused[r]);
+    enum { OPEN, PEERS, LIMIT, REFUSED };
+    static const char *const head[] = {
+        [OPEN] = "# HELP sluice_connections_open Open client connections.\n"
+                 "# TYPE sluice_connections_open gauge\n",
+        [PEERS] = "# HELP sluice_connection_peers Peer addresses with an open connection.\n"
+                  "# TYPE sluice_connection_peers gauge\n",
+        [LIMIT] = "# HELP sluice_connections_limit The connection caps in force (for sqs: "
+                  "server.max_connections and _per_peer).\n"
+                  "# TYPE sluice_connections_limit gauge\n",
+        [REFUSED] = "# HELP sluice_connections_refused_total Connections closed at accept, and "
+                    "accept calls that failed, by reason.\n"
+                    "# TYPE sluice_connections_refused_total counter\n",
+    };
+    for (int f = OPEN; f <= REFUSED; f++) {
+        sl_buf_append_cstr(out, head[f]);
+        for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
+            const struct gw_connlimit_stats *st = &l[i].st;
+            const char *n = l[i].name;
+            if (l[i].cl == NULL) {
+                continue;
+            }
+            if (f == OPEN) {
+                sl_buf_printf(out, "sluice_connections_open{listener=\"%s\"} %" PRIu64 "\n", n,
+                              st->open);
+            } else if (f == PEERS) {
+                sl_buf_printf(out, "sluice_connection_peers{listener=\"%s\"} %" PRIu64 "\n", n,
+                              st->peers);
+            } else if (f == LIMIT) {
+                sl_buf_printf(out,
+                              "sluice_connections_limit{listener=\"%s\",scope=\"process\"} %u\n"
+                              "sluice_connections_limit{listener=\"%s\",scope=\"peer\"} %u\n",
+                              n, st->max_connections, n, st->max_per_peer);
+            } else {
+                for (int r = 0; r < GW_CONN_REFUSAL_COUNT; r++) {
+                    sl_buf_printf(out,
+                                  "sluice_connections_refused_total{listener=\"%s\",reason="
+                                  "\"%s\"} %" PRIu64 "\n",
+                                  n, gw__conn_refusal_name((enum gw_conn_refusal)r),
+                                  st->refused[r]);
+                }
+            }
         }
     }
 }

@@ -118,8 +118,12 @@ static void bad_credentials(const struct it_server *s)
     IT_CHECK(it_healthz(s));
 }
 
-/* A request signed by sigv4_sign_sqs_request as of 20 minutes ago. */
-static void expired_request(const struct it_server *s)
+/* Sends ListQueues ("{}") signed by sigv4_sign_sqs_request at signed_at
+ * over content-type, host, the date and, when sign_target, X-Amz-Target;
+ * the X-Amz-Target header is sent either way. Returns the response (free
+ * it); *authz_out gets the Authorization value. */
+static struct it_response send_signed_list_queues(const struct it_server *s, int64_t signed_at,
+                                                  bool sign_target, char *authz_out, size_t cap)
 {
     char host[64], amz_date[17];
     snprintf(host, sizeof(host), "127.0.0.1:%u", (unsigned)s->port);
@@ -131,9 +135,9 @@ static void expired_request(const struct it_server *s)
     const struct sigv4_credentials cred = {IT_KEY, IT_SECRET, IT_REGION, "sqs"};
     struct sl_buf auth;
     sl_buf_init(&auth);
-    int64_t then = (int64_t)time(NULL) - 20 * 60;
-    IT_REQUIRE(sigv4_sign_sqs_request(&cred, host, "/", extra, SL_ARRAY_LEN(extra),
-                                      sl_slice_cstr(body), then, amz_date, &auth) == SL_OK);
+    IT_REQUIRE(sigv4_sign_sqs_request(&cred, host, "/", extra, sign_target ? 2 : 1,
+                                      sl_slice_cstr(body), signed_at, amz_date, &auth) == SL_OK);
+    snprintf(authz_out, cap, "%s", auth.p);
     char authz[512], date_hdr[64];
     snprintf(authz, sizeof(authz), "authorization: %s", auth.p);
     snprintf(date_hdr, sizeof(date_hdr), "x-amz-date: %s", amz_date);
@@ -143,43 +147,33 @@ static void expired_request(const struct it_server *s)
         .method = "POST", .path = "/", .headers = headers, .body = body, .body_len = 2};
     struct it_response r;
     IT_CHECK(it_request(s, &req, &r) == 0);
+    sl_buf_free(&auth);
+    return r;
+}
+
+/* A request signed by sigv4_sign_sqs_request as of 20 minutes ago. */
+static void expired_request(const struct it_server *s)
+{
+    char authz[512];
+    struct it_response r =
+        send_signed_list_queues(s, (int64_t)time(NULL) - 20 * 60, true, authz, sizeof(authz));
     expect_error(&r, 400, "RequestExpired", "com.amazon.coral.service#RequestExpired");
     it_response_free(&r);
-    sl_buf_free(&auth);
     IT_CHECK(it_healthz(s));
 }
 
 /* A signature over host, date and content type only, sent with an
  * X-Amz-Target the client chose afterwards: the action must be signed, or
- * one captured signature would run any action (here a purge). */
+ * one captured signature would run whatever action its sender names. */
 static void unsigned_target_is_refused(const struct it_server *s)
 {
-    char host[64], amz_date[17];
-    snprintf(host, sizeof(host), "127.0.0.1:%u", (unsigned)s->port);
-    const char *body = "{}";
-    const struct sigv4_header extra[] = {
-        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(SQS_JSON)},
-    };
-    const struct sigv4_credentials cred = {IT_KEY, IT_SECRET, IT_REGION, "sqs"};
-    struct sl_buf auth;
-    sl_buf_init(&auth);
-    IT_REQUIRE(sigv4_sign_sqs_request(&cred, host, "/", extra, SL_ARRAY_LEN(extra),
-                                      sl_slice_cstr(body), (int64_t)time(NULL), amz_date,
-                                      &auth) == SL_OK);
-    IT_CHECK(strstr(auth.p, "SignedHeaders=content-type;host;x-amz-date,") != NULL);
-    char authz[512], date_hdr[64];
-    snprintf(authz, sizeof(authz), "authorization: %s", auth.p);
-    snprintf(date_hdr, sizeof(date_hdr), "x-amz-date: %s", amz_date);
-    const char *headers[] = {"content-type: " SQS_JSON, "x-amz-target: AmazonSQS.ListQueues",
-                             date_hdr, authz, NULL};
-    struct it_request req = {
-        .method = "POST", .path = "/", .headers = headers, .body = body, .body_len = 2};
-    struct it_response r;
-    IT_CHECK(it_request(s, &req, &r) == 0);
+    char authz[512];
+    struct it_response r =
+        send_signed_list_queues(s, (int64_t)time(NULL), false, authz, sizeof(authz));
+    IT_CHECK(strstr(authz, "SignedHeaders=content-type;host;x-amz-date,") != NULL);
     expect_error(&r, 400, "IncompleteSignature", "com.amazon.coral.service#IncompleteSignature");
     IT_CHECK(strstr(r.body, "X-Amz-Target") != NULL);
     it_response_free(&r);
-    sl_buf_free(&auth);
     IT_CHECK(it_healthz(s));
 }
 

@@ -642,6 +642,22 @@ static void test_security_token(void **state)
     sl_buf_free(&s.authz);
 }
 
+/* Every x-amz-* header must be among the signed ones (X-Amz-Target is, in
+ * make_signed); its case on the wire does not matter. */
+static void test_unsigned_amz_header(void **state)
+{
+    (void)state;
+    struct signed_req s;
+    make_signed(&s, true);
+    treq_add(&s.t, "X-Amz-User-Agent", "added-after-signing");
+    const char *why = NULL;
+    assert_int_equal(
+        verify_with(&s.t.req, s.authz.p, "acme-secret", "us-east-1", "sqs", s.now, &why),
+        SIGV4_FAIL_INCOMPLETE);
+    assert_non_null(strstr(why, "X-Amz-Target"));
+    sl_buf_free(&s.authz);
+}
+
 static void test_payload_hash_header(void **state)
 {
     (void)state;
@@ -1262,6 +1278,7 @@ int main(void)
         cmocka_unit_test(test_clock_skew),
         cmocka_unit_test(test_scope),
         cmocka_unit_test(test_security_token),
+        cmocka_unit_test(test_unsigned_amz_header),
         cmocka_unit_test(test_payload_hash_header),
         cmocka_unit_test(test_signed_headers_rules),
         cmocka_unit_test(test_date_header_fallback),
