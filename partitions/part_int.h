@@ -268,6 +268,7 @@ struct part_writer {
     bool exited; /* the thread has left its loop: submits fail */
     bool kicked;
     _Atomic bool failed;
+    _Atomic bool full_seen; /* a write failed for lack of space since the open */
     _Atomic int64_t queued; /* jobs waiting: "least busy writer" hint */
     /* part_engine_stats: written by the writer thread after each COMMIT,
      * read from any thread; relaxed (monotonic counters, no ordering). */
