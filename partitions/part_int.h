@@ -345,6 +345,11 @@ struct part_engine {
     pthread_mutex_t clients_mu;
     struct part_client *clients;
     struct part_hooks hooks;
+    /* the low-disk watermark (part_disk.c) */
+    _Atomic uint64_t min_free;   /* bytes; 0: off */
+    _Atomic uint64_t disk_free;  /* last sample; UINT64_MAX: unknown */
+    _Atomic uint64_t disk_at_ms; /* when (sl_mono_ns ms + 1); 0: sample now */
+    _Atomic bool disk_low;
 };
 
 /* Inline helpers over the types above; any thread. */

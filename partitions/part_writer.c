@@ -44,6 +44,7 @@
 
 #include "part_batch.h"
 #include "part_catalog.h"
+#include "part_disk.h"
 #include "part_groups.h"
 #include "part_ops.h"
 #include "part_schema.h"
@@ -584,12 +585,13 @@ void part__writer_stop(struct part_writer *w)
     }
     part__schema_close(w);
     if (w->db != NULL) {
-        if (atomic_load(&w->full_seen)) {
-            /* The disk is full: copying the WAL into the file could grow it
+        if (atomic_load(&w->full_seen) || part__disk_low(w->engine)) {
+            /* The disk is (nearly) full: copying the WAL into the file could grow it
              * into the last free blocks, and a half-done checkpoint frees
              * nothing. The WAL stays as it is; the next open reads it. */
             sl_log(SL_LOG_WARN, LOG_MOD,
-                   "partition %u: the disk is full: no checkpoint at close, the WAL is kept",
+                   "partition %u: the disk is nearly full: no checkpoint at close, the WAL is "
+                   "kept",
                    w->index);
             sqlite3_db_config(w->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
         } else {
