@@ -69,9 +69,9 @@ static struct {
     _Atomic bool dead;      /* after the cut */
     _Atomic uint64_t fails; /* writes failed by injection */
     bool tracking;
-    unsigned seed;      /* tear/keep choices at the cut */
-    pthread_mutex_t mu; /* paths */
-    struct tv_path *paths;
+    unsigned seed;          /* tear/keep choices at the cut */
+    pthread_mutex_t mu;     /* paths */
+    struct tv_path **paths; /* each allocated alone: files point at them */
     size_t npaths;
 } tv = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -89,8 +89,8 @@ static sqlite3_file *tv_real(sqlite3_file *f)
 static struct tv_path *tv_path_get(const char *name)
 {
     for (size_t i = 0; i < tv.npaths; i++) {
-        if (strcmp(tv.paths[i].name, name) == 0) {
-            return &tv.paths[i];
+        if (strcmp(tv.paths[i]->name, name) == 0) {
+            return tv.paths[i];
         }
     }
     return NULL;
@@ -143,7 +143,7 @@ static void tv_cut_now(void)
     pthread_mutex_lock(&tv.mu);
     if (!atomic_exchange(&tv.dead, true)) {
         for (size_t i = 0; i < tv.npaths; i++) {
-            tv_restore(&tv.paths[i]);
+            tv_restore(tv.paths[i]);
         }
     }
     pthread_mutex_unlock(&tv.mu);
@@ -336,8 +336,9 @@ static int tv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flag
         struct tv_path *p = tv_path_get(name);
         if (p == NULL) {
             tv.paths = realloc(tv.paths, (tv.npaths + 1) * sizeof *tv.paths);
-            p = &tv.paths[tv.npaths++];
-            *p = (struct tv_path){.name = strdup(name)};
+            p = calloc(1, sizeof *p);
+            p->name = strdup(name);
+            tv.paths[tv.npaths++] = p;
             sqlite3_int64 size = 0;
             tf->real->pMethods->xFileSize(tf->real, &size);
             p->synced_size = size;
@@ -436,9 +437,10 @@ static void tv_track(bool on)
 {
     pthread_mutex_lock(&tv.mu);
     for (size_t i = 0; i < tv.npaths; i++) {
-        tv_undo_clear(&tv.paths[i]);
-        free(tv.paths[i].undo);
-        free(tv.paths[i].name);
+        tv_undo_clear(tv.paths[i]);
+        free(tv.paths[i]->undo);
+        free(tv.paths[i]->name);
+        free(tv.paths[i]);
     }
     free(tv.paths);
     tv.paths = NULL;
