@@ -76,7 +76,8 @@ static const char *const limits_keys[] = {
     "max_queues",          "queues", "actions",      NULL};
 static const char *const spill_keys[] = {"delay_seconds", "aged_after_seconds", NULL};
 static const char *const rate_keys[] = {"requests_per_second", "burst", NULL};
-static const char *const server_keys[] = {"max_connections", "max_connections_per_peer", NULL};
+static const char *const server_keys[] = {"max_connections", "max_connections_per_peer",
+                                          "min_free_disk_bytes", NULL};
 
 static const char *const *const section_keys[SEC_N] = {
     top_keys,    tls_keys,   admin_keys, defaults_keys, tenant_keys,
@@ -519,6 +520,8 @@ static void load_server(struct vctx *v, const struct cfg__node *k, const struct 
             cfg__set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections);
         } else if (cfg__key_is(key, "max_connections_per_peer")) {
             cfg__set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections_per_peer);
+        } else if (cfg__key_is(key, "min_free_disk_bytes")) {
+            cfg__get_uint(v, key, val, 0, UINT64_MAX, &srv->min_free_disk_bytes);
         } else {
             report_unknown(v, SEC_SERVER, "in server", key);
         }
@@ -612,6 +615,7 @@ static void set_defaults(struct cfg_snapshot *s, struct tenant_settings *ts)
     s->durability = CFG_DURABILITY_FSYNC;
     s->io_threads = 0;
     s->log_requests = true;
+    s->server.min_free_disk_bytes = 64ull << 20;
     *ts = (struct tenant_settings){
         .limits = {.requests_per_second = 1000,
                    .burst = 2000,

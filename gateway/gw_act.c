@@ -140,6 +140,11 @@ void gw__act_fail_storage(struct gw_act_ctx *ctx, int status)
         gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
     } else if (status == SL_ECLOSED) {
         gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE, "The service is shutting down.");
+    } else if (status == SL_EBUSY) {
+        /* the partitions' "full": the disk is full or below its watermark;
+         * transient, the client retries */
+        gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE,
+                       "The disk is full or nearly full; retry later.");
     } else {
         gw_sqs_err_set(&err, GW_SQS_E_INTERNAL_ERROR, "Storage failed: %s.", sl_strerror(status));
     }

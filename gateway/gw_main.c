@@ -25,6 +25,7 @@
 
 #include "cfg.h"
 #include "gw.h"
+#include "gw_act.h" /* struct gw_api: the engine, for the disk watermark */
 #include "gw_api.h"
 #include "gw_server.h"
 
@@ -250,6 +251,11 @@ static void reload(struct process *p)
         sl_log(SL_LOG_INFO, "main", "reload: connections: at most %u, %u per peer address",
                max_total, max_peer);
     }
+    if (cur->server.min_free_disk_bytes != next->server.min_free_disk_bytes) {
+        part_engine_set_min_free(p->api->engine, next->server.min_free_disk_bytes);
+        sl_log(SL_LOG_INFO, "main", "reload: sends refused below %llu free disk bytes",
+               (unsigned long long)next->server.min_free_disk_bytes);
+    }
     cfg_snapshot_unref(cur);
 
     cfg_holder_swap(p->holder, next); /* the holder owns next's reference now */
@@ -304,6 +310,7 @@ static int run(struct process *p)
         sl_log(SL_LOG_ERROR, "main", "cannot start the API layer: %s", err);
         goto out_holder;
     }
+    part_engine_set_min_free(p->api->engine, snap->server.min_free_disk_bytes);
 
     struct gw_listener_spec specs[2];
     size_t n = 0;

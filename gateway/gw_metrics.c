@@ -798,6 +798,21 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
     }
 }
 
+/* The low-disk watermark (server.min_free_disk_bytes): free space of the
+ * data directory's file system, and whether sends are refused for it. */
+static void render_disk(struct sl_buf *out, struct part_engine *e)
+{
+    uint64_t free_bytes = 0;
+    bool low = false;
+    part_engine_disk(e, &free_bytes, &low);
+    family(out, "sluice_disk_free_bytes", "gauge",
+           "Free bytes of the data directory's file system (sampled at most once a second).");
+    sl_buf_printf(out, "sluice_disk_free_bytes %llu\n", (unsigned long long)free_bytes);
+    family(out, "sluice_disk_low", "gauge",
+           "1 while free disk is below server.min_free_disk_bytes: sends are refused (503).");
+    sl_buf_printf(out, "sluice_disk_low %d\n", low ? 1 : 0);
+}
+
 void gw_metrics_render(struct gw_metrics *m, const struct gw_metrics_sources *src,
                        struct sl_buf *out)
 {
@@ -816,6 +831,7 @@ void gw_metrics_render(struct gw_metrics *m, const struct gw_metrics_sources *sr
     if (src->engine != NULL) {
         render_queues(out, m, src->engine);
         render_partitions(out, src->engine);
+        render_disk(out, src->engine);
     }
     if (src->conns != NULL || src->admin_conns != NULL) {
         render_connections(out, src);

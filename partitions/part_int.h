@@ -268,6 +268,7 @@ struct part_writer {
     bool exited; /* the thread has left its loop: submits fail */
     bool kicked;
     _Atomic bool failed;
+    _Atomic bool full_seen; /* a write failed for lack of space since the open */
     _Atomic int64_t queued; /* jobs waiting: "least busy writer" hint */
     /* part_engine_stats: written by the writer thread after each COMMIT,
      * read from any thread; relaxed (monotonic counters, no ordering). */
@@ -344,6 +345,11 @@ struct part_engine {
     pthread_mutex_t clients_mu;
     struct part_client *clients;
     struct part_hooks hooks;
+    /* the low-disk watermark (part_disk.c) */
+    _Atomic uint64_t min_free;   /* bytes; 0: off */
+    _Atomic uint64_t disk_free;  /* last sample; UINT64_MAX: unknown */
+    _Atomic uint64_t disk_at_ms; /* when (sl_mono_ns ms + 1); 0: sample now */
+    _Atomic bool disk_low;
 };
 
 /* Inline helpers over the types above; any thread. */

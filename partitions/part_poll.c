@@ -156,6 +156,15 @@ static void recv_no_message(struct part_engine *e, struct part_job *job)
 {
     struct part_recv *r = job->recv;
     struct part_queue *q = job->q;
+    /* A stopped partition's counters say nothing of what its file holds:
+     * "no message" would hide them, so the receive fails instead. */
+    for (size_t i = 0; i < r->nparts; i++) {
+        if (!part__partition_ok(e, r->parts[i])) {
+            job->status = SL_EIO;
+            part__complete(job);
+            return;
+        }
+    }
     job->status = SL_OK;
     if (r->deadline_ns == 0 || sl_mono_ns() >= r->deadline_ns) {
         part__complete(job);

@@ -160,16 +160,23 @@ sqlite3_stmt *part__stmt(struct part_writer *w, int which)
  * index), each step and the new user_version in one transaction, so a
  * crash halfway leaves the old version to migrate again. A new file has no
  * msg table and needs nothing. */
-static bool migrate(struct part_writer *w)
+static int user_version(struct part_writer *w)
 {
     sqlite3_stmt *st = NULL;
     int version = -1;
-    bool has_msg = false;
     if (sqlite3_prepare_v2(w->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW) {
         version = sqlite3_column_int(st, 0);
     }
     sqlite3_finalize(st);
+    return version;
+}
+
+static bool migrate(struct part_writer *w)
+{
+    sqlite3_stmt *st = NULL;
+    int version = user_version(w);
+    bool has_msg = false;
     if (sqlite3_prepare_v2(w->db, "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='msg'",
                            -1, &st, NULL) == SQLITE_OK) {
         has_msg = sqlite3_step(st) == SQLITE_ROW;
@@ -224,9 +231,11 @@ bool part__schema_open(struct part_writer *w, char *why, size_t whylen)
         w->engine->opt.durability == PART_DURABILITY_FSYNC ? PART_PRAGMAS_FSYNC : PART_PRAGMAS_OS;
     char set_version[48];
     snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d", PART_SCHEMA_VERSION);
+    /* Nothing here writes to a file already at the current schema, so
+     * that a partition opens on a full disk. */
     if (part__sql_exec(w->db, pragmas) != SL_OK || !migrate(w) ||
         part__sql_exec(w->db, PART_SCHEMA) != SL_OK ||
-        part__sql_exec(w->db, set_version) != SL_OK) {
+        (user_version(w) != PART_SCHEMA_VERSION && part__sql_exec(w->db, set_version) != SL_OK)) {
         snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
         return false;
     }

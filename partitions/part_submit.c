@@ -18,6 +18,7 @@
 #include "part_catalog.h"
 #include "part_catalog_db.h"
 #include "part_client.h"
+#include "part_disk.h"
 #include "part_poll.h"
 
 /* ---- submission -------------------------------------------------------- */
@@ -68,6 +69,9 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         if (entries[i].group_id.n > PART_GROUP_ID_MAX || entries[i].digests.n > PART_DIGESTS_MAX) {
             return SL_EINVAL;
         }
+    }
+    if (part__disk_low(c->engine)) {
+        return SL_EBUSY; /* the last free blocks are for deletes and checkpoints */
     }
     struct part_job *job = NULL;
     int rc = queue_job_new(c, PART_OP_SEND, queue_id, cookie, done, &job);

@@ -16,9 +16,11 @@
  * synchronous FULL with fsync, NORMAL with os. Only after a commit does it
  * apply counter deltas, wake long polls and complete that transaction's
  * jobs. If any statement fails the whole transaction is rolled back and
- * every job in it fails with SL_EIO; corruption or an I/O error also
- * marks the partition failed (sticky), so later jobs fail fast instead of
- * touching the file.
+ * every job in it fails: with SL_EBUSY when the file system is out of
+ * space (transient: the partition keeps running, and takes writes again
+ * as soon as space returns), else with SL_EIO; corruption or another I/O
+ * error also marks the partition failed (sticky), so later jobs fail fast
+ * instead of touching the file.
  *
  * Timers: a binary min-heap of (due ms, row, kind) per writer, rebuilt
  * from the table at start-up. Entries are validated when they fire (the
@@ -42,6 +44,7 @@
 
 #include "part_batch.h"
 #include "part_catalog.h"
+#include "part_disk.h"
 #include "part_groups.h"
 #include "part_ops.h"
 #include "part_schema.h"
@@ -141,6 +144,7 @@ static void checkpoint(struct part_writer *w)
         return;
     }
     w->wal_pages = 0;
+    atomic_store(&w->full_seen, false); /* the checkpoint found room: space is back */
     /* Give deleted pages back to the file system a little at a time. */
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(w->db, "PRAGMA freelist_count", -1, &st, NULL) == SQLITE_OK &&
@@ -150,28 +154,57 @@ static void checkpoint(struct part_writer *w)
     sqlite3_finalize(st);
 }
 
-static void mark_failed(struct part_writer *w, int rc)
+/* Whether rc (an extended code of w->db's last error) means the file
+ * system ran out of space. SQLite's unix VFS turns ENOSPC on a write into
+ * SQLITE_FULL; growing the -shm file or truncating reports an I/O error
+ * with the errno kept, hence the second test. */
+static bool out_of_space(struct part_writer *w, int rc)
 {
+    if ((rc & 0xff) == SQLITE_FULL) {
+        return true;
+    }
+    int err = sqlite3_system_errno(w->db);
+    return (rc & 0xff) == SQLITE_IOERR && (err == ENOSPC || err == EDQUOT);
+}
+
+/* Classifies a failed statement's rc: a full disk is transient (SL_EBUSY,
+ * noted in w->full_seen for the close path), corruption and other I/O
+ * errors stop the partition for good (SL_EIO), anything else fails just
+ * this transaction (SL_EIO). Returns the status for the batch's jobs. */
+static int storage_error(struct part_writer *w, int rc)
+{
+    if (out_of_space(w, rc)) {
+        if (!atomic_exchange(&w->full_seen, true)) {
+            sl_log(SL_LOG_WARN, LOG_MOD,
+                   "partition %u (%s): the disk is full: %s; writes fail until space returns",
+                   w->index, w->path, sqlite3_errstr(rc));
+        }
+        return SL_EBUSY;
+    }
     int primary = rc & 0xff;
     if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB || primary == SQLITE_IOERR ||
-        primary == SQLITE_FULL || primary == SQLITE_CANTOPEN) {
+        primary == SQLITE_CANTOPEN) {
         if (!atomic_exchange(&w->failed, true)) {
             sl_log(SL_LOG_ERROR, LOG_MOD,
                    "partition %u (%s) stopped after a storage error: %s; its jobs now fail",
                    w->index, w->path, sqlite3_errstr(rc));
         }
     }
+    return SL_EIO;
 }
 
-static bool step_simple(struct part_writer *w, int which)
+/* Steps one of the BEGIN/COMMIT/ROLLBACK statements; on failure *status
+ * gets storage_error's verdict. */
+static bool step_simple(struct part_writer *w, int which, int *status)
 {
     sqlite3_stmt *st = w->st[which];
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
+        int ext = sqlite3_extended_errcode(w->db);
         sl_log(SL_LOG_ERROR, LOG_MOD, "partition %u: %s: %s", w->index, part__schema_sql(which),
                sqlite3_errmsg(w->db));
-        mark_failed(w, sqlite3_extended_errcode(w->db));
+        *status = storage_error(w, ext);
         return false;
     }
     return true;
@@ -209,14 +242,14 @@ static void rearm_fired(struct part_writer *w, const struct part_batch *b, uint6
 /* With durability fsync a commit syncs the WAL (synchronous FULL) unless
  * the batch holds only leases (see split_leases); durability os never
  * does. The setting is the connection's, so it changes between batches. */
-static bool set_sync(struct part_writer *w, bool sync)
+static bool set_sync(struct part_writer *w, bool sync, int *status)
 {
     if (w->engine->opt.durability != PART_DURABILITY_FSYNC || w->syncing == sync) {
         return true;
     }
     if (part__sql_exec(w->db, part_sql_text(sync ? PART_SQL_SYNC_FULL : PART_SQL_SYNC_NORMAL)) !=
         SL_OK) {
-        mark_failed(w, sqlite3_extended_errcode(w->db));
+        *status = storage_error(w, sqlite3_extended_errcode(w->db));
         return false;
     }
     w->syncing = sync;
@@ -228,19 +261,25 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
     struct part_engine *e = w->engine;
     uint64_t now = part__now(e);
     uint64_t begin_ns = sl_mono_ns();
-    bool ok = !atomic_load(&w->failed) && set_sync(w, sync) && step_simple(w, ST_BEGIN);
+    int status = SL_EIO; /* of the jobs, if the batch fails */
+    bool ok =
+        !atomic_load(&w->failed) && set_sync(w, sync, &status) && step_simple(w, ST_BEGIN, &status);
     if (ok) {
         part__ops_fire_timers(w, b, now);
         for (struct part_job *j = jobs; j != NULL && !b->sql_failed; j = j->next) {
             part__ops_exec(w, b, j, now);
         }
         if (b->sql_failed) {
-            mark_failed(w, sqlite3_extended_errcode(w->db));
+            status = storage_error(w, sqlite3_extended_errcode(w->db));
         }
         uint64_t commit_ns = sl_mono_ns();
-        ok = !b->sql_failed && step_simple(w, ST_COMMIT);
+        ok = !b->sql_failed && step_simple(w, ST_COMMIT, &status);
         if (!ok) {
-            step_simple(w, ST_ROLLBACK);
+            /* SQLite may have rolled back already (a full disk does) */
+            int ignored;
+            if (!sqlite3_get_autocommit(w->db)) {
+                step_simple(w, ST_ROLLBACK, &ignored);
+            }
             rearm_fired(w, b, now);
         } else {
             count_commit(w, jobs, begin_ns, commit_ns);
@@ -260,7 +299,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
         jobs = j->next;
         j->next = NULL;
         if (!ok) {
-            j->status = SL_EIO;
+            j->status = status;
         }
         if (j->op == PART_OP_RECEIVE) {
             e->hooks.receive_continue(e, j);
@@ -546,7 +585,18 @@ void part__writer_stop(struct part_writer *w)
     }
     part__schema_close(w);
     if (w->db != NULL) {
-        sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        if (atomic_load(&w->full_seen) || part__disk_low(w->engine)) {
+            /* The disk is (nearly) full: copying the WAL into the file could grow it
+             * into the last free blocks, and a half-done checkpoint frees
+             * nothing. The WAL stays as it is; the next open reads it. */
+            sl_log(SL_LOG_WARN, LOG_MOD,
+                   "partition %u: the disk is nearly full: no checkpoint at close, the WAL is "
+                   "kept",
+                   w->index);
+            sqlite3_db_config(w->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+        } else {
+            sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        }
         sqlite3_close(w->db);
         w->db = NULL;
     }

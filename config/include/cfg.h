@@ -135,6 +135,7 @@ struct cfg_tls {
 struct cfg_server {
     uint32_t max_connections;
     uint32_t max_connections_per_peer;
+    uint64_t min_free_disk_bytes; /* sends refused below it; 0: off */
 };
 
 struct cfg__principal_entry; /* private, see _principals */

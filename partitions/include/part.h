@@ -90,6 +90,17 @@ const uint8_t *part_engine_key(const struct part_engine *e);
 uint32_t part_engine_partitions(const struct part_engine *e);
 /* False when partition p failed to open or hit a storage error. */
 bool part_engine_partition_ok(const struct part_engine *e, uint32_t p);
+/* The low-disk watermark: while the free space of data_dir's file system
+ * is below bytes (0: off, the default), part_send fails with SL_EBUSY
+ * before anything reaches SQLite; receives, deletes and visibility
+ * changes still run. Free space is sampled at most once a second. Any
+ * thread. */
+void part_engine_set_min_free(struct part_engine *e, uint64_t bytes);
+/* Free bytes of data_dir's file system as last sampled (sampled now if
+ * that was over a second ago; 0 if unknown) and whether they are below
+ * the watermark. Any thread. */
+void part_engine_disk(struct part_engine *e, uint64_t *free_bytes, bool *low);
+
 /* Jobs waiting at partition p's writer right now (the "least busy writer"
  * tie-break of the send choice); 0 for a bad p. Any thread. */
 int64_t part_engine_partition_queued(const struct part_engine *e, uint32_t p);
@@ -305,7 +316,9 @@ struct part_send_entry {
 };
 
 /* Stores 1..PART_MAX_BATCH messages in queue_id on one partition, in one
- * transaction. res->sent has one entry per message. */
+ * transaction. res->sent has one entry per message. Returns SL_EBUSY at
+ * once below the low-disk watermark (part_engine_set_min_free); the job
+ * completes with SL_EBUSY when the disk is full (transient: retry). */
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done);

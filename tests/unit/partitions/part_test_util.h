@@ -67,6 +67,7 @@ struct t_env {
     _Atomic uint64_t now;
     uint32_t nparts;
     enum part_durability durability;
+    uint32_t checkpoint_pages; /* 0: the engine's default */
 };
 
 static uint64_t t_clock(void *ctx)
@@ -158,6 +159,7 @@ static void t_open(struct t_env *t)
     struct part_options o = {.data_dir = t->dir,
                              .partitions = t->nparts,
                              .durability = t->durability,
+                             .checkpoint_pages = t->checkpoint_pages,
                              .now_ms = t_clock,
                              .clock_ctx = (void *)&t->now};
     char err[512] = "";
