@@ -509,10 +509,16 @@ static struct sl_slice pseudo_value(const struct gw_exchange *ex, int which)
     return i < 0 ? (struct sl_slice){"", 0} : ref_value(ex, (size_t)i);
 }
 
-/* Builds ex->req from the stored header bytes, now that they stop moving. */
+/* Builds ex->req from the stored header bytes, now that they stop moving:
+ * at the end of the headers for on_headers, and again at END_STREAM, which
+ * only adds the body (trailers are not stored). */
 static void build_request(struct gw_exchange *ex)
 {
     struct gw_h2c *c = ex->c;
+    ex->req.body = (struct sl_slice){ex->body.p != NULL ? ex->body.p : "", ex->body.n};
+    ex->req.start_mono_ns = c->now_ns;
+    if (ex->headers != NULL)
+        return;
     size_t regular = 0;
     ex->headers = sl_xcalloc(ex->ref_count + 1, sizeof(*ex->headers));
     struct sl_slice host = {"", 0};
@@ -534,9 +540,7 @@ static void build_request(struct gw_exchange *ex)
     ex->req.scheme = pseudo_value(ex, PSEUDO_SCHEME);
     ex->req.headers = ex->headers;
     ex->req.header_count = regular;
-    ex->req.body = (struct sl_slice){ex->body.p != NULL ? ex->body.p : "", ex->body.n};
     ex->req.request_id = ex->request_id;
-    ex->req.start_mono_ns = c->now_ns;
     ex->req.tls = c->env.tls;
 }
 
@@ -577,6 +581,29 @@ static void request_complete(struct gw_exchange *ex)
     h->on_request(c->env.loop_ctx, ex, &ex->req);
 }
 
+/* The handler's look at a request before its body (gw_headers_fn): the
+ * exchange is lent as if dispatched, and taken back unless answered. */
+static void offer_headers(struct gw_exchange *ex)
+{
+    struct gw_h2c *c = ex->c;
+    const struct gw_handler *h = c->env.handler;
+    if (h == NULL || h->on_headers == NULL || ex->pseudo[PSEUDO_METHOD] < 0 ||
+        ex->pseudo[PSEUDO_PATH] < 0 || is_healthz(ex))
+        return;
+    build_request(ex);
+    ex->state = EX_DISPATCHED;
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)++;
+    if (h->on_headers(c->env.loop_ctx, ex, &ex->req) == GW_HEADERS_ANSWERED) {
+        SL_ASSERT(ex->state == EX_RESPONDED);
+        return;
+    }
+    SL_ASSERT(ex->state == EX_DISPATCHED);
+    ex->state = EX_RECEIVING;
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)--;
+}
+
 /* HEADERS ended without END_STREAM: refuse early what cannot succeed. */
 static void headers_complete(struct gw_exchange *ex)
 {
@@ -597,9 +624,12 @@ static void headers_complete(struct gw_exchange *ex)
         unsigned long long len = strtoull(tmp, NULL, 10);
         if (len > GW_MAX_REQUEST_BODY)
             goto too_large;
-        sl_buf_reserve(&ex->body, (size_t)len); /* one allocation, bounded */
+        offer_headers(ex);
+        if (ex->state == EX_RECEIVING)
+            sl_buf_reserve(&ex->body, (size_t)len); /* one allocation, bounded */
         return;
     }
+    offer_headers(ex);
     return;
 too_large:
     respond_error(ex, 413, "RequestEntityTooLarge", "request body exceeds 2162688 bytes");

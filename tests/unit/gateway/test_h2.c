@@ -48,6 +48,7 @@ struct fixture {
     struct gw_exchange *held[MAX_STREAMS];
     int held_count;
     int cancels;
+    int header_calls;
     /* copy of the last request */
     char method[16], path[64], authority[64], body[64], request_id[37];
     char header_names[512];
@@ -105,6 +106,19 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     memset(big, 'x', fx->resp_body_len);
     gw_exchange_respond(ex, 200, &ct, 1, big, fx->resp_body_len);
     free(big);
+}
+
+/* Refuses a request without an authorization header before its body. */
+static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex,
+                                          const struct gw_request *partial)
+{
+    struct fixture *fx = loop_ctx;
+    fx->header_calls++;
+    assert_int_equal(partial->body.n, 0);
+    if (gw_request_header(partial, "authorization") != NULL)
+        return GW_HEADERS_CONTINUE;
+    gw_exchange_respond(ex, 403, NULL, 0, "no", 2);
+    return GW_HEADERS_ANSWERED;
 }
 
 static void on_wake(void *owner)
@@ -485,6 +499,29 @@ static void header_list_over_64k_gets_431(void **state)
     assert_int_equal(fx->requests, 0);
 }
 
+static void unauthenticated_body_is_refused_at_headers(void **state)
+{
+    struct fixture *fx = *state;
+    fx->handler.on_headers = on_headers;
+    struct body_src b1 = {.len = 1000000};
+    nghttp2_data_provider p1 = {.source.ptr = &b1, .read_callback = body_read};
+    int32_t refused = submit(fx, "POST", "/", NULL, 0, &p1);
+    struct body_src b2 = {.text = "signed", .len = 6};
+    nghttp2_data_provider p2 = {.source.ptr = &b2, .read_callback = body_read};
+    nghttp2_nv authz[] = {NV("authorization", "AWS4-HMAC-SHA256 Credential=k/...")};
+    int32_t accepted = submit(fx, "POST", "/", authz, 1, &p2);
+    int32_t health = submit(fx, "GET", "/healthz", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, refused)->status, 403);
+    assert_int_equal(cs(fx, accepted)->status, 200);
+    assert_int_equal(cs(fx, health)->status, 200);
+    /* Asked once per request with a body; healthz and bodiless never. */
+    assert_int_equal(fx->header_calls, 2);
+    assert_int_equal(fx->requests, 1);
+    assert_string_equal(fx->body, "signed");
+    assert_int_equal(fx->inflight, 0);
+}
+
 static void request_without_path_is_rejected(void **state)
 {
     struct fixture *fx = *state;
@@ -653,6 +690,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(body_at_the_limit_is_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(too_many_headers_get_431, setup, teardown),
         cmocka_unit_test_setup_teardown(header_list_over_64k_gets_431, setup, teardown),
+        cmocka_unit_test_setup_teardown(unauthenticated_body_is_refused_at_headers, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(request_without_path_is_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(garbage_preface_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(http1_request_gets_505_and_close, setup, teardown),
