@@ -232,6 +232,7 @@ static void answer_metrics(struct admin_loop *l, const struct cfg_snapshot *snap
         .now_ns = sl_mono_ns(),
         .conns = l->api->conns,
         .admin_conns = l->api->admin_conns,
+        .budget = l->api->budget,
     };
     struct sl_buf out;
     sl_buf_init(&out);

@@ -144,6 +144,11 @@ void gw_api_set_connlimit(struct gw_api *api, struct gw_connlimit *sqs, struct g
     api->admin_conns = admin;
 }
 
+void gw_api_set_budget(struct gw_api *api, struct gw_budget *budget)
+{
+    api->budget = budget;
+}
+
 void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap)
 {
     /* New rates apply at once; each tenant's bucket keeps its level, so a
