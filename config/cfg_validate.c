@@ -36,7 +36,7 @@
 #define PARTITIONS_MAX 1024
 #define IO_THREADS_MAX 256
 #define CONNECTIONS_MAX 1000000
-#define BUDGET_MIN ((uint64_t)4 << 20)  /* server.*_budget_bytes */
+#define BUDGET_MIN ((uint64_t)4 << 20) /* server.*_budget_bytes */
 #define BUDGET_MAX ((uint64_t)1 << 40)
 #define RPS_MAX 1000000.0
 #define BURST_MAX 100000000

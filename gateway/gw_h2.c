@@ -84,9 +84,9 @@ struct gw_exchange {
     /* response body, owned until sent: read by nghttp2 and freed at its end */
     char *resp_body;
     size_t resp_len, resp_off;
-    size_t resp_charged;   /* of resp_len, still charged to the budget */
-    uint64_t progress_ns;  /* response submitted, or last bytes taken by nghttp2 */
-    bool stalled;          /* reset by the stall timer; nothing more to send */
+    size_t resp_charged;  /* of resp_len, still charged to the budget */
+    uint64_t progress_ns; /* response submitted, or last bytes taken by nghttp2 */
+    bool stalled;         /* reset by the stall timer; nothing more to send */
 };
 
 struct gw_h2c {

@@ -346,8 +346,8 @@ static int run(struct process *p)
     if (n > 1)
         specs[1].limits = p->admin_limits;
     gw_api_set_connlimit(p->api, p->limits, p->admin_limits);
-    p->budget = gw__budget_new(snap->server.request_body_budget_bytes,
-                               snap->server.response_budget_bytes);
+    p->budget =
+        gw__budget_new(snap->server.request_body_budget_bytes, snap->server.response_budget_bytes);
     specs[0].budget = p->budget;
     gw_api_set_budget(p->api, p->budget);
     log_budgets(p->budget, "");
