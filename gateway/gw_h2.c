@@ -797,7 +797,6 @@ static void submit_response(struct gw_exchange *ex, int status, const struct gw_
     struct gw_h2c *c = ex->c;
     ex->state = EX_RESPONDED;
     ex->progress_ns = c->now_ns;
-    release_body(ex);
     if (body_len > 0) {
         ex->resp_body = sl_trymalloc(body_len);
         if (ex->resp_body == NULL) {
@@ -813,6 +812,7 @@ static void submit_response(struct gw_exchange *ex, int status, const struct gw_
             ex->resp_charged = body_len;
         }
     }
+    release_body(ex); /* after the copy: body may borrow from the request */
     ex->resp_len = body_len;
     if (ex->request_id[0] == '\0')
         sl_uuid4(ex->request_id);
