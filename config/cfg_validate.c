@@ -38,6 +38,8 @@
 #define IO_THREADS_MAX 256
 #define CONNECTIONS_MAX 1000000
 #define MAX_QUEUES_MAX 1000000
+#define BUDGET_MIN ((uint64_t)4 << 20) /* server.*_budget_bytes */
+#define BUDGET_MAX ((uint64_t)1 << 40)
 #define RPS_MAX 1000000.0
 #define BURST_MAX 100000000
 #define MAX_INFLIGHT_MAX 120000000
@@ -76,8 +78,9 @@ static const char *const limits_keys[] = {
     "max_queues",          "queues", "actions",      NULL};
 static const char *const spill_keys[] = {"delay_seconds", "aged_after_seconds", NULL};
 static const char *const rate_keys[] = {"requests_per_second", "burst", NULL};
-static const char *const server_keys[] = {"max_connections", "max_connections_per_peer",
-                                          "min_free_disk_bytes", NULL};
+static const char *const server_keys[] = {"max_connections",       "max_connections_per_peer",
+                                          "min_free_disk_bytes",   "request_body_budget_bytes",
+                                          "response_budget_bytes", NULL};
 
 static const char *const *const section_keys[SEC_N] = {
     top_keys,    tls_keys,   admin_keys, defaults_keys, tenant_keys,
@@ -506,6 +509,23 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
     }
 }
 
+/* A memory budget: 0 (derived), or BUDGET_MIN..BUDGET_MAX bytes. Below the
+ * floor one largest request body (2 MiB and change) could not be taken. */
+static void set_budget(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
+                       uint64_t *out)
+{
+    uint64_t x;
+    if (cfg__get_uint(v, k, val, 0, BUDGET_MAX, &x) != SL_OK) {
+        return;
+    }
+    if (x != 0 && x < BUDGET_MIN) {
+        REPORT(v, val, "%s must be 0 (derived) or at least %llu, not %s", k->value,
+               (unsigned long long)BUDGET_MIN, cfg__qnode(val));
+        return;
+    }
+    *out = x;
+}
+
 /* server: process-wide limits that protect the gateway from its clients. */
 static void load_server(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m)
 {
@@ -522,6 +542,10 @@ static void load_server(struct vctx *v, const struct cfg__node *k, const struct 
             cfg__set_u32(v, key, val, 0, CONNECTIONS_MAX, &srv->max_connections_per_peer);
         } else if (cfg__key_is(key, "min_free_disk_bytes")) {
             cfg__get_uint(v, key, val, 0, UINT64_MAX, &srv->min_free_disk_bytes);
+        } else if (cfg__key_is(key, "request_body_budget_bytes")) {
+            set_budget(v, key, val, &srv->request_body_budget_bytes);
+        } else if (cfg__key_is(key, "response_budget_bytes")) {
+            set_budget(v, key, val, &srv->response_budget_bytes);
         } else {
             report_unknown(v, SEC_SERVER, "in server", key);
         }

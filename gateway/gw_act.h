@@ -55,6 +55,7 @@ struct gw_api {
     struct gw_metrics *metrics;       /* owned; request counters (gw_metrics.h) */
     struct gw_connlimit *conns;       /* SQS listener's caps, borrowed; NULL in tests */
     struct gw_connlimit *admin_conns; /* admin listener's, borrowed; may be NULL */
+    struct gw_budget *budget;         /* SQS listener's memory budgets, borrowed; may be NULL */
     /* Failed admin authentications, all loops: past its rate, admin
      * requests are refused before their credentials are checked. */
     struct pol_gcra admin_auth_failures;

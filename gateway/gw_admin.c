@@ -175,23 +175,65 @@ static bool authenticate_sigv4(struct admin_loop *l, const struct cfg_snapshot *
     }
 }
 
-static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
-                         const struct gw_request *req, struct auth_failure *f)
+/* The Authorization value, or a refusal that needs neither the body nor
+ * the loop (a session token, no credentials at all). */
+static const struct gw_header *authorization(const struct gw_request *req, struct auth_failure *f)
 {
     if (gw_request_header(req, "x-amz-security-token") != NULL) {
-        return auth_fail(f, 403, "AccessDenied", "Session tokens are not supported.");
+        auth_fail(f, 403, "AccessDenied", "Session tokens are not supported.");
+        return NULL;
     }
     const struct gw_header *authz = gw_request_header(req, "authorization");
     if (authz == NULL || authz->value.n == 0) {
-        return auth_fail(f, 401, "Unauthorized",
-                         "The admin listener requires the admin credentials: SigV4 or "
-                         "Authorization: Bearer.");
+        auth_fail(f, 401, "Unauthorized",
+                  "The admin listener requires the admin credentials: SigV4 or "
+                  "Authorization: Bearer.");
+        return NULL;
+    }
+    return authz;
+}
+
+static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
+                         const struct gw_request *req, struct auth_failure *f)
+{
+    const struct gw_header *authz = authorization(req, f);
+    if (authz == NULL) {
+        return false;
     }
     struct sl_slice v = authz->value;
     if (v.n > 7 && strncasecmp(v.p, "Bearer ", 7) == 0) {
         return authenticate_bearer(snap, (struct sl_slice){v.p + 7, v.n - 7}, f);
     }
     return authenticate_sigv4(l, snap, req, f);
+}
+
+/* authenticate() up to where it needs the body: every refusal here is the
+ * one the whole request would get, so it can be sent before the body is
+ * read. Returns true when only the signature is left to check. */
+static bool preauthenticate(const struct cfg_snapshot *snap, const struct gw_request *req,
+                            struct auth_failure *f)
+{
+    const struct gw_header *authz = authorization(req, f);
+    if (authz == NULL) {
+        return false;
+    }
+    struct sl_slice v = authz->value;
+    if (v.n > 7 && strncasecmp(v.p, "Bearer ", 7) == 0) {
+        return authenticate_bearer(snap, (struct sl_slice){v.p + 7, v.n - 7}, f);
+    }
+    struct sigv4_auth auth;
+    enum sigv4_failure failure;
+    if (sigv4_parse_authorization(v, &auth, &failure, NULL) != SL_OK) {
+        return auth_fail(f, 401, "Unauthorized",
+                         "The Authorization header is neither a Bearer token nor an AWS "
+                         "Signature Version 4.");
+    }
+    const char *secret;
+    if (find_admin_secret((void *)snap, auth.access_key_id, &secret) != SL_OK) {
+        return auth_fail(f, 403, "AccessDenied",
+                         "Only the admin credentials may use the admin listener.");
+    }
+    return true;
 }
 
 /* ---- GET /metrics ---------------------------------------------------------------- */
@@ -206,6 +248,7 @@ static void answer_metrics(struct admin_loop *l, const struct cfg_snapshot *snap
         .now_ns = sl_mono_ns(),
         .conns = l->api->conns,
         .admin_conns = l->api->admin_conns,
+        .budget = l->api->budget,
     };
     struct sl_buf out;
     sl_buf_init(&out);
@@ -359,6 +402,23 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     cfg_snapshot_unref(snap);
 }
 
+/* A request with a body: credentials that cannot pass are refused before
+ * the body is read (gw_headers_fn). */
+static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex,
+                                          const struct gw_request *partial)
+{
+    struct admin_loop *l = loop_ctx;
+    struct cfg_snapshot *snap = cfg_holder_get(l->api->holder);
+    struct auth_failure f;
+    bool pass = preauthenticate(snap, partial, &f);
+    cfg_snapshot_unref(snap);
+    if (pass) {
+        return GW_HEADERS_CONTINUE;
+    }
+    respond_error(ex, f.status, f.code, f.message);
+    return GW_HEADERS_ANSWERED;
+}
+
 struct gw_handler gw_admin_handler(struct gw_api *api)
 {
     return (struct gw_handler){
@@ -367,5 +427,6 @@ struct gw_handler gw_admin_handler(struct gw_api *api)
         .loop_drain = loop_drain,
         .loop_stop = loop_stop,
         .on_request = on_request,
+        .on_headers = on_headers,
     };
 }

@@ -146,6 +146,11 @@ void gw_api_set_connlimit(struct gw_api *api, struct gw_connlimit *sqs, struct g
     api->admin_conns = admin;
 }
 
+void gw_api_set_budget(struct gw_api *api, struct gw_budget *budget)
+{
+    api->budget = budget;
+}
+
 void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap)
 {
     /* New rates apply at once; each tenant's bucket keeps its level, so a
@@ -270,6 +275,35 @@ static int authenticate(struct gw_act_ctx *ctx, struct gw_api_loop *l, struct gw
     return SL_OK;
 }
 
+/* What authenticate() would refuse before it needs the body, checked in
+ * the same order as sigv4_authenticate (session token, no Authorization,
+ * a malformed one, an unknown access key), so the answer is the same one
+ * the whole request would get -- only the body is never read. */
+static int preauthenticate(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
+{
+    const struct gw_request *req = ctx->http;
+    if (gw_request_header(req, "x-amz-security-token") != NULL) {
+        return auth_fail(SIGV4_FAIL_TOKEN, NULL, err);
+    }
+    const struct gw_header *authz = gw_request_header(req, "authorization");
+    if (authz == NULL) {
+        return auth_fail(SIGV4_FAIL_MISSING, NULL, err);
+    }
+    struct sigv4_auth auth;
+    enum sigv4_failure failure;
+    const char *why = NULL;
+    if (sigv4_parse_authorization(authz->value, &auth, &failure, &why) != SL_OK) {
+        return auth_fail(failure, why, err);
+    }
+    const char *secret;
+    if (find_principal(ctx, auth.access_key_id, &secret) != SL_OK) {
+        memset(&ctx->principal, 0, sizeof(ctx->principal));
+        return auth_fail(SIGV4_FAIL_UNKNOWN_KEY, NULL, err);
+    }
+    memset(&ctx->principal, 0, sizeof(ctx->principal)); /* not proven until signed */
+    return SL_OK;
+}
+
 /* ---- the request path -------------------------------------------------------- */
 
 static int route(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
@@ -375,6 +409,30 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     action_table[ctx->action].handler(ctx);
 }
 
+/* A request with a body, before the body: refused now when it would be
+ * refused anyway for its credentials, so an unsigned upload costs nothing
+ * but its headers. Known keys go on; the signature needs the body. */
+static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex,
+                                          const struct gw_request *partial)
+{
+    struct gw_api_loop *l = loop_ctx;
+    struct gw_act_ctx *ctx = sl_xcalloc(1, sizeof(*ctx));
+    ctx->api = l->api;
+    ctx->loop = l;
+    ctx->ex = ex;
+    ctx->http = partial;
+    ctx->action = GW_SQS_ACT__COUNT;
+    ctx->snap = cfg_holder_get(l->api->holder);
+    struct gw_sqs_err err;
+    if (preauthenticate(ctx, &err) != SL_OK) {
+        gw__act_fail(ctx, &err); /* responds and frees ctx */
+        return GW_HEADERS_ANSWERED;
+    }
+    cfg_snapshot_unref(ctx->snap);
+    free(ctx);
+    return GW_HEADERS_CONTINUE;
+}
+
 /* ---- handlers ------------------------------------------------------------------ */
 
 struct gw_handler gw_api_sqs_handler(struct gw_api *api)
@@ -385,6 +443,7 @@ struct gw_handler gw_api_sqs_handler(struct gw_api *api)
         .loop_drain = loop_drain,
         .loop_stop = loop_stop,
         .on_request = on_request,
+        .on_headers = on_headers,
     };
 }
 

@@ -37,6 +37,11 @@ void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap);
  * listener (borrowed; they must outlive the api; admin may be NULL). */
 void gw_api_set_connlimit(struct gw_api *api, struct gw_connlimit *sqs, struct gw_connlimit *admin);
 
+/* Lets /metrics report the SQS listener's memory budgets (gw_budget.h;
+ * borrowed, must outlive the api; may be NULL). */
+struct gw_budget;
+void gw_api_set_budget(struct gw_api *api, struct gw_budget *budget);
+
 /* The handler of the SQS listener (listen:). */
 struct gw_handler gw_api_sqs_handler(struct gw_api *api);
 

@@ -273,7 +273,8 @@ static void wake(void *owner)
 }
 
 void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limits,
-                     const struct gw_peer *peer, const struct gw_handler *handler, void *loop_ctx)
+                     struct gw_budget *budget, const struct gw_peer *peer,
+                     const struct gw_handler *handler, void *loop_ctx)
 {
     struct gw_conn *c = sl_xcalloc(1, sizeof(*c));
     c->ls = ls;
@@ -300,6 +301,7 @@ void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limi
         .loop_inflight = &ls->inflight,
         .wake = wake,
         .owner = c,
+        .budget = budget,
     };
     c->h2c = gw__h2c_new(&env, now_ns(c));
     if (ls->tls != NULL)

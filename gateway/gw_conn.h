@@ -15,6 +15,7 @@
 #include "gw_http.h"
 
 struct gw_tls_ctx;
+struct gw_budget;
 
 /* ---- connections, on a loop thread -------------------------------------------- */
 
@@ -34,9 +35,11 @@ struct gw_loop_state {
 
 /* Runs an accepted socket fd from peer on the loop. Always takes ownership
  * of fd, and of the slot of limits that gw__connlimit_acquire granted for
- * peer: both are given back when the connection closes. */
+ * peer: both are given back when the connection closes. Its streams charge
+ * budget (borrowed, may be NULL; see struct gw_h2c_env). */
 void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limits,
-                     const struct gw_peer *peer, const struct gw_handler *handler, void *loop_ctx);
+                     struct gw_budget *budget, const struct gw_peer *peer,
+                     const struct gw_handler *handler, void *loop_ctx);
 
 /* GOAWAY on every connection of the loop (graceful). */
 void gw__conn_goaway_all(struct gw_loop_state *ls);

@@ -35,6 +35,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "gw_budget.h"
 #include "gw_h2.h"
 
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -75,9 +76,17 @@ struct gw_exchange {
     struct gw_request req;
     char request_id[37];
 
-    /* response body, read by nghttp2 until the stream closes */
+    /* Process-wide accounting (gw_budget.h), NULL when the owner has none.
+     * Borrowed from the env: the budget outlives every connection. */
+    struct gw_budget *budget;
+    size_t body_charged; /* body bytes charged: reserved or received */
+
+    /* response body, owned until sent: read by nghttp2 and freed at its end */
     char *resp_body;
     size_t resp_len, resp_off;
+    size_t resp_charged;  /* of resp_len, still charged to the budget */
+    uint64_t progress_ns; /* response submitted, or last bytes taken by nghttp2 */
+    bool stalled;         /* reset by the stall timer; nothing more to send */
 };
 
 struct gw_h2c {
@@ -110,13 +119,39 @@ static void respond_error(struct gw_exchange *ex, int status, const char *type,
 
 /* ---- the exchange (gw_http.h) ------------------------------------------- */
 
+static void budget_give(struct gw_exchange *ex, enum gw_budget_kind k, size_t *charged, size_t n)
+{
+    SL_ASSERT(n <= *charged);
+    if (ex->budget != NULL && n > 0)
+        gw__budget_give(ex->budget, k, n);
+    *charged -= n;
+}
+
+/* The response body is no longer needed (sent, or the stream is gone). */
+static void release_response(struct gw_exchange *ex)
+{
+    budget_give(ex, GW_BUDGET_RESPONSE, &ex->resp_charged, ex->resp_charged);
+    free(ex->resp_body);
+    ex->resp_body = NULL;
+}
+
+/* The request body is no longer needed (answered: the handler's borrow
+ * ends at respond, gw_http.h). */
+static void release_body(struct gw_exchange *ex)
+{
+    if (ex->c != NULL)
+        ex->c->body_bytes -= ex->body.n;
+    budget_give(ex, GW_BUDGET_BODY, &ex->body_charged, ex->body_charged);
+    sl_buf_free(&ex->body);
+}
+
 static void exchange_free(struct gw_exchange *ex)
 {
     sl_buf_free(&ex->hdr_store);
-    sl_buf_free(&ex->body);
+    release_body(ex);
     free(ex->refs);
     free(ex->headers);
-    free(ex->resp_body);
+    release_response(ex);
     free(ex);
 }
 
@@ -405,6 +440,15 @@ bool gw__h2c_tick(struct gw_h2c *c, uint64_t now_ns)
         if (ex->state == EX_RECEIVING && now_ns - ex->begin_ns > GW_REQUEST_READ_TIMEOUT_NS) {
             ex->state = EX_REJECTED;
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id, NGHTTP2_CANCEL);
+        } else if (ex->state == EX_RESPONDED && ex->resp_body != NULL && !ex->stalled &&
+                   now_ns - ex->progress_ns > GW_STALL_TIMEOUT_NS) {
+            /* A reader that never opens its window must not pin the reply:
+             * released now, not when the RST finally gets out. */
+            ex->stalled = true;
+            release_response(ex);
+            if (ex->budget != NULL)
+                gw__budget_count(ex->budget, GW_BUDGET_STALLED);
+            nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id, NGHTTP2_CANCEL);
         }
     }
     if (c->exchange_count == 0 && now_ns - c->last_active_ns > GW_IDLE_TIMEOUT_NS &&
@@ -427,6 +471,17 @@ static struct gw_exchange *stream_exchange(nghttp2_session *s, int32_t stream_id
     return nghttp2_session_get_stream_user_data(s, stream_id);
 }
 
+/* RST_STREAM(REFUSED_STREAM): nothing of the request was processed, so
+ * clients retry it (RFC 9113 §8.7). What the stream buffered is released
+ * now; DATA still in flight is discarded. */
+static void refuse_stream(struct gw_exchange *ex)
+{
+    ex->state = EX_REJECTED;
+    release_body(ex);
+    nghttp2_submit_rst_stream(ex->c->session, NGHTTP2_FLAG_NONE, ex->stream_id,
+                              NGHTTP2_REFUSED_STREAM);
+}
+
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *user)
 {
     struct gw_h2c *c = user;
@@ -435,6 +490,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void
     struct gw_exchange *ex = sl_xcalloc(1, sizeof(*ex));
     ex->c = c;
     ex->loop_inflight = c->env.loop_inflight;
+    ex->budget = c->env.budget;
     ex->stream_id = frame->hd.stream_id;
     ex->state = EX_RECEIVING;
     ex->begin_ns = c->now_ns;
@@ -448,6 +504,9 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void
     c->exchanges = ex;
     c->exchange_count++;
     nghttp2_session_set_stream_user_data(s, ex->stream_id, ex);
+    enum gw_budget_refusal why;
+    if (ex->budget != NULL && gw__budget_admit(ex->budget, &why) != SL_OK)
+        refuse_stream(ex); /* a budget is spent: the client retries later */
     return 0;
 }
 
@@ -467,7 +526,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
     struct gw_exchange *ex = stream_exchange(s, frame->hd.stream_id);
-    if (ex == NULL || ex->header_overflow)
+    if (ex == NULL || ex->header_overflow || ex->state != EX_RECEIVING)
         return 0;
     /* RFC 9113 §6.5.2: each field costs its name, its value and 32 octets. */
     ex->header_list_bytes += namelen + valuelen + 32;
@@ -509,10 +568,16 @@ static struct sl_slice pseudo_value(const struct gw_exchange *ex, int which)
     return i < 0 ? (struct sl_slice){"", 0} : ref_value(ex, (size_t)i);
 }
 
-/* Builds ex->req from the stored header bytes, now that they stop moving. */
+/* Builds ex->req from the stored header bytes, now that they stop moving:
+ * at the end of the headers for on_headers, and again at END_STREAM, which
+ * only adds the body (trailers are not stored). */
 static void build_request(struct gw_exchange *ex)
 {
     struct gw_h2c *c = ex->c;
+    ex->req.body = (struct sl_slice){ex->body.p != NULL ? ex->body.p : "", ex->body.n};
+    ex->req.start_mono_ns = c->now_ns;
+    if (ex->headers != NULL)
+        return;
     size_t regular = 0;
     ex->headers = sl_xcalloc(ex->ref_count + 1, sizeof(*ex->headers));
     struct sl_slice host = {"", 0};
@@ -534,9 +599,7 @@ static void build_request(struct gw_exchange *ex)
     ex->req.scheme = pseudo_value(ex, PSEUDO_SCHEME);
     ex->req.headers = ex->headers;
     ex->req.header_count = regular;
-    ex->req.body = (struct sl_slice){ex->body.p != NULL ? ex->body.p : "", ex->body.n};
     ex->req.request_id = ex->request_id;
-    ex->req.start_mono_ns = c->now_ns;
     ex->req.tls = c->env.tls;
 }
 
@@ -577,6 +640,29 @@ static void request_complete(struct gw_exchange *ex)
     h->on_request(c->env.loop_ctx, ex, &ex->req);
 }
 
+/* The handler's look at a request before its body (gw_headers_fn): the
+ * exchange is lent as if dispatched, and taken back unless answered. */
+static void offer_headers(struct gw_exchange *ex)
+{
+    struct gw_h2c *c = ex->c;
+    const struct gw_handler *h = c->env.handler;
+    if (h == NULL || h->on_headers == NULL || ex->pseudo[PSEUDO_METHOD] < 0 ||
+        ex->pseudo[PSEUDO_PATH] < 0 || is_healthz(ex))
+        return;
+    build_request(ex);
+    ex->state = EX_DISPATCHED;
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)++;
+    if (h->on_headers(c->env.loop_ctx, ex, &ex->req) == GW_HEADERS_ANSWERED) {
+        SL_ASSERT(ex->state == EX_RESPONDED);
+        return;
+    }
+    SL_ASSERT(ex->state == EX_DISPATCHED);
+    ex->state = EX_RECEIVING;
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)--;
+}
+
 /* HEADERS ended without END_STREAM: refuse early what cannot succeed. */
 static void headers_complete(struct gw_exchange *ex)
 {
@@ -597,9 +683,20 @@ static void headers_complete(struct gw_exchange *ex)
         unsigned long long len = strtoull(tmp, NULL, 10);
         if (len > GW_MAX_REQUEST_BODY)
             goto too_large;
-        sl_buf_reserve(&ex->body, (size_t)len); /* one allocation, bounded */
+        offer_headers(ex);
+        if (ex->state != EX_RECEIVING)
+            return;
+        /* One allocation, bounded, and charged now since it is memory now. */
+        if (ex->budget != NULL && gw__budget_take(ex->budget, GW_BUDGET_BODY, len) != SL_OK) {
+            gw__budget_count(ex->budget, GW_BUDGET_REFUSED_BODY);
+            refuse_stream(ex);
+            return;
+        }
+        ex->body_charged = (size_t)len;
+        sl_buf_reserve(&ex->body, (size_t)len);
         return;
     }
+    offer_headers(ex);
     return;
 too_large:
     respond_error(ex, 413, "RequestEntityTooLarge", "request body exceeds 2162688 bytes");
@@ -610,9 +707,9 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
         return 0;
     struct gw_exchange *ex = stream_exchange(s, frame->hd.stream_id);
-    if (ex == NULL || ex->c == NULL)
+    if (ex == NULL || ex->c == NULL || ex->state != EX_RECEIVING)
         return 0;
-    if (frame->hd.type == NGHTTP2_HEADERS && ex->state == EX_RECEIVING && ex->header_overflow) {
+    if (frame->hd.type == NGHTTP2_HEADERS && ex->header_overflow) {
         headers_complete(ex);
         return 0;
     }
@@ -636,10 +733,19 @@ static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_
     }
     if (c->body_bytes + len > GW_MAX_CONN_BODY_BYTES) {
         /* Too much buffered on this connection: the client may retry. */
-        ex->state = EX_REJECTED;
-        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_REFUSED_STREAM);
+        refuse_stream(ex);
         return 0;
     }
+    size_t more = ex->body.n + len > ex->body_charged ? ex->body.n + len - ex->body_charged : 0;
+    if (more > 0 && ex->budget != NULL) {
+        if (gw__budget_take(ex->budget, GW_BUDGET_BODY, more) != SL_OK) {
+            /* The process holds all the bodies it may: this one waits. */
+            gw__budget_count(ex->budget, GW_BUDGET_REFUSED_BODY);
+            refuse_stream(ex);
+            return 0;
+        }
+    }
+    ex->body_charged += more;
     sl_buf_append(&ex->body, data, len);
     c->body_bytes += len;
     return 0;
@@ -661,11 +767,19 @@ static ssize_t read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, si
                          uint32_t *data_flags, nghttp2_data_source *source, void *user)
 {
     struct gw_exchange *ex = source->ptr;
+    if (ex->stalled)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* already reset, memory released */
     size_t n = SL_MIN(length, ex->resp_len - ex->resp_off);
     memcpy(buf, ex->resp_body + ex->resp_off, n);
     ex->resp_off += n;
-    if (ex->resp_off == ex->resp_len)
+    if (n > 0 && ex->c != NULL)
+        ex->progress_ns = ex->c->now_ns;
+    /* What nghttp2 took is in its frame now: stop counting it here. */
+    budget_give(ex, GW_BUDGET_RESPONSE, &ex->resp_charged, SL_MIN(n, ex->resp_charged));
+    if (ex->resp_off == ex->resp_len) {
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+        release_response(ex);
+    }
     return (ssize_t)n;
 }
 
@@ -682,6 +796,7 @@ static void submit_response(struct gw_exchange *ex, int status, const struct gw_
 {
     struct gw_h2c *c = ex->c;
     ex->state = EX_RESPONDED;
+    ex->progress_ns = c->now_ns;
     if (body_len > 0) {
         ex->resp_body = sl_trymalloc(body_len);
         if (ex->resp_body == NULL) {
@@ -690,8 +805,14 @@ static void submit_response(struct gw_exchange *ex, int status, const struct gw_
             body_len = 0;
         } else {
             memcpy(ex->resp_body, body, body_len);
+            /* Charged whatever the limit: it exists already. New streams
+             * wait while the budget is spent (on_begin_headers). */
+            if (ex->budget != NULL)
+                gw__budget_force(ex->budget, GW_BUDGET_RESPONSE, body_len);
+            ex->resp_charged = body_len;
         }
     }
+    release_body(ex); /* after the copy: body may borrow from the request */
     ex->resp_len = body_len;
     if (ex->request_id[0] == '\0')
         sl_uuid4(ex->request_id);

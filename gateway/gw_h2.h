@@ -39,10 +39,15 @@
 #define GW_H2C_OUT_CAP (GW_OUT_HIGH_WATER + 16384 + 9 + 4096)
 #define GW_IDLE_TIMEOUT_NS (60ull * 1000000000ull)         /* no open stream */
 #define GW_REQUEST_READ_TIMEOUT_NS (30ull * 1000000000ull) /* preface, or one request */
+/* An answered stream whose body makes no progress this long (the client's
+ * window stays 0, or it does not read the socket) is reset with
+ * RST_STREAM(CANCEL) and its bytes released. */
+#define GW_STALL_TIMEOUT_NS (30ull * 1000000000ull)
 
 /* ---- the protocol layer (gw_h2.c) ---------------------------------------- */
 
 struct gw_h2c;
+struct gw_budget;
 
 /* What the protocol layer needs from its surroundings. */
 struct gw_h2c_env {
@@ -57,6 +62,11 @@ struct gw_h2c_env {
      * responded later); the owner should schedule gw__h2c_flush(). */
     void (*wake)(void *owner);
     void *owner;
+    /* Process-wide memory budgets (gw_budget.h): request bodies are charged
+     * as they arrive, responses until sent; new streams are refused with
+     * REFUSED_STREAM while either is spent. Borrowed; must outlive every
+     * exchange. May be NULL (no process-wide accounting). */
+    struct gw_budget *budget;
 };
 
 /* A server session. Submits the server's SETTINGS at once (call
@@ -94,8 +104,9 @@ void gw__h2c_goaway(struct gw_h2c *c);
 
 /* Timers, called about once a second: returns true when the connection
  * should close now (the preface took too long). A request that takes too
- * long to arrive gets RST_STREAM(CANCEL); an idle connection gets GOAWAY
- * and is done once that is flushed. Flush after calling. */
+ * long to arrive, and an answer stalled for GW_STALL_TIMEOUT_NS, get
+ * RST_STREAM(CANCEL); an idle connection gets GOAWAY and is done once that
+ * is flushed. Flush after calling. */
 bool gw__h2c_tick(struct gw_h2c *c, uint64_t now_ns);
 
 /* Streams open on this connection (received, in the handler, or sending). */

@@ -46,6 +46,23 @@ struct gw_request {
 typedef void gw_request_fn(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req);
 typedef void gw_cancel_fn(struct gw_exchange *ex, void *data);
 
+/* What a handler says about a request whose headers have arrived and whose
+ * body has not. */
+enum gw_headers_verdict {
+    GW_HEADERS_CONTINUE, /* read the body, then on_request as usual */
+    GW_HEADERS_ANSWERED, /* the handler called gw_exchange_respond(): the body is discarded */
+};
+
+/* Called when the headers of a request that has a body are complete, before
+ * any of its body is buffered, so that a request that will be refused
+ * anyway (no credentials, an unknown key) costs no memory for its body.
+ * partial has every field of struct gw_request except body (empty) and
+ * start_mono_ns (the headers' arrival). Answering is optional: return
+ * GW_HEADERS_ANSWERED only after gw_exchange_respond(ex, ...) ran, before
+ * returning. GET /healthz and bodiless requests never come here. */
+typedef enum gw_headers_verdict gw_headers_fn(void *loop_ctx, struct gw_exchange *ex,
+                                              const struct gw_request *partial);
+
 /* What a listener does with its requests. Each I/O thread calls
  * loop_start once on its own thread and passes the result as loop_ctx to
  * every request of that thread; loop_drain when shutdown begins (answer long
@@ -56,6 +73,7 @@ struct gw_handler {
     void (*loop_drain)(void *loop_ctx);
     void (*loop_stop)(void *loop_ctx);
     gw_request_fn *on_request;
+    gw_headers_fn *on_headers; /* may be NULL: every body is read */
 };
 
 /* Sends the response and releases the exchange. Header names must be

@@ -52,6 +52,7 @@ struct process {
     struct gw_api *api;
     struct gw_connlimit *limits;       /* the SQS listener's */
     struct gw_connlimit *admin_limits; /* the admin listener's */
+    struct gw_budget *budget;          /* the SQS listener's memory budgets */
     uint64_t fd_limit;
     uv_signal_t sigterm, sigint, sighup;
     int signum_stop;
@@ -141,6 +142,16 @@ static uint32_t default_max_connections(uint64_t fd_limit, uint32_t partitions)
  * or derived where they are 0 (docs/config.md). A cap above what the
  * descriptors allow is kept (the operator may raise the limit outside) but
  * said: past the descriptors, accept backs off on EMFILE instead. */
+/* The memory budgets in force, as /metrics shows them. */
+static void log_budgets(struct gw_budget *b, const char *prefix)
+{
+    struct gw_budget_stats st;
+    gw__budget_stats(b, &st);
+    sl_log(SL_LOG_INFO, "main", "%smemory budgets: %llu bytes of request bodies, %llu of responses",
+           prefix, (unsigned long long)st.limit[GW_BUDGET_BODY],
+           (unsigned long long)st.limit[GW_BUDGET_RESPONSE]);
+}
+
 static void connection_caps(const struct process *p, const struct cfg_snapshot *snap,
                             uint32_t *max_total, uint32_t *max_peer)
 {
@@ -256,6 +267,12 @@ static void reload(struct process *p)
         sl_log(SL_LOG_INFO, "main", "reload: sends refused below %llu free disk bytes",
                (unsigned long long)next->server.min_free_disk_bytes);
     }
+    if (cur->server.request_body_budget_bytes != next->server.request_body_budget_bytes ||
+        cur->server.response_budget_bytes != next->server.response_budget_bytes) {
+        gw__budget_set(p->budget, next->server.request_body_budget_bytes,
+                       next->server.response_budget_bytes);
+        log_budgets(p->budget, "reload: ");
+    }
     cfg_snapshot_unref(cur);
 
     cfg_holder_swap(p->holder, next); /* the holder owns next's reference now */
@@ -336,6 +353,11 @@ static int run(struct process *p)
     if (n > 1)
         specs[1].limits = p->admin_limits;
     gw_api_set_connlimit(p->api, p->limits, p->admin_limits);
+    p->budget =
+        gw__budget_new(snap->server.request_body_budget_bytes, snap->server.response_budget_bytes);
+    specs[0].budget = p->budget;
+    gw_api_set_budget(p->api, p->budget);
+    log_budgets(p->budget, "");
     sl_log(SL_LOG_INFO, "main", "connections: at most %u, %u per peer address (%llu descriptors)",
            max_total, max_peer, (unsigned long long)p->fd_limit);
     struct gw_server *server = NULL;
@@ -373,6 +395,8 @@ out_api:
     gw__connlimit_free(p->limits); /* after the server: its connections held slots */
     gw__connlimit_free(p->admin_limits);
     p->limits = p->admin_limits = NULL;
+    gw__budget_free(p->budget); /* after the server: its exchanges charged it */
+    p->budget = NULL;
 out_holder:
     cfg_holder_free(p->holder);
     p->holder = NULL;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cfg.h"
+#include "gw_budget.h"
 #include "gw_connlimit.h"
 #include "gw_metrics.h"
 #include "part.h"
@@ -756,6 +757,37 @@ static void render_connections(struct sl_buf *out, const struct gw_metrics_sourc
     }
 }
 
+/* The memory budgets of the protocol layer (gw_budget.h): bytes held now,
+ * the limits in force, and the streams refused or cut to stay within them. */
+static void render_budgets(struct sl_buf *out, struct gw_budget *b)
+{
+    struct gw_budget_stats st;
+    gw__budget_stats(b, &st);
+    sl_buf_append_cstr(out, "# HELP sluice_memory_budget_bytes Bytes held against each "
+                            "process-wide budget (request bodies buffered, responses not yet "
+                            "sent).\n"
+                            "# TYPE sluice_memory_budget_bytes gauge\n");
+    for (int k = 0; k < GW_BUDGET_KIND_COUNT; k++) {
+        sl_buf_printf(out, "sluice_memory_budget_bytes{budget=\"%s\"} %" PRIu64 "\n",
+                      gw__budget_kind_name((enum gw_budget_kind)k), st.used[k]);
+    }
+    sl_buf_append_cstr(out, "# HELP sluice_memory_budget_limit_bytes The budgets in force "
+                            "(server.request_body_budget_bytes, "
+                            "server.response_budget_bytes).\n"
+                            "# TYPE sluice_memory_budget_limit_bytes gauge\n");
+    for (int k = 0; k < GW_BUDGET_KIND_COUNT; k++) {
+        sl_buf_printf(out, "sluice_memory_budget_limit_bytes{budget=\"%s\"} %" PRIu64 "\n",
+                      gw__budget_kind_name((enum gw_budget_kind)k), st.limit[k]);
+    }
+    sl_buf_append_cstr(out, "# HELP sluice_memory_budget_refusals_total Streams refused or "
+                            "reset to stay within the budgets, by reason.\n"
+                            "# TYPE sluice_memory_budget_refusals_total counter\n");
+    for (int r = 0; r < GW_BUDGET_REFUSAL_COUNT; r++) {
+        sl_buf_printf(out, "sluice_memory_budget_refusals_total{reason=\"%s\"} %" PRIu64 "\n",
+                      gw__budget_refusal_name((enum gw_budget_refusal)r), st.refused[r]);
+    }
+}
+
 static void render_partitions(struct sl_buf *out, struct part_engine *e)
 {
     enum { DEPTH, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, TIMERS, NVALS };
@@ -835,5 +867,8 @@ void gw_metrics_render(struct gw_metrics *m, const struct gw_metrics_sources *sr
     }
     if (src->conns != NULL || src->admin_conns != NULL) {
         render_connections(out, src);
+    }
+    if (src->budget != NULL) {
+        render_budgets(out, src->budget);
     }
 }

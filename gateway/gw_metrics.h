@@ -72,6 +72,7 @@ void gw_metrics_observe_receive_latency(struct gw_metrics *m, const char *tenant
 /* Where the scrape-time gauges come from; any member may be NULL (that
  * part is left out). All borrowed for the call. */
 struct gw_connlimit;
+struct gw_budget;
 
 struct gw_metrics_sources {
     const struct cfg_snapshot *snap;  /* tenants: backlog, in flight, tokens */
@@ -80,6 +81,7 @@ struct gw_metrics_sources {
     uint64_t now_ns;                  /* the limiter's clock (sl_mono_ns) */
     struct gw_connlimit *conns;       /* the SQS listener's caps and refusals */
     struct gw_connlimit *admin_conns; /* the admin listener's */
+    struct gw_budget *budget;         /* the SQS listener's memory budgets */
 };
 
 /* Appends the whole exposition to out. */

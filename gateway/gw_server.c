@@ -58,6 +58,7 @@ struct listener {
     struct io_thread *t;
     const struct gw_handler *handler;
     struct gw_connlimit *limits; /* the spec's */
+    struct gw_budget *budget;    /* the spec's */
     void *loop_ctx;
     bool open;
 };
@@ -216,7 +217,7 @@ static void on_listener_readable(uv_poll_t *h, int status, int events)
             close(fd);
             continue;
         }
-        gw__conn_accept(&t->ls, fd, l->limits, &peer, l->handler, l->loop_ctx);
+        gw__conn_accept(&t->ls, fd, l->limits, l->budget, &peer, l->handler, l->loop_ctx);
     }
 }
 
@@ -364,6 +365,7 @@ static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
         l->t = t;
         l->handler = &s->specs[i].handler;
         l->limits = s->specs[i].limits;
+        l->budget = s->specs[i].budget;
         l->fd = -1;
         if (uv_poll_init_socket(&t->loop, &l->poll, fds[i]) != 0)
             return SL_EIO;

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gw_budget.h"
 #include "gw_connlimit.h"
 #include "gw_h2.h"
 #include "gw_http.h"
@@ -38,6 +39,8 @@ struct gw_listener_spec {
     struct gw_handler handler;
     struct gw_connlimit *limits; /* every accepted connection takes a slot; borrowed, must
                                     outlive the server */
+    struct gw_budget *budget;    /* memory budgets its streams charge (gw_budget.h); may be
+                                    NULL; borrowed, must outlive the server */
 };
 
 /* Binds every listener on every I/O thread (SO_REUSEPORT) and starts the

@@ -136,6 +136,11 @@ struct cfg_server {
     uint32_t max_connections;
     uint32_t max_connections_per_peer;
     uint64_t min_free_disk_bytes; /* sends refused below it; 0: off */
+    /* Process-wide memory budgets of the protocol layer, in bytes: request
+     * bodies buffered, responses queued and not yet sent. 0 = derived from
+     * physical memory. Both change on SIGHUP. */
+    uint64_t request_body_budget_bytes;
+    uint64_t response_budget_bytes;
 };
 
 struct cfg__principal_entry; /* private, see _principals */

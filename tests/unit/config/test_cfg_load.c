@@ -151,7 +151,9 @@ static const struct bad_case bad_cases[] = {
      {"2:20: max_connections must be between 0 and 1000000, not \"2000000\"",
       "3:29: max_connections_per_peer must be between 0 and 1000000, not \"-1\"",
       "4:3: unknown key \"max_conns\" in server (allowed: max_connections, "
-      "max_connections_per_peer, min_free_disk_bytes)"}},
+      "max_connections_per_peer, min_free_disk_bytes, request_body_budget_bytes, "
+      "response_budget_bytes)",
+      "5:30: request_body_budget_bytes must be 0 (derived) or at least 4194304, not \"1000\""}},
     {"tls_incomplete.yaml", {"1:1: missing key_file in tls"}},
     {"tls_missing_file.yaml",
      {"2:14: cannot read cert_file \"@DIR@/no-such.crt\" (no such file or directory)",

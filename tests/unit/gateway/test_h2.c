@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <nghttp2/nghttp2.h>
 
+#include "gw_budget.h"
 #include "gw_h2.h"
 
 #define MAX_STREAMS 256
@@ -48,6 +49,8 @@ struct fixture {
     struct gw_exchange *held[MAX_STREAMS];
     int held_count;
     int cancels;
+    int header_calls;
+    struct gw_budget *budget; /* NULL unless the setup made one */
     /* copy of the last request */
     char method[16], path[64], authority[64], body[64], request_id[37];
     char header_names[512];
@@ -105,6 +108,19 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     memset(big, 'x', fx->resp_body_len);
     gw_exchange_respond(ex, 200, &ct, 1, big, fx->resp_body_len);
     free(big);
+}
+
+/* Refuses a request without an authorization header before its body. */
+static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex,
+                                          const struct gw_request *partial)
+{
+    struct fixture *fx = loop_ctx;
+    fx->header_calls++;
+    assert_int_equal(partial->body.n, 0);
+    if (gw_request_header(partial, "authorization") != NULL)
+        return GW_HEADERS_CONTINUE;
+    gw_exchange_respond(ex, 403, NULL, 0, "no", 2);
+    return GW_HEADERS_ANSWERED;
 }
 
 static void on_wake(void *owner)
@@ -180,22 +196,45 @@ static void client_new(struct fixture *fx, uint32_t initial_window, bool auto_wi
     assert_int_equal(nghttp2_submit_settings(fx->client, NGHTTP2_FLAG_NONE, iv, 1), 0);
 }
 
-static int setup_with(void **state, uint32_t window, bool auto_window)
+static int setup_budget_with(void **state, uint32_t window, bool auto_window,
+                             struct gw_budget *budget)
 {
     struct fixture *fx = calloc(1, sizeof(*fx));
     fx->now = 1000 * SEC;
     fx->handler.on_request = on_request;
+    fx->budget = budget;
     struct gw_h2c_env env = {
         .handler = &fx->handler,
         .loop_ctx = fx,
         .loop_inflight = &fx->inflight,
         .wake = on_wake,
         .owner = fx,
+        .budget = budget,
     };
     fx->srv = gw__h2c_new(&env, fx->now);
     client_new(fx, window, auto_window);
     *state = fx;
     return 0;
+}
+
+static int setup_with(void **state, uint32_t window, bool auto_window)
+{
+    return setup_budget_with(state, window, auto_window, NULL);
+}
+
+/* Budgets small enough to reach: 150,000 bytes of bodies, 100,000 of
+ * responses. */
+#define BODY_BUDGET 150000u
+#define RESPONSE_BUDGET 100000u
+
+static int setup_budget(void **state)
+{
+    return setup_budget_with(state, 65535, true, gw__budget_new(BODY_BUDGET, RESPONSE_BUDGET));
+}
+
+static int setup_budget_closed_window(void **state)
+{
+    return setup_budget_with(state, 1024, false, gw__budget_new(BODY_BUDGET, RESPONSE_BUDGET));
 }
 
 static int setup(void **state)
@@ -212,6 +251,14 @@ static int teardown(void **state)
 {
     struct fixture *fx = *state;
     gw__h2c_free(fx->srv);
+    if (fx->budget != NULL) {
+        /* Every byte charged came back once the connection is gone. */
+        struct gw_budget_stats st;
+        gw__budget_stats(fx->budget, &st);
+        assert_int_equal(st.used[GW_BUDGET_BODY], 0);
+        assert_int_equal(st.used[GW_BUDGET_RESPONSE], 0);
+        gw__budget_free(fx->budget);
+    }
     if (fx->client != NULL)
         nghttp2_session_del(fx->client);
     for (int i = 0; i < MAX_STREAMS; i++)
@@ -485,6 +532,154 @@ static void header_list_over_64k_gets_431(void **state)
     assert_int_equal(fx->requests, 0);
 }
 
+static void unauthenticated_body_is_refused_at_headers(void **state)
+{
+    struct fixture *fx = *state;
+    fx->handler.on_headers = on_headers;
+    struct body_src b1 = {.len = 1000000};
+    nghttp2_data_provider p1 = {.source.ptr = &b1, .read_callback = body_read};
+    int32_t refused = submit(fx, "POST", "/", NULL, 0, &p1);
+    struct body_src b2 = {.text = "signed", .len = 6};
+    nghttp2_data_provider p2 = {.source.ptr = &b2, .read_callback = body_read};
+    nghttp2_nv authz[] = {NV("authorization", "AWS4-HMAC-SHA256 Credential=k/...")};
+    int32_t accepted = submit(fx, "POST", "/", authz, 1, &p2);
+    int32_t health = submit(fx, "GET", "/healthz", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, refused)->status, 403);
+    assert_int_equal(cs(fx, accepted)->status, 200);
+    assert_int_equal(cs(fx, health)->status, 200);
+    /* Asked once per request with a body; healthz and bodiless never. */
+    assert_int_equal(fx->header_calls, 2);
+    assert_int_equal(fx->requests, 1);
+    assert_string_equal(fx->body, "signed");
+    assert_int_equal(fx->inflight, 0);
+}
+
+static struct gw_budget_stats budget_now(struct fixture *fx)
+{
+    struct gw_budget_stats st;
+    gw__budget_stats(fx->budget, &st);
+    return st;
+}
+
+static void bodies_are_charged_and_refused_past_the_budget(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    struct body_src b1 = {.len = 100000}, b2 = {.len = 100000}, b3 = {.len = 10};
+    nghttp2_data_provider p1 = {.source.ptr = &b1, .read_callback = body_read};
+    nghttp2_data_provider p2 = {.source.ptr = &b2, .read_callback = body_read};
+    int32_t held = submit(fx, "POST", "/", NULL, 0, &p1);
+    pump(fx);
+    assert_int_equal(fx->requests, 1);
+    assert_int_equal(budget_now(fx).used[GW_BUDGET_BODY], 100000);
+
+    /* Would take the process to 200,000 bytes of bodies: refused, and
+     * nothing of it stays charged. */
+    int32_t refused = submit(fx, "POST", "/", NULL, 0, &p2);
+    pump(fx);
+    assert_true(cs(fx, refused)->closed);
+    assert_int_equal(cs(fx, refused)->error_code, NGHTTP2_REFUSED_STREAM);
+    assert_int_equal(fx->requests, 1);
+    struct gw_budget_stats st = budget_now(fx);
+    assert_int_equal(st.used[GW_BUDGET_BODY], 100000);
+    assert_int_equal(st.refused[GW_BUDGET_REFUSED_BODY], 1);
+
+    /* The handler answers: the body is released with the answer. */
+    fx->mode = RESPOND_NOW;
+    gw_exchange_respond(fx->held[0], 200, NULL, 0, "ok", 2);
+    pump(fx);
+    assert_int_equal(cs(fx, held)->status, 200);
+    assert_int_equal(budget_now(fx).used[GW_BUDGET_BODY], 0);
+
+    nghttp2_data_provider p3 = {.source.ptr = &b3, .read_callback = body_read};
+    int32_t again = submit(fx, "POST", "/", NULL, 0, &p3);
+    pump(fx);
+    assert_int_equal(cs(fx, again)->status, 200);
+    assert_int_equal(budget_now(fx).used[GW_BUDGET_BODY], 0);
+}
+
+static void declared_body_is_charged_when_headers_arrive(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    fx->handler.on_headers = on_headers;
+    nghttp2_nv extra[] = {NV("authorization", "x"), NV("content-length", "200000")};
+    struct body_src b = {.len = 200000};
+    nghttp2_data_provider prd = {.source.ptr = &b, .read_callback = body_read};
+    int32_t id = submit(fx, "POST", "/", extra, 2, &prd);
+    pump(fx);
+    /* 200,000 declared bytes do not fit in 150,000: refused before any is
+     * reserved. */
+    assert_int_equal(cs(fx, id)->error_code, NGHTTP2_REFUSED_STREAM);
+    assert_int_equal(fx->requests, 0);
+    assert_int_equal(budget_now(fx).refused[GW_BUDGET_REFUSED_BODY], 1);
+}
+
+static void new_streams_are_refused_while_responses_fill_the_budget(void **state)
+{
+    struct fixture *fx = *state;
+    fx->resp_body_len = 200000; /* the client's 1,024-byte window holds it */
+    int32_t big = submit(fx, "GET", "/big", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, big)->status, 200);
+    assert_false(cs(fx, big)->closed);
+    assert_true(budget_now(fx).used[GW_BUDGET_RESPONSE] >= RESPONSE_BUDGET);
+
+    int32_t refused = submit(fx, "GET", "/small", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, refused)->error_code, NGHTTP2_REFUSED_STREAM);
+    assert_int_equal(fx->requests, 1);
+    assert_int_equal(budget_now(fx).refused[GW_BUDGET_REFUSED_STREAM_RESPONSE], 1);
+
+    /* The client reads: sent bytes leave the budget, and streams are
+     * admitted again. */
+    nghttp2_submit_window_update(fx->client, NGHTTP2_FLAG_NONE, big, 1 << 20);
+    nghttp2_submit_window_update(fx->client, NGHTTP2_FLAG_NONE, 0, 1 << 20);
+    pump(fx);
+    assert_true(cs(fx, big)->closed);
+    assert_int_equal(cs(fx, big)->body.n, 200000);
+    assert_int_equal(budget_now(fx).used[GW_BUDGET_RESPONSE], 0);
+    fx->resp_body_len = 0;
+    int32_t ok = submit(fx, "GET", "/small", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, ok)->status, 200);
+}
+
+static void stalled_answer_is_reset_and_released(void **state)
+{
+    struct fixture *fx = *state;
+    fx->resp_body_len = 50000; /* within the budget: only the timer frees it */
+    int32_t id = submit(fx, "GET", "/big", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(cs(fx, id)->status, 200);
+    assert_true(budget_now(fx).used[GW_BUDGET_RESPONSE] > 0);
+
+    /* Progress restarts the clock: 20 s, a window update, 20 s more. */
+    assert_false(gw__h2c_tick(fx->srv, fx->now + 20 * SEC));
+    pump(fx);
+    assert_false(cs(fx, id)->closed);
+    fx->now += 20 * SEC;
+    nghttp2_submit_window_update(fx->client, NGHTTP2_FLAG_NONE, id, 1024);
+    nghttp2_submit_window_update(fx->client, NGHTTP2_FLAG_NONE, 0, 1024);
+    pump(fx);
+    size_t got = cs(fx, id)->body.n;
+    assert_int_equal(got, 2048);
+    assert_false(gw__h2c_tick(fx->srv, fx->now + 20 * SEC));
+    pump(fx);
+    assert_false(cs(fx, id)->closed);
+
+    /* Then nothing for longer than the stall timeout: reset and released. */
+    assert_false(gw__h2c_tick(fx->srv, fx->now + GW_STALL_TIMEOUT_NS + SEC));
+    assert_int_equal(budget_now(fx).used[GW_BUDGET_RESPONSE], 0);
+    pump(fx);
+    assert_true(cs(fx, id)->closed);
+    assert_int_equal(cs(fx, id)->error_code, NGHTTP2_CANCEL);
+    assert_int_equal(cs(fx, id)->body.n, got);
+    assert_int_equal(budget_now(fx).refused[GW_BUDGET_STALLED], 1);
+    assert_int_equal(gw__h2c_open_streams(fx->srv), 0);
+}
+
 static void request_without_path_is_rejected(void **state)
 {
     struct fixture *fx = *state;
@@ -653,6 +848,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(body_at_the_limit_is_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(too_many_headers_get_431, setup, teardown),
         cmocka_unit_test_setup_teardown(header_list_over_64k_gets_431, setup, teardown),
+        cmocka_unit_test_setup_teardown(unauthenticated_body_is_refused_at_headers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(bodies_are_charged_and_refused_past_the_budget,
+                                        setup_budget, teardown),
+        cmocka_unit_test_setup_teardown(declared_body_is_charged_when_headers_arrive, setup_budget,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(new_streams_are_refused_while_responses_fill_the_budget,
+                                        setup_budget_closed_window, teardown),
+        cmocka_unit_test_setup_teardown(stalled_answer_is_reset_and_released,
+                                        setup_budget_closed_window, teardown),
         cmocka_unit_test_setup_teardown(request_without_path_is_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(garbage_preface_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(http1_request_gets_505_and_close, setup, teardown),
