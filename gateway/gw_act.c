@@ -75,7 +75,9 @@ void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
     if (ctx->queue_id != 0) {
         gw_metrics_count_queue_request(ctx->api->metrics, ctx->queue_id, ctx->action, reply->error);
     }
-    gw_exchange_respond(ctx->ex, reply->status, headers, n, reply->body.p, reply->body.n);
+    size_t len = 0;
+    char *body = reply->body.n > 0 ? sl_buf_take(&reply->body, &len) : NULL; /* not copied */
+    gw_exchange_respond_take(ctx->ex, reply->status, headers, n, body, len);
     ctx_free(ctx);
 }
 

@@ -114,6 +114,8 @@ static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_
 static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *user);
 static void submit_response(struct gw_exchange *ex, int status, const struct gw_header *headers,
                             size_t header_count, const void *body, size_t body_len);
+static void submit_owned(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                         size_t header_count, char *body, size_t body_len);
 static void respond_error(struct gw_exchange *ex, int status, const char *type,
                           const char *message);
 
@@ -189,21 +191,48 @@ static void exchange_detach(struct gw_exchange *ex)
         fn(ex, ex->cancel_data); /* may call respond(), which frees ex */
 }
 
-void gw_exchange_respond(struct gw_exchange *ex, int status, const struct gw_header *headers,
-                         size_t header_count, const void *body, size_t body_len)
+/* Both responds: ends the handler's hold on ex. Returns the connection to
+ * wake after submitting, or NULL when the exchange was cancelled (and is
+ * freed now). */
+static struct gw_h2c *respond_begin(struct gw_exchange *ex)
 {
     SL_ASSERT(ex->state == EX_DISPATCHED);
     if (ex->loop_inflight != NULL)
         (*ex->loop_inflight)--;
     if (ex->c == NULL) {
         exchange_free(ex); /* cancelled: the client is gone */
-        return;
+        return NULL;
     }
-    struct gw_h2c *c = ex->c;
     ex->on_cancel = NULL;
-    submit_response(ex, status, headers, header_count, body, body_len);
+    return ex->c;
+}
+
+static void respond_end(struct gw_h2c *c)
+{
     if (!c->in_feed && c->env.wake != NULL)
         c->env.wake(c->env.owner);
+}
+
+void gw_exchange_respond(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                         size_t header_count, const void *body, size_t body_len)
+{
+    struct gw_h2c *c = respond_begin(ex);
+    if (c != NULL) {
+        submit_response(ex, status, headers, header_count, body, body_len);
+        respond_end(c);
+    }
+}
+
+void gw_exchange_respond_take(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                              size_t header_count, char *body, size_t body_len)
+{
+    struct gw_h2c *c = respond_begin(ex);
+    if (c == NULL) {
+        free(body);
+        return;
+    }
+    submit_owned(ex, status, headers, header_count, body, body_len);
+    respond_end(c);
 }
 
 bool gw_exchange_cancelled(const struct gw_exchange *ex)
@@ -789,30 +818,43 @@ static nghttp2_nv make_nv(struct sl_slice name, struct sl_slice value)
                         NGHTTP2_NV_FLAG_NONE};
 }
 
-/* Queues the response on the exchange's stream; the body is copied and
- * stays with the exchange until the stream closes. */
+/* Copies body (which may borrow from the request) and submits the copy. */
 static void submit_response(struct gw_exchange *ex, int status, const struct gw_header *headers,
                             size_t header_count, const void *body, size_t body_len)
+{
+    char *copy = NULL;
+    if (body_len > 0) {
+        copy = sl_trymalloc(body_len);
+        if (copy == NULL) {
+            sl_log(SL_LOG_ERROR, "gw", "out of memory for a %zu-byte response", body_len);
+            status = 500;
+            body_len = 0;
+        } else {
+            memcpy(copy, body, body_len);
+        }
+    }
+    submit_owned(ex, status, headers, header_count, copy, body_len);
+}
+
+/* Submits the response; the exchange owns body from here on (sent from it
+ * as nghttp2 asks, freed once sent or when the stream goes). */
+static void submit_owned(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                         size_t header_count, char *body, size_t body_len)
 {
     struct gw_h2c *c = ex->c;
     ex->state = EX_RESPONDED;
     ex->progress_ns = c->now_ns;
     if (body_len > 0) {
-        ex->resp_body = sl_trymalloc(body_len);
-        if (ex->resp_body == NULL) {
-            sl_log(SL_LOG_ERROR, "gw", "out of memory for a %zu-byte response", body_len);
-            status = 500;
-            body_len = 0;
-        } else {
-            memcpy(ex->resp_body, body, body_len);
-            /* Charged whatever the limit: it exists already. New streams
-             * wait while the budget is spent (on_begin_headers). */
-            if (ex->budget != NULL)
-                gw__budget_force(ex->budget, GW_BUDGET_RESPONSE, body_len);
-            ex->resp_charged = body_len;
-        }
+        ex->resp_body = body;
+        /* Charged whatever the limit: it exists already. New streams wait
+         * while the budget is spent (on_begin_headers). */
+        if (ex->budget != NULL)
+            gw__budget_force(ex->budget, GW_BUDGET_RESPONSE, body_len);
+        ex->resp_charged = body_len;
+    } else {
+        free(body);
     }
-    release_body(ex); /* after the copy: body may borrow from the request */
+    release_body(ex); /* the copy, if any, is made: nothing borrows from it now */
     ex->resp_len = body_len;
     if (ex->request_id[0] == '\0')
         sl_uuid4(ex->request_id);

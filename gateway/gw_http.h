@@ -82,6 +82,13 @@ struct gw_handler {
 void gw_exchange_respond(struct gw_exchange *ex, int status, const struct gw_header *headers,
                          size_t header_count, const void *body, size_t body_len);
 
+/* The same without the copy, for a body the handler built in memory of
+ * its own: the exchange sends from it and frees it once sent (or the
+ * stream is gone). Always takes ownership of body (malloc'd; NULL when
+ * body_len is 0). */
+void gw_exchange_respond_take(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                              size_t header_count, char *body, size_t body_len);
+
 /* True once the stream is gone; the handler should stop work and respond
  * (which then only frees). */
 bool gw_exchange_cancelled(const struct gw_exchange *ex);
