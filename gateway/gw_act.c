@@ -49,10 +49,19 @@ static void log_request(struct gw_act_ctx *ctx, int status, enum gw_sqs_error er
     const char *code = error != GW_SQS_OK ? gw_sqs_error_info(error)->query_code : "-";
     uint64_t now = sl_mono_ns();
     uint64_t us = now > ctx->http->start_mono_ns ? (now - ctx->http->start_mono_ns) / 1000 : 0;
-    sl_log(SL_LOG_INFO, LOG_MODULE,
-           "request id=%s tenant=%s action=%s status=%d error=%s us=%" PRIu64,
-           ctx->http->request_id != NULL ? ctx->http->request_id : "-", tenant, action, status,
-           code, us);
+    const char *id = ctx->http->request_id != NULL ? ctx->http->request_id : "-";
+    if (strcmp(tenant, "-") != 0) { /* authenticated */
+        sl_log(SL_LOG_INFO, LOG_MODULE,
+               "request id=%s tenant=%s action=%s status=%d error=%s us=%" PRIu64, id, tenant,
+               action, status, code, us);
+        return;
+    }
+    /* Nobody pays for an unauthenticated request, so its lines are
+     * rationed: a flood of them must not fill the disk. */
+    static struct sl_log_limit anonymous_log = SL_LOG_LIMIT(20, 1000);
+    sl_log_limited(&anonymous_log, SL_LOG_INFO, LOG_MODULE,
+                   "request id=%s tenant=%s action=%s status=%d error=%s us=%" PRIu64, id, tenant,
+                   action, status, code, us);
 }
 
 static void ctx_free(struct gw_act_ctx *ctx)

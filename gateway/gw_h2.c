@@ -826,7 +826,9 @@ static void submit_response(struct gw_exchange *ex, int status, const struct gw_
     if (body_len > 0) {
         copy = sl_trymalloc(body_len);
         if (copy == NULL) {
-            sl_log(SL_LOG_ERROR, "gw", "out of memory for a %zu-byte response", body_len);
+            static struct sl_log_limit oom_log = SL_LOG_LIMIT(5, 10000);
+            sl_log_limited(&oom_log, SL_LOG_ERROR, "gw", "out of memory for a %zu-byte response",
+                           body_len);
             status = 500;
             body_len = 0;
         } else {
@@ -877,8 +879,10 @@ static void submit_owned(struct gw_exchange *ex, int status, const struct gw_hea
     int rv = nghttp2_submit_response(c->session, ex->stream_id, nva, n, body_len > 0 ? &prd : NULL);
     free(nva); /* nghttp2 copied the fields */
     if (rv != 0) {
-        sl_log(SL_LOG_WARN, "gw", "h2: cannot submit response on stream %" PRId32 ": %s",
-               ex->stream_id, nghttp2_strerror(rv));
+        static struct sl_log_limit submit_log = SL_LOG_LIMIT(5, 10000);
+        sl_log_limited(&submit_log, SL_LOG_WARN, "gw",
+                       "h2: cannot submit response on stream %" PRId32 ": %s", ex->stream_id,
+                       nghttp2_strerror(rv));
         nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id,
                                   NGHTTP2_INTERNAL_ERROR);
     }

@@ -293,6 +293,16 @@ bool it_log_contains(const struct it_server *s, const char *text)
     return found;
 }
 
+int it_log_count(const struct it_server *s, const char *text)
+{
+    char *log = read_file(s->log_path);
+    int n = 0;
+    for (const char *p = log; p != NULL && (p = strstr(p, text)) != NULL; p += strlen(text))
+        n++;
+    free(log);
+    return n;
+}
+
 bool it_wait_log(const struct it_server *s, const char *text, int timeout_ms)
 {
     for (int waited = 0; waited <= timeout_ms; waited += 50) {

@@ -99,6 +99,8 @@ void it_server_cleanup(struct it_server *s);
 /* True when the server's log contains text. it_wait_log polls for it (bounded
  * by timeout_ms); use it after a signal. */
 bool it_log_contains(const struct it_server *s, const char *text);
+/* How many times text occurs in the server's log. */
+int it_log_count(const struct it_server *s, const char *text);
 bool it_wait_log(const struct it_server *s, const char *text, int timeout_ms);
 
 /* ---- requests ----------------------------------------------------------- */

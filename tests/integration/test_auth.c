@@ -177,6 +177,35 @@ static void unsigned_target_is_refused(const struct it_server *s)
     IT_CHECK(it_healthz(s));
 }
 
+/* Nobody pays for an unauthenticated request, so a flood of them may not
+ * write a log line each: at most 20 a second get through (and a count of
+ * the rest). */
+static void anonymous_lines_are_rationed(const struct it_server *s)
+{
+    int before = it_log_count(s, "tenant=- ");
+    time_t t0 = time(NULL);
+    for (int i = 0; i < 300; i++) {
+        struct it_response r;
+        IT_CHECK(it_sqs(s, "ListQueues", "{}", NULL, NULL, &r) == 0);
+        IT_CHECK(r.status == 403);
+        it_response_free(&r);
+    }
+    long seconds = (long)(time(NULL) - t0) + 2; /* the windows the flood could touch */
+    int lines = it_log_count(s, "tenant=- ") - before;
+    fprintf(stderr, "300 unauthenticated requests in about %ld s: %d log lines\n", seconds - 2,
+            lines);
+    IT_CHECK(lines > 0 && lines <= 20 * seconds);
+    IT_CHECK(lines < 300);
+    /* The first line of a later window says how many were left out. */
+    struct timespec pause = {1, 100 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    struct it_response r;
+    IT_CHECK(it_sqs(s, "ListQueues", "{}", NULL, NULL, &r) == 0);
+    it_response_free(&r);
+    IT_CHECK(
+        it_wait_log(s, "similar lines suppressed", 5000)); /* lines are flushed per loop turn */
+}
+
 static void routing_and_body_errors(const struct it_server *s)
 {
     struct it_response r;
@@ -220,6 +249,7 @@ int main(void)
     bad_credentials(&srv);
     expired_request(&srv);
     unsigned_target_is_refused(&srv);
+    anonymous_lines_are_rationed(&srv);
     routing_and_body_errors(&srv);
     IT_CHECK(it_log_contains(&srv, "action=ListQueues status=400"));
     IT_CHECK(it_server_stop(&srv) == 0);
