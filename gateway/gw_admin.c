@@ -193,6 +193,11 @@ static const struct gw_header *authorization(const struct gw_request *req, struc
     return authz;
 }
 
+/* Authenticates req as the admin: its bearer token, or its SigV4
+ * signature. Without l (the headers have arrived, the body has not), the
+ * signature is not checked yet: every refusal made then is the one the
+ * whole request would get, so it can be sent before the body is read, and
+ * true means only the signature is left to check. */
 static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
                          const struct gw_request *req, struct auth_failure *f)
 {
@@ -204,22 +209,8 @@ static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
     if (v.n > 7 && strncasecmp(v.p, "Bearer ", 7) == 0) {
         return authenticate_bearer(snap, (struct sl_slice){v.p + 7, v.n - 7}, f);
     }
-    return authenticate_sigv4(l, snap, req, f);
-}
-
-/* authenticate() up to where it needs the body: every refusal here is the
- * one the whole request would get, so it can be sent before the body is
- * read. Returns true when only the signature is left to check. */
-static bool preauthenticate(const struct cfg_snapshot *snap, const struct gw_request *req,
-                            struct auth_failure *f)
-{
-    const struct gw_header *authz = authorization(req, f);
-    if (authz == NULL) {
-        return false;
-    }
-    struct sl_slice v = authz->value;
-    if (v.n > 7 && strncasecmp(v.p, "Bearer ", 7) == 0) {
-        return authenticate_bearer(snap, (struct sl_slice){v.p + 7, v.n - 7}, f);
+    if (l != NULL) {
+        return authenticate_sigv4(l, snap, req, f);
     }
     struct sigv4_auth auth;
     enum sigv4_failure failure;
@@ -410,7 +401,7 @@ static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex
     struct admin_loop *l = loop_ctx;
     struct cfg_snapshot *snap = cfg_holder_get(l->api->holder);
     struct auth_failure f;
-    bool pass = preauthenticate(snap, partial, &f);
+    bool pass = authenticate(NULL, snap, partial, &f);
     cfg_snapshot_unref(snap);
     if (pass) {
         return GW_HEADERS_CONTINUE;
