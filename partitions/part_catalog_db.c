@@ -426,14 +426,8 @@ static void *catalog_main(void *arg)
 int part__catalog_db_start(struct part_engine *e)
 {
     struct part_writer *w = &e->catw;
-    w->engine = e;
     w->index = UINT32_MAX;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    part__thread_init(w, e);
     snprintf(w->path, sizeof w->path, "%s/catalog.db", e->data_dir);
     if (pthread_create(&w->thread, NULL, catalog_main, w) != 0) {
         return SL_EIO;

@@ -365,4 +365,18 @@ static inline bool part__partition_ok(const struct part_engine *e, uint32_t p)
     return !atomic_load(&e->writers[p].failed);
 }
 
+/* The state every storage thread (a partition writer, the catalog thread)
+ * starts with: its engine, and the lock and condition variable its
+ * submitters wait on, timed against the monotonic clock. */
+static inline void part__thread_init(struct part_writer *w, struct part_engine *e)
+{
+    w->engine = e;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 #endif

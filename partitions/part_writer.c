@@ -525,14 +525,8 @@ fail:
 
 int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t index)
 {
-    w->engine = e;
     w->index = index;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    part__thread_init(w, e);
     snprintf(w->path, sizeof w->path, "%s/part-%04u.db", e->data_dir, index);
     char why[512] = "";
     int rc = sqlite3_open_v2(w->path, &w->db, part_sql_open_flags(), NULL);
