@@ -91,14 +91,18 @@ void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
 }
 
 /* The tenant's limiter state for a tenant's request, or NULL (the admin,
- * no principal yet, or a tenant the limiter has not seen). */
-static struct pol_tenant_state *tenant_state(const struct gw_act_ctx *ctx)
+ * no principal yet, or a tenant the limiter has not seen). Looked up once
+ * per request: the precheck, admission and a charge all need it. */
+static struct pol_tenant_state *tenant_state(struct gw_act_ctx *ctx)
 {
     if (ctx->principal.kind != CFG_PRINCIPAL_TENANT || ctx->principal.tenant == NULL) {
         return NULL;
     }
-    const char *name = ctx->principal.tenant->name;
-    return pol_limiter_find(ctx->api->limiter, name, strlen(name));
+    if (ctx->limits == NULL) {
+        const char *name = ctx->principal.tenant->name;
+        ctx->limits = pol_limiter_find(ctx->api->limiter, name, strlen(name));
+    }
+    return ctx->limits;
 }
 
 void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
@@ -301,7 +305,10 @@ int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
     }
     const struct cfg_tenant *t = ctx->principal.tenant;
     struct pol_limiter *limiter = ctx->api->limiter;
-    struct pol_tenant_state *state = pol_limiter_find(limiter, tenant, strlen(tenant));
+    /* A tenant reaches only its own queues (gw__act_find_queue), so the
+     * queue's tenant is the principal's. */
+    SL_ASSERT(strcmp(tenant, t->name) == 0);
+    struct pol_tenant_state *state = tenant_state(ctx);
     if (state == NULL) {
         return SL_OK; /* a tenant the limiter has not seen yet: next reload adds it */
     }

@@ -116,9 +116,10 @@ struct gw_act_ctx {
     struct cfg_snapshot *snap;      /* one reference, held until finish */
     struct cfg_principal principal; /* borrows from snap */
     enum gw_sqs_action action;
-    struct gw_sqs_request req; /* decoded; fini'd by finish */
-    uint64_t queue_id;         /* the queue it named, once resolved; 0 before */
-    bool charged;              /* its tokens are settled (admitted, refused or charged) */
+    struct gw_sqs_request req;       /* decoded; fini'd by finish */
+    uint64_t queue_id;               /* the queue it named, once resolved; 0 before */
+    bool charged;                    /* its tokens are settled (admitted, refused or charged) */
+    struct pol_tenant_state *limits; /* the tenant's limiter state, once looked up */
 };
 
 typedef void gw_act_fn(struct gw_act_ctx *ctx);
