@@ -439,14 +439,7 @@ int part__catalog_db_start(struct part_engine *e)
 void part__catalog_db_stop(struct part_engine *e)
 {
     struct part_writer *w = &e->catw;
-    if (w->started) {
-        pthread_mutex_lock(&w->mu);
-        w->stop = true;
-        pthread_cond_signal(&w->cv);
-        pthread_mutex_unlock(&w->mu);
-        pthread_join(w->thread, NULL);
-        w->started = false;
-    }
+    part__thread_stop(w);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
 }

@@ -379,4 +379,18 @@ static inline void part__thread_init(struct part_writer *w, struct part_engine *
     pthread_condattr_destroy(&ca);
 }
 
+/* Asks a started storage thread to finish what is queued and stop, and
+ * joins it; nothing when it never started. */
+static inline void part__thread_stop(struct part_writer *w)
+{
+    if (w->started) {
+        pthread_mutex_lock(&w->mu);
+        w->stop = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->thread, NULL);
+        w->started = false;
+    }
+}
+
 #endif

@@ -569,14 +569,7 @@ int part__writer_start(struct part_writer *w)
 
 void part__writer_stop(struct part_writer *w)
 {
-    if (w->started) {
-        pthread_mutex_lock(&w->mu);
-        w->stop = true;
-        pthread_cond_signal(&w->cv);
-        pthread_mutex_unlock(&w->mu);
-        pthread_join(w->thread, NULL);
-        w->started = false;
-    }
+    part__thread_stop(w);
     part__schema_close(w);
     if (w->db != NULL) {
         if (atomic_load(&w->full_seen) || part__disk_low(w->engine)) {
