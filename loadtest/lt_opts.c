@@ -322,7 +322,7 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
         o->batch = (unsigned)u;
         break;
     case OPT_SIZE:
-        if (parse_u64(arg, 1024 * 1024, &u) != SL_OK || u < 32) {
+        if (parse_u64(arg, UINT64_C(1024) * 1024, &u) != SL_OK || u < 32) {
             FAIL("--size wants 32..1048576 bytes");
         }
         o->message_size = (size_t)u;

@@ -298,11 +298,9 @@ int lt_proto_messages(enum lt_protocol p, struct sl_slice resp, lt_message_cb *c
     while ((rc = lt_xml_next(&cur, end, "Message", &m)) == SL_OK) {
         sl_buf_reset(&body);
         sl_buf_reset(&handle);
-        rc = lt_xml_child_text(m, "Body", &body);
-        if (rc == SL_OK) {
-            rc = lt_xml_child_text(m, "ReceiptHandle", &handle);
-        }
-        if (rc != SL_OK) {
+        if (lt_xml_child_text(m, "Body", &body) != SL_OK ||
+            lt_xml_child_text(m, "ReceiptHandle", &handle) != SL_OK) {
+            rc = SL_EINVAL; /* a message without either cannot be read or deleted */
             break;
         }
         cb(data, (struct sl_slice){body.p, body.n}, (struct sl_slice){handle.p, handle.n});

@@ -715,6 +715,7 @@ static void begin_setup(struct run *run)
         if (!g->owns_queues || g->role == ROLE_RAW) {
             continue;
         }
+        SL_ASSERT(g->conn_count > 0); /* add_group: at least one connection */
         g->setup = sl_xcalloc(g->queue_count, sizeof(*g->setup));
         for (size_t q = 0; q < g->queue_count; q++) {
             struct lt_req *r = &g->setup[q];

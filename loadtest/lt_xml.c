@@ -114,7 +114,7 @@ int lt_xml_next(const char **cur, const char *end, const char *name, struct sl_s
     }
     const char *content = t.after;
     unsigned depth = 1;
-    while ((rc = next_tag(p, end, &t)) == SL_OK) {
+    while (next_tag(p, end, &t) == SL_OK) {
         p = t.after;
         if (!sl_slice_eq_cstr(t.name, name) || t.kind == TAG_EMPTY) {
             continue;

@@ -224,6 +224,11 @@ static void replies_in_both_protocols(void **state)
                                         "<ReceiptHandle>h</ReceiptHandle></Message></R>"),
                           on_msg, &s, &n),
         SL_EINVAL);
+    /* A message without a receipt handle cannot be deleted: unreadable. */
+    assert_int_equal(lt_proto_messages(LT_PROTO_QUERY,
+                                       sl_slice_cstr("<R><Message><Body>b</Body></Message></R>"),
+                                       on_msg, &s, &n),
+                     SL_EINVAL);
 
     struct sl_buf url;
     sl_buf_init(&url);
