@@ -242,8 +242,8 @@ struct lt_opts {
     enum lt_scenario scenario;
     const char *scenario_name;
     char *raw_action; /* raw-action ACTION JSON, and --print-signed-headers */
-    char *raw_json;
-    char *host; /* from --target HOST:PORT */
+    char *raw_json;   /* JSON body, or with --protocol query the form parameters */
+    char *host;       /* from --target HOST:PORT */
     int port;
     char *authority; /* "HOST:PORT" as sent in :authority */
     bool allow_remote;
