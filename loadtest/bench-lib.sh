@@ -5,11 +5,13 @@
 #
 # Needs: $root (the repository). Sets: $build, $sluiced, $load, $work (a temp
 # dir removed on exit), and after start_gateway: $pid, $port, $admin_port.
-# Environment: BUILD (default $root/build-bench-rel), JOBS (2).
+# Environment: BUILD (default $root/build-bench-rel), JOBS (2), SLUICED (the
+# gateway to measure; default the build's own, another one to measure a
+# gateway built elsewhere with this tree's sluice-load).
 
 build=${BUILD:-$root/build-bench-rel}
 jobs=${JOBS:-2}
-sluiced=$build/sluiced
+sluiced=${SLUICED:-$build/sluiced}
 load=$build/sluice-load
 
 bench_build() {

@@ -1,8 +1,11 @@
 /*
- * lt_conn.c -- one HTTP/2 client connection of the load generator: a libuv
- * TCP socket, optionally TLS through OpenSSL memory BIOs (ALPN h2), and an
- * nghttp2 client session fed with nghttp2_session_mem_recv/mem_send, so
- * the protocol engine never touches the socket.
+ * lt_conn.c -- one client connection of the load generator: a libuv TCP
+ * socket, optionally TLS through OpenSSL memory BIOs (ALPN h2, or http/1.1
+ * with --http1), and a protocol engine that never touches the socket:
+ * an nghttp2 client session fed with nghttp2_session_mem_recv/mem_send, or
+ * with --http1 the HTTP/1.1 step of lt_h1.c (keep-alive; requests pipelined
+ * in order, at most one per flow of the scenario, so --streams 1 means no
+ * pipelining).
  *
  * Writes are coalesced: submitting a request only marks the session as
  * having output; a uv_prepare handle, run just before the loop would block,
@@ -44,6 +47,7 @@ struct lt_client {
     size_t conn_cap;
     nghttp2_session_callbacks *callbacks;
     struct sl_buf authorization; /* scratch for signing */
+    struct sl_buf h1_request;    /* scratch: one HTTP/1.1 request, before TLS */
     char target[128];            /* scratch for x-amz-target */
 };
 
@@ -53,12 +57,14 @@ struct lt_conn {
     uv_connect_t connect;
     enum conn_state state;
     nghttp2_session *ng;
+    struct lt_h1 *h1;
     SSL *ssl;
     BIO *net_in;  /* ciphertext read from the socket, for SSL */
     BIO *net_out; /* ciphertext SSL produced, to be written */
     lt_conn_ready_cb *ready;
     void *ready_data;
-    struct lt_req *inflight;
+    struct lt_req *inflight; /* oldest first: HTTP/1.1 answers in this order */
+    struct lt_req *inflight_tail;
     unsigned inflight_count;
     struct sl_buf out_pending;
     struct sl_buf out_writing;
@@ -109,6 +115,8 @@ static void unlink_req(struct lt_conn *c, struct lt_req *r)
     }
     if (r->next) {
         r->next->prev = r->prev;
+    } else {
+        c->inflight_tail = r->prev;
     }
     r->next = r->prev = NULL;
     c->inflight_count--;
@@ -208,6 +216,7 @@ struct lt_client *lt_client_new(uv_loop_t *loop, const struct lt_opts *o, void *
     c->o = o;
     c->tls = tls_ctx;
     sl_buf_init(&c->authorization);
+    sl_buf_init(&c->h1_request);
     SL_ASSERT(nghttp2_session_callbacks_new(&c->callbacks) == 0);
     nghttp2_session_callbacks_set_on_header_callback(c->callbacks, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c->callbacks, on_data_chunk);
@@ -223,6 +232,7 @@ static void on_client_closed(uv_handle_t *h)
     struct lt_client *c = h->data;
     nghttp2_session_callbacks_del(c->callbacks);
     sl_buf_free(&c->authorization);
+    sl_buf_free(&c->h1_request);
     free(c->conns);
     free(c);
 }
@@ -250,8 +260,13 @@ void *lt_tls_ctx_new(const struct lt_opts *o, char *err, size_t errlen)
         return NULL;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    static const unsigned char alpn[] = "\x02h2";
-    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1);
+    static const unsigned char alpn_h2[] = "\x02h2";
+    static const unsigned char alpn_h1[] = "\x08http/1.1";
+    if (o->http1) {
+        SSL_CTX_set_alpn_protos(ctx, alpn_h1, sizeof(alpn_h1) - 1);
+    } else {
+        SSL_CTX_set_alpn_protos(ctx, alpn_h2, sizeof(alpn_h2) - 1);
+    }
     if (o->cacert != NULL) {
         if (SSL_CTX_load_verify_locations(ctx, o->cacert, NULL) != 1) {
             snprintf(err, errlen, "cannot load CA certificate %s", o->cacert);
@@ -279,6 +294,17 @@ static void drain_tls_output(struct lt_conn *c)
     int n;
     while ((n = BIO_read(c->net_out, buf, sizeof(buf))) > 0) {
         sl_buf_append(&c->out_pending, buf, (size_t)n);
+    }
+}
+
+/* Queues protocol bytes for the socket, through TLS when there is TLS. */
+static void conn_output(struct lt_conn *c, const char *data, size_t n)
+{
+    if (c->ssl != NULL) {
+        SSL_write(c->ssl, data, (int)n); /* a memory BIO takes it all */
+        drain_tls_output(c);
+    } else {
+        sl_buf_append(&c->out_pending, data, n);
     }
 }
 
@@ -320,7 +346,7 @@ static void on_write(uv_write_t *w, int status)
 
 static void conn_flush(struct lt_conn *c)
 {
-    if (c->state == OPEN && !c->in_recv) {
+    if (c->state == OPEN && !c->in_recv && c->ng != NULL) {
         while (c->out_pending.n < OUT_HIGH_WATER && nghttp2_session_want_write(c->ng)) {
             const uint8_t *data;
             ssize_t n = nghttp2_session_mem_send(c->ng, &data);
@@ -331,12 +357,7 @@ static void conn_flush(struct lt_conn *c)
             if (n == 0) {
                 break;
             }
-            if (c->ssl != NULL) {
-                SSL_write(c->ssl, data, (int)n); /* a memory BIO takes it all */
-                drain_tls_output(c);
-            } else {
-                sl_buf_append(&c->out_pending, data, (size_t)n);
-            }
+            conn_output(c, (const char *)data, (size_t)n);
         }
         if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng)) {
             conn_fail(c, "SessionEnded");
@@ -348,15 +369,30 @@ static void conn_flush(struct lt_conn *c)
 
 /* ===== connection: input ================================================ */
 
+static struct lt_req *h1_front(void *data)
+{
+    struct lt_conn *c = data;
+    return c->inflight;
+}
+
+static void h1_done(void *data, struct lt_req *r)
+{
+    finish_req(data, r);
+}
+
 static void start_session(struct lt_conn *c)
 {
-    nghttp2_session_client_new(&c->ng, c->client->callbacks, c);
-    nghttp2_settings_entry settings[] = {
-        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW_BYTES},
-    };
-    nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, settings, SL_ARRAY_LEN(settings));
-    nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0, WINDOW_BYTES);
+    if (c->client->o->http1) {
+        c->h1 = lt_h1_new(h1_front, h1_done, c);
+    } else {
+        nghttp2_session_client_new(&c->ng, c->client->callbacks, c);
+        nghttp2_settings_entry settings[] = {
+            {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+            {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW_BYTES},
+        };
+        nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, settings, SL_ARRAY_LEN(settings));
+        nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0, WINDOW_BYTES);
+    }
     c->state = OPEN;
     conn_flush(c);
     if (c->ready != NULL) {
@@ -366,14 +402,22 @@ static void start_session(struct lt_conn *c)
     }
 }
 
-static void feed_h2(struct lt_conn *c, const char *data, size_t n)
+/* Hands bytes the server sent to the protocol engine (n = 0: it closed). */
+static void feed(struct lt_conn *c, const char *data, size_t n)
 {
+    const char *why = NULL;
     c->in_recv = true;
-    ssize_t rv = nghttp2_session_mem_recv(c->ng, (const uint8_t *)data, n);
+    if (c->h1 != NULL) {
+        if (lt_h1_feed(c->h1, data, n, &why) == SL_OK) {
+            why = NULL;
+        }
+    } else if (n > 0) {
+        ssize_t rv = nghttp2_session_mem_recv(c->ng, (const uint8_t *)data, n);
+        why = rv < 0 ? nghttp2_strerror((int)rv) : NULL;
+    }
     c->in_recv = false;
-    if (rv < 0) {
-        conn_fail(c, nghttp2_strerror((int)rv));
-        return;
+    if (why != NULL) {
+        conn_fail(c, why);
     }
     if (c->close_requested) {
         lt_conn_close(c);
@@ -391,8 +435,11 @@ static void do_handshake(struct lt_conn *c)
         const unsigned char *proto = NULL;
         unsigned len = 0;
         SSL_get0_alpn_selected(c->ssl, &proto, &len);
-        if (len != 2 || memcmp(proto, "h2", 2) != 0) {
-            conn_fail(c, "ALPN_not_h2");
+        /* A server that answers no ALPN speaks HTTP/1.1 (RFC 7301). */
+        bool ok = c->client->o->http1 ? len == 0 || (len == 8 && memcmp(proto, "http/1.1", 8) == 0)
+                                      : len == 2 && memcmp(proto, "h2", 2) == 0;
+        if (!ok) {
+            conn_fail(c, c->client->o->http1 ? "ALPN_not_http/1.1" : "ALPN_not_h2");
             return;
         }
         start_session(c);
@@ -413,7 +460,7 @@ static void read_tls(struct lt_conn *c)
     while (c->state == OPEN) {
         int n = SSL_read(c->ssl, plain, sizeof(plain));
         if (n > 0) {
-            feed_h2(c, plain, (size_t)n);
+            feed(c, plain, (size_t)n);
             continue;
         }
         int e = SSL_get_error(c->ssl, n);
@@ -437,6 +484,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     if (nread < 0) {
+        if (nread == UV_EOF && c->h1 != NULL && c->state == OPEN) {
+            feed(c, NULL, 0); /* a reply delimited by the close completes now */
+        }
         conn_fail(c, nread == UV_EOF ? "ConnectionClosed" : uv_err_name((int)nread));
         return;
     }
@@ -444,7 +494,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         BIO_write(c->net_in, buf->base, (int)nread);
         read_tls(c);
     } else if (c->state == OPEN) {
-        feed_h2(c, buf->base, (size_t)nread);
+        feed(c, buf->base, (size_t)nread);
     }
 }
 
@@ -562,6 +612,8 @@ void lt_conn_close(struct lt_conn *c)
         nghttp2_session_del(c->ng);
         c->ng = NULL;
     }
+    lt_h1_free(c->h1);
+    c->h1 = NULL;
     if (c->ssl != NULL) {
         SSL_free(c->ssl);
         c->ssl = NULL;
@@ -579,58 +631,92 @@ unsigned lt_conn_inflight(const struct lt_conn *c)
     return c->inflight_count;
 }
 
+/* Puts r at the tail of the in-flight list. */
+static void link_req(struct lt_conn *c, struct lt_req *r)
+{
+    r->conn = c;
+    r->next = NULL;
+    r->prev = c->inflight_tail;
+    if (c->inflight_tail) {
+        c->inflight_tail->next = r;
+    } else {
+        c->inflight = r;
+    }
+    c->inflight_tail = r;
+    c->inflight_count++;
+    r->issued_ns = sl_mono_ns();
+}
+
+static int submit_h2(struct lt_conn *c, struct lt_req *r, const struct sigv4_header *hdr, size_t n)
+{
+    struct lt_client *cl = c->client;
+    char clen[24];
+    int cn = snprintf(clen, sizeof(clen), "%zu", r->body.n);
+    const char *scheme = cl->tls ? "https" : "http";
+#define NV(n, v, vl) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vl), NGHTTP2_NV_FLAG_NONE}
+    nghttp2_nv nv[5 + 4] = {
+        NV(":method", "POST", 4),
+        NV(":scheme", scheme, strlen(scheme)),
+        NV(":authority", cl->o->authority, strlen(cl->o->authority)),
+        NV(":path", "/", 1),
+        NV("content-length", clen, (size_t)cn),
+    };
+#undef NV
+    size_t nvn = 5;
+    SL_ASSERT(nvn + n <= SL_ARRAY_LEN(nv));
+    for (size_t i = 0; i < n; i++, nvn++) {
+        nv[nvn] = (nghttp2_nv){(uint8_t *)hdr[i].name.p, (uint8_t *)hdr[i].value.p, hdr[i].name.n,
+                               hdr[i].value.n, NGHTTP2_NV_FLAG_NONE};
+    }
+    nghttp2_data_provider prd = {.source.ptr = r, .read_callback = read_body};
+    r->body_off = 0;
+    int32_t sid = nghttp2_submit_request(c->ng, NULL, nv, nvn, &prd, r);
+    if (sid < 0) {
+        return SL_ECLOSED;
+    }
+    r->stream_id = sid;
+    return SL_OK;
+}
+
 int lt_conn_submit(struct lt_conn *c, struct lt_req *r)
 {
     if (c->state != OPEN) {
         return SL_ECLOSED;
     }
     struct lt_client *cl = c->client;
+    bool json = cl->o->protocol == LT_PROTO_JSON;
     int tn = snprintf(cl->target, sizeof(cl->target), "AmazonSQS.%s", r->action);
     if (tn < 0 || (size_t)tn >= sizeof(cl->target)) {
         return SL_EINVAL;
     }
-    struct sigv4_header extra[] = {
-        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("application/x-amz-json-1.0")},
+    /* Signed, in this order; then x-amz-date and authorization. */
+    struct sigv4_header hdr[4] = {
+        {SL_SLICE_LIT("content-type"),
+         json ? SL_SLICE_LIT("application/x-amz-json-1.0") : SL_SLICE_LIT(LT_FORM_CONTENT_TYPE)},
         {SL_SLICE_LIT("x-amz-target"), {cl->target, (size_t)tn}},
     };
+    size_t signed_n = json ? 2 : 1;
     char amz_date[17];
     struct sl_slice body = {r->body.p ? r->body.p : "", r->body.n};
-    int rc = lt_sign(r->cred, "/", cl->o->authority, extra, SL_ARRAY_LEN(extra), body,
+    int rc = lt_sign(r->cred, "/", cl->o->authority, hdr, signed_n, body,
                      (int64_t)(sl_wall_ms() / 1000), amz_date, &cl->authorization);
     if (rc != SL_OK) {
         return rc;
     }
-    char clen[24];
-    int cn = snprintf(clen, sizeof(clen), "%zu", r->body.n);
-    const char *scheme = cl->tls ? "https" : "http";
-#define NV(n, v, vl) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vl), NGHTTP2_NV_FLAG_NONE}
-    nghttp2_nv nv[] = {
-        NV(":method", "POST", 4),
-        NV(":scheme", scheme, strlen(scheme)),
-        NV(":authority", cl->o->authority, strlen(cl->o->authority)),
-        NV(":path", "/", 1),
-        NV("content-type", "application/x-amz-json-1.0", 26),
-        NV("x-amz-target", cl->target, (size_t)tn),
-        NV("x-amz-date", amz_date, 16),
-        NV("authorization", cl->authorization.p, cl->authorization.n),
-        NV("content-length", clen, (size_t)cn),
-    };
-#undef NV
-    nghttp2_data_provider prd = {.source.ptr = r, .read_callback = read_body};
-    r->body_off = 0;
-    int32_t sid = nghttp2_submit_request(c->ng, NULL, nv, SL_ARRAY_LEN(nv), &prd, r);
-    if (sid < 0) {
-        return SL_ECLOSED;
+    hdr[signed_n] = (struct sigv4_header){SL_SLICE_LIT("x-amz-date"), {amz_date, 16}};
+    hdr[signed_n + 1] = (struct sigv4_header){SL_SLICE_LIT("authorization"),
+                                              {cl->authorization.p, cl->authorization.n}};
+    if (c->h1 != NULL) {
+        if (c->ssl == NULL) { /* straight into the output, no copy */
+            lt_h1_request(&c->out_pending, "/", cl->o->authority, hdr, signed_n + 2, body);
+        } else {
+            sl_buf_reset(&cl->h1_request);
+            lt_h1_request(&cl->h1_request, "/", cl->o->authority, hdr, signed_n + 2, body);
+            conn_output(c, cl->h1_request.p, cl->h1_request.n);
+        }
+    } else if ((rc = submit_h2(c, r, hdr, signed_n + 2)) != SL_OK) {
+        return rc;
     }
-    r->stream_id = sid;
-    r->conn = c;
-    r->prev = NULL;
-    r->next = c->inflight;
-    if (c->inflight) {
-        c->inflight->prev = r;
-    }
-    c->inflight = r;
-    c->inflight_count++;
-    r->issued_ns = sl_mono_ns();
+    link_req(c, r);
     return SL_OK;
 }

@@ -6,6 +6,9 @@
  * e.g. "com.amazonaws.sqs#QueueDoesNotExist") and the x-amzn-query-error
  * header ("AWS.SimpleQueueService.NonExistentQueue;Sender"). The shape name
  * is what the AWS SDK for JavaScript reports, so it wins when present.
+ * Query-protocol errors carry it in XML,
+ * <ErrorResponse><Error><Code>AWS.SimpleQueueService.NonExistentQueue</Code>,
+ * the code query clients report.
  *
  * Pure; threading: none.
  */
@@ -38,7 +41,19 @@ void lt_error_code(int status, const char *query_error, struct sl_slice body, ch
         }
         return;
     }
-    if (body.n > 0) {
+    if (body.n > 0 && body.p[0] == '<') {
+        const char *cur = body.p;
+        struct sl_slice err;
+        struct sl_buf code;
+        sl_buf_init(&code);
+        if (lt_xml_next(&cur, body.p + body.n, "Error", &err) == SL_OK &&
+            lt_xml_child_text(err, "Code", &code) == SL_OK && code.n > 0) {
+            copy_code(out, cap, code.p, code.n);
+            sl_buf_free(&code);
+            return;
+        }
+        sl_buf_free(&code);
+    } else if (body.n > 0) {
         json_t *root = json_loadb(body.p, body.n, 0, NULL);
         const char *type = root ? json_string_value(json_object_get(root, "__type")) : NULL;
         if (type != NULL && type[0] != '\0') {

@@ -7,11 +7,16 @@
  *   lt_hist.c    log-bucketed latency histogram (pure)
  *   lt_sched.c   open-loop schedule: intended send times (pure, clock given)
  *   lt_sign.c    the SigV4 headers of one SQS request, via sigv4_sign_sqs_request()
+ *   lt_xml.c     a scanner for the few elements of SQS XML replies (pure)
  *   lt_errors.c  SQS error codes out of a reply, and their tally (pure)
+ *   lt_proto.c   request bodies and reply fields in JSON 1.0 or query (pure)
  *   lt_report.c  the run's result as a table, a JSON record and a picture
  *   lt_opts.c    command line -> struct lt_opts
- *   lt_conn.c    one HTTP/2 client connection: libuv TCP, optional TLS via
- *                memory BIOs, an nghttp2 client session fed from memory
+ *   lt_h1.c      HTTP/1.1 client protocol step: requests written to memory,
+ *                responses parsed with http-parser from memory (pure)
+ *   lt_conn.c    one client connection: libuv TCP, optional TLS via memory
+ *                BIOs, and either an nghttp2 client session or lt_h1.c,
+ *                both fed from memory
  *   lt_run.c     scenarios: groups of connections x streams driving flows
  *
  * Threading: everything runs on one libuv loop thread; nothing is shared.
@@ -117,6 +122,24 @@ int lt_sign(const struct lt_credentials *cred, const char *path, const char *aut
             const struct sigv4_header *extra, size_t extra_count, struct sl_slice body,
             int64_t now_s, char amz_date[17], struct sl_buf *authorization);
 
+/* ===== SQS XML ========================================================== */
+
+/* Finds the next element `name` in [*cur, end) (its start tag or an empty
+ * <name/>), nested elements of the same name matched by depth; *inner is
+ * its raw content and *cur moves past its end tag. Returns SL_OK,
+ * SL_ENOTFOUND when there is none, or SL_EINVAL when markup is cut off or
+ * the end tag is missing. */
+int lt_xml_next(const char **cur, const char *end, const char *name, struct sl_slice *inner);
+/* Appends the character data of raw to out with the predefined entities
+ * (&amp; &lt; &gt; &quot; &apos;), numeric references (&#13; &#xD;) and
+ * CDATA sections decoded; out is a C string afterwards. Returns SL_OK, or
+ * SL_EINVAL (out unchanged) for an unknown or malformed reference or a tag
+ * inside the text. */
+int lt_xml_text(struct sl_slice raw, struct sl_buf *out);
+/* lt_xml_text of the first element `name` in scope: SL_OK, SL_ENOTFOUND,
+ * or SL_EINVAL. */
+int lt_xml_child_text(struct sl_slice scope, const char *name, struct sl_buf *out);
+
 /* ===== SQS errors ======================================================= */
 
 #define LT_MAX_ERROR_CODES 32
@@ -134,12 +157,70 @@ struct lt_errors {
 };
 
 /* The SQS error code of a failed reply: the `__type` of a JSON body
- * without its namespace, else the code of x-amzn-query-error (before ';'),
- * else "HTTP_<status>". status 0 is a transport failure described by body. */
+ * without its namespace, or the Code of an XML <ErrorResponse><Error>,
+ * else the code of x-amzn-query-error (before ';'), else "HTTP_<status>".
+ * status 0 is a transport failure described by body. */
 void lt_error_code(int status, const char *query_error, struct sl_slice body, char *out,
                    size_t cap);
 void lt_errors_add(struct lt_errors *e, const char *code);
 uint64_t lt_errors_total(const struct lt_errors *e);
+
+/* ===== wire protocols =================================================== */
+
+enum lt_protocol {
+    LT_PROTO_JSON,  /* AWS JSON 1.0: JSON bodies, x-amz-target */
+    LT_PROTO_QUERY, /* form bodies with Action and Version, XML replies */
+};
+
+#define LT_QUERY_VERSION "2012-11-05"
+#define LT_FORM_CONTENT_TYPE "application/x-www-form-urlencoded; charset=utf-8"
+
+/* Appends key=value to a form body ('&' first unless b is empty), both
+ * percent-encoded (all but A-Z a-z 0-9 - . _ ~); the key is printf-formatted
+ * and at most 127 bytes (keys are sluice-load's own). */
+void lt_form_add(struct sl_buf *b, struct sl_slice value, const char *key_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Request bodies, appended to b. The send body of a message is `size`
+ * bytes starting with the send timestamp (lt_body_timestamp). */
+void lt_proto_send(struct sl_buf *b, enum lt_protocol p, const char *queue_url, size_t size,
+                   unsigned batch, uint64_t wall_us);
+void lt_proto_receive(struct sl_buf *b, enum lt_protocol p, const char *queue_url, unsigned max,
+                      int wait_s);
+void lt_proto_create_queue(struct sl_buf *b, enum lt_protocol p, const char *name);
+/* raw-action: params is the JSON body, or for query the form parameters
+ * after Action and Version, already encoded (may be empty). */
+void lt_proto_raw(struct sl_buf *b, enum lt_protocol p, const char *action, const char *params);
+/* The JSON 1.0 body of SendMessage(Batch) (lt_proto_send). */
+void lt_body_send(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
+                  uint64_t wall_us);
+/* The send timestamp (µs) a body starts with, or 0. */
+uint64_t lt_body_timestamp(const char *body, size_t n);
+
+/* A DeleteMessageBatch body, built entry by entry (ids d0, d1, ...). */
+struct lt_delete_batch {
+    struct sl_buf *b;
+    enum lt_protocol proto;
+    unsigned n;
+};
+void lt_proto_delete_begin(struct lt_delete_batch *d, struct sl_buf *b, enum lt_protocol p,
+                           const char *queue_url);
+void lt_proto_delete_add(struct lt_delete_batch *d, struct sl_slice receipt_handle);
+void lt_proto_delete_end(struct lt_delete_batch *d);
+
+/* Reply fields. Each returns SL_OK, SL_EINVAL for a reply it cannot read,
+ * or (queue_url) SL_ENOTFOUND when the field is absent. */
+int lt_proto_queue_url(enum lt_protocol p, struct sl_slice resp, struct sl_buf *url);
+/* Calls cb once per received message with its decoded Body and
+ * ReceiptHandle (valid during the call); *count is how many. */
+typedef void lt_message_cb(void *data, struct sl_slice body, struct sl_slice receipt_handle);
+int lt_proto_messages(enum lt_protocol p, struct sl_slice resp, lt_message_cb *cb, void *data,
+                      size_t *count);
+/* A batch reply: *ok successful entries; failed runs once per failed entry
+ * with its Code. */
+typedef void lt_code_cb(void *data, const char *code);
+int lt_proto_batch(enum lt_protocol p, struct sl_slice resp, uint64_t *ok, lt_code_cb *failed,
+                   void *data);
 
 /* ===== options ========================================================== */
 
@@ -161,12 +242,14 @@ struct lt_opts {
     enum lt_scenario scenario;
     const char *scenario_name;
     char *raw_action; /* raw-action ACTION JSON, and --print-signed-headers */
-    char *raw_json;
-    char *host; /* from --target HOST:PORT */
+    char *raw_json;   /* JSON body, or with --protocol query the form parameters */
+    char *host;       /* from --target HOST:PORT */
     int port;
     char *authority; /* "HOST:PORT" as sent in :authority */
     bool allow_remote;
     bool tls;
+    bool http1;                /* HTTP/1.1 keep-alive instead of HTTP/2 */
+    enum lt_protocol protocol; /* JSON 1.0 or query */
     char *cacert;
     char *region;
     unsigned connections;
@@ -277,21 +360,38 @@ int lt_result_plot(const struct lt_result *r, const char *png_path);
 /* CPU seconds (user + system) a process has used, from /proc/PID/stat. */
 int lt_proc_cpu_seconds(int pid, double *out);
 
-/* ===== HTTP/2 client ==================================================== */
+/* ===== HTTP client ====================================================== */
 
 struct lt_client;
 struct lt_conn;
 struct lt_req;
+
+/* HTTP/1.1 (lt_h1.c). A response belongs to the oldest request without
+ * one, which front names (NULL: none is waiting); done runs when its reply
+ * is complete (r->status, r->query_error and r->resp filled). */
+struct lt_h1;
+typedef struct lt_req *lt_h1_front_cb(void *data);
+typedef void lt_h1_done_cb(void *data, struct lt_req *r);
+struct lt_h1 *lt_h1_new(lt_h1_front_cb *front, lt_h1_done_cb *done, void *data);
+void lt_h1_free(struct lt_h1 *h);
+/* Parses response bytes (n = 0: the server closed the connection).
+ * Returns SL_OK; SL_ECLOSED once the server has said its last reply was the
+ * last; SL_EINVAL for a malformed or unasked-for response. *why names the
+ * failure (static text). */
+int lt_h1_feed(struct lt_h1 *h, const char *p, size_t n, const char **why);
+/* Appends a POST with host, the headers, content-length and the body. */
+void lt_h1_request(struct sl_buf *out, const char *path, const char *host,
+                   const struct sigv4_header *headers, size_t n, struct sl_slice body);
 
 typedef void lt_req_done_cb(struct lt_req *req);
 
 /* One request. Fill body, action and cred, then lt_conn_submit(). */
 struct lt_req {
     struct lt_conn *conn;
-    struct lt_req *next; /* in the connection's in-flight list */
+    struct lt_req *next; /* in the connection's in-flight list, oldest first */
     struct lt_req *prev;
     int32_t stream_id;
-    const char *action; /* "SendMessage": becomes x-amz-target AmazonSQS.<action> */
+    const char *action; /* "SendMessage": x-amz-target AmazonSQS.<action> (JSON) */
     const struct lt_credentials *cred;
     struct sl_buf body;
     size_t body_off;
@@ -311,22 +411,26 @@ void lt_req_fini(struct lt_req *r);
 void lt_req_reset(struct lt_req *r);
 
 struct uv_loop_s;
-/* tls_ctx is an SSL_CTX * or NULL for h2c. */
+/* tls_ctx is an SSL_CTX * or NULL for cleartext (h2c, or HTTP/1.1 with
+ * --http1). */
 struct lt_client *lt_client_new(struct uv_loop_s *loop, const struct lt_opts *o, void *tls_ctx);
 void lt_client_free(struct lt_client *c);
-/* Builds the TLS context of --tls (ALPN h2), or NULL with a message. */
+/* Builds the TLS context of --tls (ALPN h2, or http/1.1 with --http1), or
+ * NULL with a message. */
 void *lt_tls_ctx_new(const struct lt_opts *o, char *err, size_t errlen);
 void lt_tls_ctx_free(void *ctx);
 
 typedef void lt_conn_ready_cb(struct lt_conn *conn, int status, void *data);
-/* Connects; ready runs once, with SL_OK when the HTTP/2 session is up. */
+/* Connects; ready runs once, with SL_OK when the HTTP/2 session (or the
+ * HTTP/1.1 connection) is up. */
 struct lt_conn *lt_conn_open(struct lt_client *c, lt_conn_ready_cb *ready, void *data);
 /* Fails what is in flight (their callbacks run) and closes the socket; the
  * connection is freed once libuv is done with it. */
 void lt_conn_close(struct lt_conn *conn);
 bool lt_conn_usable(const struct lt_conn *conn);
 unsigned lt_conn_inflight(const struct lt_conn *conn);
-/* Signs and sends r. SL_OK: r belongs to the connection until r->cb runs.
+/* Signs and sends r (with --http1 pipelined behind what is in flight).
+ * SL_OK: r belongs to the connection until r->cb runs.
  * SL_ECLOSED: the connection is dead; r is still the caller's. */
 int lt_conn_submit(struct lt_conn *conn, struct lt_req *r);
 
@@ -337,11 +441,5 @@ int lt_conn_submit(struct lt_conn *conn, struct lt_req *r);
  * it (r->setup_error says why), or SL_EIO when no connection came up. */
 int lt_run(const struct lt_opts *o, struct lt_result *r);
 void lt_result_fini(struct lt_result *r);
-
-/* Request bodies, exposed for tests. */
-void lt_body_send(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
-                  uint64_t wall_us);
-/* The send timestamp (µs) a body starts with, or 0. */
-uint64_t lt_body_timestamp(const char *body, size_t n);
 
 #endif

@@ -44,6 +44,9 @@ enum {
     OPT_PLOT,
     OPT_SERVER_PID,
     OPT_PRINT_SIGNED,
+    OPT_HTTP1,
+    OPT_HTTP_VERSION,
+    OPT_PROTOCOL,
 };
 
 static const struct option long_opts[] = {
@@ -73,6 +76,9 @@ static const struct option long_opts[] = {
     {"server-pid", required_argument, NULL, OPT_SERVER_PID},
     {"quiet", no_argument, NULL, 'q'},
     {"print-signed-headers", no_argument, NULL, OPT_PRINT_SIGNED},
+    {"http1", no_argument, NULL, OPT_HTTP1},
+    {"http-version", required_argument, NULL, OPT_HTTP_VERSION},
+    {"protocol", required_argument, NULL, OPT_PROTOCOL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -81,15 +87,22 @@ void lt_opts_usage(FILE *out)
 {
     fputs(
         "usage: sluice-load SCENARIO [options]\n"
-        "       sluice-load raw-action ACTION JSON [options]\n"
+        "       sluice-load raw-action ACTION JSON|FORM [options]\n"
         "       sluice-load --print-signed-headers ACTION JSON [--target H:P] [--tenants K:S]\n"
         "scenarios: send | receive-delete | roundtrip | longpoll | noisy | raw-action\n"
         "  --target HOST:PORT     gateway (default 127.0.0.1:9324); loopback only unless\n"
         "  --allow-remote         is given\n"
-        "  --tls [--cacert FILE]  h2 over TLS with ALPN h2 (no verification without --cacert)\n"
+        "  --tls [--cacert FILE]  TLS with ALPN h2 (http/1.1 with --http1; no verification\n"
+        "                         without --cacert)\n"
+        "  --http1                HTTP/1.1 keep-alive instead of HTTP/2 (same as\n"
+        "  --http-version 1.1     --http-version 1.1; 2 is the default): each flow has\n"
+        "                         at most one request out, pipelined in order on its\n"
+        "                         connection, so -m 1 means no pipelining\n"
+        "  --protocol json|query  AWS JSON 1.0 (default) or the query protocol (form\n"
+        "                         bodies, XML replies); raw-action takes form parameters\n"
         "  --region R             SigV4 region (default us-east-1)\n"
         "  -c, --connections N    connections per group (default 1)\n"
-        "  -m, --streams M        concurrent streams per connection (default 16)\n"
+        "  -m, --streams M        concurrent streams (flows) per connection (default 16)\n"
         "  --consumer-streams M   roundtrip: streams per consumer connection (default M)\n"
         "  -d, --duration S       stop after S seconds\n"
         "  -n, --count N          stop after N operations per group (at least one bound)\n"
@@ -309,7 +322,7 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
         o->batch = (unsigned)u;
         break;
     case OPT_SIZE:
-        if (parse_u64(arg, 1024 * 1024, &u) != SL_OK || u < 32) {
+        if (parse_u64(arg, UINT64_C(1024) * 1024, &u) != SL_OK || u < 32) {
             FAIL("--size wants 32..1048576 bytes");
         }
         o->message_size = (size_t)u;
@@ -363,6 +376,24 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
     case OPT_PRINT_SIGNED:
         o->print_signed_headers = true;
         break;
+    case OPT_HTTP1:
+        o->http1 = true;
+        break;
+    case OPT_HTTP_VERSION:
+        if (strcmp(arg, "1.1") != 0 && strcmp(arg, "2") != 0) {
+            FAIL("--http-version is 1.1 or 2");
+        }
+        o->http1 = strcmp(arg, "1.1") == 0;
+        break;
+    case OPT_PROTOCOL:
+        if (strcmp(arg, "json") == 0) {
+            o->protocol = LT_PROTO_JSON;
+        } else if (strcmp(arg, "query") == 0) {
+            o->protocol = LT_PROTO_QUERY;
+        } else {
+            FAIL("--protocol is json or query");
+        }
+        break;
     default:
         FAIL("unknown option (see --help)");
     }
@@ -394,6 +425,9 @@ int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t er
     if (o->print_signed_headers) {
         if (npos != 2) {
             FAIL("--print-signed-headers wants ACTION JSON");
+        }
+        if (o->protocol != LT_PROTO_JSON) {
+            FAIL("--print-signed-headers signs JSON 1.0 requests only");
         }
         replace(&o->raw_action, pos[0]);
         replace(&o->raw_json, pos[1]);

@@ -6,7 +6,8 @@
  * JSON record (version 1):
  *   { "tool": "sluice-load", "version": 1, "scenario", "target", "tls",
  *     "config": { connections, streams, duration_s, count, rate, mode,
- *                 batch, message_size, queues, tenants[], wait_s, ... },
+ *                 batch, message_size, queues, tenants[], wait_s,
+ *                 http_version ("2" | "1.1"), protocol ("json" | "query"), ... },
  *     "setup_error": null | "why",
  *     "elapsed_s", "server_cpu": null | { pid, cpu_s, us_per_request,
  *                                          us_per_message },
@@ -230,6 +231,9 @@ static json_t *config_json(const struct lt_opts *o)
         "rate", o->rate, "mode", o->rate > 0 ? "open" : "closed", "batch", (json_int_t)o->batch,
         "message_size", (json_int_t)o->message_size, "queues", (json_int_t)o->queues, "tenants",
         tenants, "wait_s", (json_int_t)o->wait_s, "prefill", (json_int_t)o->prefill);
+    json_object_set_new(c, "http_version", json_string(o->http1 ? "1.1" : "2"));
+    json_object_set_new(c, "protocol",
+                        json_string(o->protocol == LT_PROTO_QUERY ? "query" : "json"));
     if (o->scenario == LT_SC_NOISY) {
         json_object_set_new(c, "flood_rate", json_real(o->flood_rate));
         json_object_set_new(c, "receive_rate", json_real(o->receive_rate));
@@ -341,8 +345,10 @@ void lt_result_print(const struct lt_result *r, FILE *out)
 {
     json_t *j = lt_result_json(r);
     json_t *totals = json_object_get(j, "totals");
-    fprintf(out, "sluice-load %s against %s (%s), %.1f s\n", r->opts->scenario_name,
-            r->opts->authority, r->opts->tls ? "h2/TLS" : "h2c", r->elapsed_s);
+    static const char *const transports[2][2] = {{"h2c", "h2/TLS"}, {"HTTP/1.1", "HTTP/1.1/TLS"}};
+    fprintf(out, "sluice-load %s against %s (%s, %s), %.1f s\n", r->opts->scenario_name,
+            r->opts->authority, transports[r->opts->http1][r->opts->tls],
+            r->opts->protocol == LT_PROTO_QUERY ? "query" : "JSON 1.0", r->elapsed_s);
     if (r->setup_error[0]) {
         fprintf(out, "not run: %s\n", r->setup_error);
     }

@@ -61,6 +61,7 @@ struct flow {
     uint64_t send_issued_ns;
     bool sent;
     struct lt_conn *conn;
+    struct lt_conn *send_conn; /* longpoll: where the wake-up send goes */
 };
 
 struct group {
@@ -72,6 +73,7 @@ struct group {
     unsigned batch;
     struct lt_conn **conns;
     size_t conn_count;
+    size_t flow_conn_count; /* the first ones carry the flows; see add_group */
     struct flow *flows;
     size_t flow_count;
     size_t *free_slots;
@@ -129,57 +131,6 @@ static void run_finish(struct run *run);
 
 /* ===== bodies =========================================================== */
 
-void lt_body_send(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
-                  uint64_t wall_us)
-{
-    char ts[32];
-    int tn = snprintf(ts, sizeof(ts), "ts=%020" PRIu64 ";", wall_us);
-    size_t pad = size > (size_t)tn ? size - (size_t)tn : 0;
-    sl_buf_printf(b, "{\"QueueUrl\":\"%s\",", queue_url);
-    if (batch > 1) {
-        sl_buf_append_cstr(b, "\"Entries\":[");
-    }
-    for (unsigned i = 0; i < batch; i++) {
-        if (batch > 1) {
-            sl_buf_printf(b, "%s{\"Id\":\"m%u\",", i ? "," : "", i);
-        }
-        sl_buf_append_cstr(b, "\"MessageBody\":\"");
-        sl_buf_append(b, ts, (size_t)tn);
-        sl_buf_reserve(b, pad);
-        memset(b->p + b->n, 'x', pad);
-        b->n += pad;
-        b->p[b->n] = '\0';
-        sl_buf_append_byte(b, '"');
-        if (batch > 1) {
-            sl_buf_append_byte(b, '}');
-        }
-    }
-    sl_buf_append_cstr(b, batch > 1 ? "]}" : "}");
-}
-
-uint64_t lt_body_timestamp(const char *body, size_t n)
-{
-    if (n < 24 || memcmp(body, "ts=", 3) != 0 || body[23] != ';') {
-        return 0;
-    }
-    uint64_t v = 0;
-    for (size_t i = 3; i < 23; i++) {
-        if (body[i] < '0' || body[i] > '9') {
-            return 0;
-        }
-        v = v * 10 + (uint64_t)(body[i] - '0');
-    }
-    return v;
-}
-
-static void body_receive(struct sl_buf *b, const char *url, unsigned max, int wait_s)
-{
-    sl_buf_printf(b,
-                  "{\"QueueUrl\":\"%s\",\"MaxNumberOfMessages\":%u,\"WaitTimeSeconds\":%d,"
-                  "\"VisibilityTimeout\":30}",
-                  url, max, wait_s);
-}
-
 /* ===== accounting ======================================================= */
 
 static bool req_ok(const struct lt_req *r)
@@ -206,25 +157,26 @@ static bool account_reply(struct group *g, struct lt_req *r)
     return false;
 }
 
-/* For batch replies: counts Successful entries, and each Failed entry as an
- * error by its Code. */
+static void count_error(struct group *g, const char *code)
+{
+    g->stats->errors++;
+    lt_errors_add(&g->stats->error_codes, code);
+}
+
+static void on_failed_entry(void *data, const char *code)
+{
+    count_error(data, code);
+}
+
+/* For batch replies: counts the successful entries, and each failed entry
+ * as an error by its Code. */
 static uint64_t account_batch(struct group *g, const struct lt_req *r)
 {
-    json_t *root = json_loadb(r->resp.p, r->resp.n, 0, NULL);
-    if (root == NULL) {
-        return 0;
+    uint64_t ok = 0;
+    if (lt_proto_batch(g->run->o->protocol, (struct sl_slice){r->resp.p, r->resp.n}, &ok,
+                       on_failed_entry, g) != SL_OK) {
+        count_error(g, "UnreadableReply");
     }
-    uint64_t ok = json_array_size(json_object_get(root, "Successful"));
-    json_t *failed = json_object_get(root, "Failed");
-    size_t i;
-    json_t *e;
-    json_array_foreach(failed, i, e)
-    {
-        const char *code = json_string_value(json_object_get(e, "Code"));
-        g->stats->errors++;
-        lt_errors_add(&g->stats->error_codes, code ? code : "BatchEntryFailed");
-    }
-    json_decref(root);
     return ok;
 }
 
@@ -258,16 +210,21 @@ static void flow_end(struct flow *f)
     }
 }
 
-static bool flow_submit(struct flow *f, struct lt_req *r)
+static bool flow_submit_on(struct flow *f, struct lt_conn *conn, struct lt_req *r)
 {
     r->cred = &f->g->cred;
     r->data = f;
-    if (lt_conn_submit(f->conn, r) != SL_OK) {
+    if (lt_conn_submit(conn, r) != SL_OK) {
         f->retired = true;
         return false;
     }
     f->pending++;
     return true;
+}
+
+static bool flow_submit(struct flow *f, struct lt_req *r)
+{
+    return flow_submit_on(f, f->conn, r);
 }
 
 static void on_delete_done(struct lt_req *r)
@@ -282,43 +239,42 @@ static void on_delete_done(struct lt_req *r)
     flow_end(f);
 }
 
+struct received {
+    struct group *g;
+    bool record_e2e;
+    uint64_t now_us;
+    struct lt_delete_batch del;
+};
+
+static void on_message(void *data, struct sl_slice body, struct sl_slice receipt_handle)
+{
+    struct received *rc = data;
+    uint64_t ts = lt_body_timestamp(body.p, body.n);
+    if (rc->record_e2e && ts != 0) {
+        lt_group_stats_record(rc->g->stats, LT_M_E2E, rc->now_us > ts ? rc->now_us - ts : 0);
+    }
+    lt_proto_delete_add(&rc->del, receipt_handle);
+}
+
 /* Receives: records e2e per message and deletes what came back in one
  * DeleteMessageBatch. Returns the number of messages. */
 static size_t handle_receive(struct flow *f, struct lt_req *r, bool record_e2e)
 {
     struct group *g = f->g;
-    json_t *root = json_loadb(r->resp.p, r->resp.n, 0, NULL);
-    json_t *msgs = root ? json_object_get(root, "Messages") : NULL;
-    size_t n = json_array_size(msgs);
-    if (n == 0) {
-        json_decref(root);
-        return 0;
-    }
-    uint64_t now_us = sl_wall_us();
-    json_t *entries = json_array();
-    size_t i;
-    json_t *m;
-    json_array_foreach(msgs, i, m)
-    {
-        const char *body = json_string_value(json_object_get(m, "Body"));
-        uint64_t ts = body ? lt_body_timestamp(body, strlen(body)) : 0;
-        if (record_e2e && ts != 0) {
-            lt_group_stats_record(g->stats, LT_M_E2E, now_us > ts ? now_us - ts : 0);
-        }
-        char id[32];
-        snprintf(id, sizeof(id), "d%zu", i);
-        json_t *handle = json_object_get(m, "ReceiptHandle");
-        json_array_append_new(entries, json_pack("{s:s,s:O}", "Id", id, "ReceiptHandle",
-                                                 handle ? handle : json_null()));
-    }
-    json_t *del = json_pack("{s:s,s:o}", "QueueUrl", g->queue_urls[f->queue], "Entries", entries);
-    char *text = json_dumps(del, JSON_COMPACT);
-    json_decref(del);
-    json_decref(root);
+    enum lt_protocol proto = g->run->o->protocol;
     struct lt_req *d = &f->req[REQ_DELETE];
     lt_req_reset(d);
-    sl_buf_append_cstr(&d->body, text);
-    free(text);
+    struct received rc = {g, record_e2e, sl_wall_us(), {0}};
+    lt_proto_delete_begin(&rc.del, &d->body, proto, g->queue_urls[f->queue]);
+    size_t n = 0;
+    if (lt_proto_messages(proto, (struct sl_slice){r->resp.p, r->resp.n}, on_message, &rc, &n) !=
+        SL_OK) {
+        count_error(g, "UnreadableReply");
+    }
+    if (n == 0) {
+        return 0;
+    }
+    lt_proto_delete_end(&rc.del);
     d->action = "DeleteMessageBatch";
     d->cb = on_delete_done;
     flow_submit(f, d);
@@ -393,10 +349,11 @@ static void on_lp_timer(uv_timer_t *t)
     if (!g->run->finishing) {
         struct lt_req *s = &f->req[REQ_LP_SEND];
         lt_req_reset(s);
-        lt_body_send(&s->body, g->queue_urls[f->queue], g->run->o->message_size, 1, sl_wall_us());
+        lt_proto_send(&s->body, g->run->o->protocol, g->queue_urls[f->queue],
+                      g->run->o->message_size, 1, sl_wall_us());
         s->action = "SendMessage";
         s->cb = on_lp_send_done;
-        if (flow_submit(f, s)) {
+        if (flow_submit_on(f, f->send_conn, s)) {
             f->sent = true;
             f->send_issued_ns = s->issued_ns;
         }
@@ -424,20 +381,20 @@ static void flow_begin(struct group *g, struct flow *f, uint64_t intended_ns)
     r->cb = on_main_done;
     switch (g->role) {
     case ROLE_SEND:
-        lt_body_send(&r->body, url, o->message_size, g->batch,
-                     lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
+        lt_proto_send(&r->body, o->protocol, url, o->message_size, g->batch,
+                      lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
         r->action = g->batch > 1 ? "SendMessageBatch" : "SendMessage";
         break;
     case ROLE_RAW:
-        sl_buf_append_cstr(&r->body, o->raw_json);
+        lt_proto_raw(&r->body, o->protocol, o->raw_action, o->raw_json);
         r->action = o->raw_action;
         break;
     case ROLE_RECV_DELETE:
-        body_receive(&r->body, url, 10, o->wait_s);
+        lt_proto_receive(&r->body, o->protocol, url, 10, o->wait_s);
         r->action = "ReceiveMessage";
         break;
     case ROLE_LONGPOLL:
-        body_receive(&r->body, url, 1, 20);
+        lt_proto_receive(&r->body, o->protocol, url, 1, 20);
         r->action = "ReceiveMessage";
         break;
     }
@@ -721,12 +678,13 @@ static void on_setup_done(struct lt_req *r)
     struct run *run = g->run;
     size_t i = (size_t)(r - g->setup);
     if (req_ok(r)) {
-        json_t *root = json_loadb(r->resp.p, r->resp.n, 0, NULL);
-        const char *url = root ? json_string_value(json_object_get(root, "QueueUrl")) : NULL;
-        if (url != NULL) {
-            g->queue_urls[i] = sl_xstrdup(url);
+        struct sl_buf url;
+        sl_buf_init(&url);
+        if (lt_proto_queue_url(run->o->protocol, (struct sl_slice){r->resp.p, r->resp.n}, &url) ==
+            SL_OK) {
+            g->queue_urls[i] = sl_buf_take(&url, NULL);
         }
-        json_decref(root);
+        sl_buf_free(&url);
     }
     if (g->queue_urls[i] == NULL && run->setup_error[0] == '\0') {
         char code[LT_ERROR_CODE_MAX];
@@ -757,17 +715,14 @@ static void begin_setup(struct run *run)
         if (!g->owns_queues || g->role == ROLE_RAW) {
             continue;
         }
+        SL_ASSERT(g->conn_count > 0); /* add_group: at least one connection */
         g->setup = sl_xcalloc(g->queue_count, sizeof(*g->setup));
         for (size_t q = 0; q < g->queue_count; q++) {
             struct lt_req *r = &g->setup[q];
             lt_req_init(r);
             char name[128];
             queue_name(run, g, q, name, sizeof(name));
-            json_t *body = json_pack("{s:s}", "QueueName", name);
-            char *text = json_dumps(body, JSON_COMPACT);
-            sl_buf_append_cstr(&r->body, text);
-            free(text);
-            json_decref(body);
+            lt_proto_create_queue(&r->body, run->o->protocol, name);
             r->action = "CreateQueue";
             r->cred = &g->cred;
             r->cb = on_setup_done;
@@ -788,8 +743,9 @@ static void on_conn_ready(struct lt_conn *c, int status, void *data)
 {
     struct run *run = data;
     if (status != SL_OK && run->setup_error[0] == '\0') {
-        snprintf(run->setup_error, sizeof(run->setup_error), "cannot connect to %s (HTTP/2%s)",
-                 run->o->authority, run->o->tls ? " over TLS" : " cleartext");
+        snprintf(run->setup_error, sizeof(run->setup_error), "cannot connect to %s (HTTP/%s%s)",
+                 run->o->authority, run->o->http1 ? "1.1" : "2",
+                 run->o->tls ? " over TLS" : " cleartext");
         run->status = SL_EIO;
     }
     if (--run->conns_pending == 0) {
@@ -830,7 +786,11 @@ static struct group *add_group(struct run *run, const char *name, const struct l
     g->cred = (struct lt_credentials){t->access_key_id, t->secret, o->region, "sqs"};
     g->open_loop = rate > 0;
     g->count_limit = o->count;
-    g->conn_count = o->connections;
+    /* Over HTTP/1.1 a long poll holds its connection until it is answered
+     * (replies come in order), so the send that wakes it goes on a
+     * connection of its own. */
+    g->flow_conn_count = o->connections;
+    g->conn_count = o->http1 && role == ROLE_LONGPOLL ? 2 * g->flow_conn_count : g->flow_conn_count;
     g->conns = sl_xcalloc(g->conn_count, sizeof(*g->conns));
     g->flow_count = (size_t)o->connections * streams;
     g->flows = sl_xcalloc(g->flow_count, sizeof(*g->flows));
@@ -1000,7 +960,9 @@ int lt_run(const struct lt_opts *o, struct lt_result *res)
             g->conns[k] = lt_conn_open(run->client, on_conn_ready, run);
         }
         for (size_t k = 0; k < g->flow_count; k++) {
-            g->flows[k].conn = g->conns[k % g->conn_count];
+            size_t ci = k % g->flow_conn_count;
+            g->flows[k].conn = g->conns[ci];
+            g->flows[k].send_conn = g->conns[g->conn_count - g->flow_conn_count + ci];
         }
     }
     on_conn_ready(NULL, SL_OK, run);

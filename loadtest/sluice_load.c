@@ -10,6 +10,7 @@
  */
 #include "lt_int.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,10 @@ int main(int argc, char **argv)
 {
     struct lt_opts o;
     char err[256];
+    /* A server that closes a connection while requests are still being
+     * written (an HTTP/1.1 "Connection: close", a GOAWAY) must fail those
+     * requests with EPIPE, not end the run. */
+    signal(SIGPIPE, SIG_IGN);
     lt_opts_init(&o);
     if (lt_opts_parse(&o, argc, argv, err, sizeof(err)) != SL_OK) {
         bool help = strcmp(err, "help") == 0;

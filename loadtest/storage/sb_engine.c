@@ -610,9 +610,9 @@ int sb_memory_probe(const struct sb_opts *opt, struct sb_memory *out)
         out->sqlite_full = sqlite3_memory_used();
         out->load_seconds = m1.seconds + m2.seconds;
         if (m1.errors + m2.errors > 0 || m1.messages + m2.messages != opt->memory) {
+            uint64_t stored = m1.messages + m2.messages;
             fprintf(stderr, "sluice-storage-bench: memory load stored %llu of %llu messages\n",
-                    (unsigned long long)(m1.messages + m2.messages),
-                    (unsigned long long)opt->memory);
+                    (unsigned long long)stored, (unsigned long long)opt->memory);
             rc = SL_EIO;
         } else {
             struct part_counts pc;
