@@ -1,7 +1,7 @@
 /*
  * gw_h2.h -- (gateway-internal) the HTTP/2 protocol layer (gw_h2.c): an
- * nghttp2 server session fed from memory, request assembly, limits, and
- * struct gw_exchange (gw_http.h). It does no socket I/O: bytes go in
+ * nghttp2 server session fed from memory, request assembly and limits,
+ * over struct gw_exchange (gw_exchange.h). It does no socket I/O: bytes go in
  * through a function call and come out of a buffer, so unit tests and
  * fuzzers drive it from byte arrays.
  *
@@ -15,34 +15,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gw_exchange.h"
 #include "gw_http.h"
 #include "sl.h"
 
-/* ---- limits of the protocol layer ----------------------------------------- */
+/* ---- limits of HTTP/2 (the others are gw_exchange.h's) -------------------- */
 
-/* SQS's 1 MiB message plus room for the JSON envelope, attributes and
- * batch framing. Larger bodies are answered 413. */
-#define GW_MAX_REQUEST_BODY ((size_t)2 * 1024 * 1024 + (size_t)64 * 1024)
 #define GW_MAX_CONCURRENT_STREAMS 128u
-#define GW_MAX_HEADER_LIST_BYTES ((size_t)64 * 1024) /* RFC 9113 §6.5.2 accounting */
-#define GW_MAX_HEADER_COUNT 128u
 /* Request bodies buffered per connection (all streams) before new streams
  * are refused with REFUSED_STREAM, which clients retry. */
 #define GW_MAX_CONN_BODY_BYTES ((size_t)32 * 1024 * 1024)
-/* Output backlog (bytes produced but not yet written to the socket) above
- * which the connection stops reading and the protocol layer stops asking
- * nghttp2 for more frames; reading resumes below the low mark. */
-#define GW_OUT_HIGH_WATER ((size_t)256 * 1024)
-#define GW_OUT_LOW_WATER ((size_t)64 * 1024)
 /* gw__h2c_flush() stops pulling once the buffer reaches the high-water
  * mark, so it never holds more than that plus one frame. */
 #define GW_H2C_OUT_CAP (GW_OUT_HIGH_WATER + 16384 + 9 + 4096)
-#define GW_IDLE_TIMEOUT_NS (60ull * 1000000000ull)         /* no open stream */
-#define GW_REQUEST_READ_TIMEOUT_NS (30ull * 1000000000ull) /* preface, or one request */
-/* An answered stream whose body makes no progress this long (the client's
- * window stays 0, or it does not read the socket) is reset with
- * RST_STREAM(CANCEL) and its bytes released. */
-#define GW_STALL_TIMEOUT_NS (30ull * 1000000000ull)
 
 /* ---- the protocol layer (gw_h2.c) ---------------------------------------- */
 
