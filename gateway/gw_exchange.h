@@ -41,6 +41,34 @@
  * stays 0, or it does not read the socket) is cut and its bytes released. */
 #define GW_STALL_TIMEOUT_NS (30ull * 1000000000ull)
 
+/* ---- a protocol connection's surroundings --------------------------------- */
+
+struct gw_budget;
+struct gw_connlimit;
+
+/* What a protocol connection (gw_h2.h, gw_h1.h) needs from its surroundings. */
+struct gw_proto_env {
+    const struct gw_handler *handler; /* borrowed; on_request may be NULL (404) */
+    void *loop_ctx;                   /* handler->loop_start()'s result */
+    bool tls;                         /* reported in struct gw_request */
+    /* Exchanges held by the handler (dispatched, not yet responded), summed
+     * over every connection of the loop; outlives each connection because a
+     * handler may respond after the connection is gone. May be NULL. */
+    size_t *loop_inflight;
+    /* Called when output became pending outside feed (a handler
+     * responded later); the owner should schedule a flush. */
+    void (*wake)(void *owner);
+    void *owner;
+    /* Process-wide memory budgets (gw_budget.h): request bodies are charged
+     * as they arrive, responses until sent; new streams are refused with
+     * REFUSED_STREAM (HTTP/2) or 503 (HTTP/1.1) while either is spent. Borrowed; must outlive every
+     * exchange. May be NULL (no process-wide accounting). */
+    struct gw_budget *budget;
+    /* The listener's counters of refusals and versions (gw_connlimit.h).
+     * Borrowed; may be NULL (refusals are only logged). */
+    struct gw_connlimit *counters;
+};
+
 /* ---- the exchange ---------------------------------------------------------- */
 
 enum gw_ex_state { GW_EX_RECEIVING, GW_EX_REJECTED, GW_EX_DISPATCHED, GW_EX_RESPONDED };

@@ -36,6 +36,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "gw_budget.h"
+#include "gw_connlimit.h"
 #include "gw_exchange.h"
 #include "gw_h2.h"
 
@@ -46,7 +47,7 @@
 
 struct gw_h2c {
     nghttp2_session *session;
-    struct gw_h2c_env env;
+    struct gw_proto_env env;
     struct sl_buf out;
     struct gw_exchange *exchanges; /* attached exchanges (invariant 1) */
     size_t exchange_count;
@@ -108,7 +109,7 @@ static const struct gw_exchange_ops h2_ops = {.submit = submit_head, .wake = h2_
 
 /* ---- session ------------------------------------------------------------ */
 
-struct gw_h2c *gw__h2c_new(const struct gw_h2c_env *env, uint64_t now_ns)
+struct gw_h2c *gw__h2c_new(const struct gw_proto_env *env, uint64_t now_ns)
 {
     struct gw_h2c *c = sl_xcalloc(1, sizeof(*c));
     c->env = *env;
@@ -191,6 +192,7 @@ static int check_preface(struct gw_h2c *c, const uint8_t *data, size_t n)
                                     "sluice speaks HTTP/2 only (h2c prior knowledge).\r\n";
         sl_buf_append(&c->out, reply, sizeof(reply) - 1);
     }
+    gw__connlimit_count_http(c->env.counters, http1 ? GW_HTTP_VERSION : GW_HTTP_H2_PROTOCOL);
     c->failed = true;
     c->close_on_flush = true;
     return SL_ECLOSED;
@@ -210,6 +212,7 @@ int gw__h2c_feed(struct gw_h2c *c, const uint8_t *data, size_t n, uint64_t now_n
     c->in_feed = false;
     if (rv < 0) {
         sl_log(SL_LOG_DEBUG, "gw", "h2: closing connection: %s", nghttp2_strerror((int)rv));
+        gw__connlimit_count_http(c->env.counters, GW_HTTP_H2_PROTOCOL);
         /* BAD_CLIENT_MAGIC and FLOODED leave the session usable enough to
          * send the GOAWAY nghttp2 queued; callback failures do not. */
         if (rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC && rv != NGHTTP2_ERR_FLOODED)
@@ -301,6 +304,7 @@ bool gw__h2c_tick(struct gw_h2c *c, uint64_t now_ns)
     for (struct gw_exchange *ex = c->exchanges; ex != NULL; ex = ex->next) {
         if (ex->state == GW_EX_RECEIVING && now_ns - ex->begin_ns > GW_REQUEST_READ_TIMEOUT_NS) {
             ex->state = GW_EX_REJECTED;
+            gw__connlimit_count_http(c->env.counters, GW_HTTP_REQUEST_TIMEOUT);
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id, NGHTTP2_CANCEL);
         } else if (ex->state == GW_EX_RESPONDED && ex->resp_body != NULL && !ex->stalled &&
                    now_ns - ex->progress_ns > GW_STALL_TIMEOUT_NS) {
@@ -310,6 +314,7 @@ bool gw__h2c_tick(struct gw_h2c *c, uint64_t now_ns)
             gw__exchange_release_response(ex);
             if (ex->budget != NULL)
                 gw__budget_count(ex->budget, GW_BUDGET_STALLED);
+            gw__connlimit_count_http(c->env.counters, GW_HTTP_STALLED);
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id, NGHTTP2_CANCEL);
         }
     }
@@ -566,5 +571,9 @@ static void submit_head(struct gw_exchange *ex, int status, const struct gw_head
 
 static void respond_error(struct gw_exchange *ex, int status, const char *type, const char *message)
 {
+    struct gw_h2c *c = ex->owner;
+    if (status == 431 || status == 413)
+        gw__connlimit_count_http(c->env.counters,
+                                 status == 431 ? GW_HTTP_HEADER_TOO_LARGE : GW_HTTP_BODY_TOO_LARGE);
     gw__exchange_respond_error(ex, status, type, message, NULL, 0);
 }

@@ -34,29 +34,9 @@
 struct gw_h2c;
 struct gw_budget;
 
-/* What the protocol layer needs from its surroundings. */
-struct gw_h2c_env {
-    const struct gw_handler *handler; /* borrowed; on_request may be NULL (404) */
-    void *loop_ctx;                   /* handler->loop_start()'s result */
-    bool tls;                         /* reported in struct gw_request */
-    /* Exchanges held by the handler (dispatched, not yet responded), summed
-     * over every connection of the loop; outlives each connection because a
-     * handler may respond after the connection is gone. May be NULL. */
-    size_t *loop_inflight;
-    /* Called when output became pending outside gw__h2c_feed() (a handler
-     * responded later); the owner should schedule gw__h2c_flush(). */
-    void (*wake)(void *owner);
-    void *owner;
-    /* Process-wide memory budgets (gw_budget.h): request bodies are charged
-     * as they arrive, responses until sent; new streams are refused with
-     * REFUSED_STREAM while either is spent. Borrowed; must outlive every
-     * exchange. May be NULL (no process-wide accounting). */
-    struct gw_budget *budget;
-};
-
 /* A server session. Submits the server's SETTINGS at once (call
  * gw__h2c_flush to get the bytes). now_ns is a monotonic clock reading. */
-struct gw_h2c *gw__h2c_new(const struct gw_h2c_env *env, uint64_t now_ns);
+struct gw_h2c *gw__h2c_new(const struct gw_proto_env *env, uint64_t now_ns);
 
 /* Frees the session. Exchanges still held by the handler are cancelled
  * (their on_cancel runs now) and freed when the handler responds. */
