@@ -402,3 +402,16 @@ void gw_request_split_path(struct sl_slice full, struct sl_slice *path, struct s
         *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
     }
 }
+
+void gw__output_consume(struct sl_buf *out, size_t n)
+{
+    SL_ASSERT(n <= out->n);
+    if (n == 0)
+        return;
+    memmove(out->p, out->p + n, out->n - n);
+    out->n -= n;
+    if (out->p != NULL)
+        out->p[out->n] = '\0';
+    if (out->n == 0 && out->cap > 2 * GW_OUT_HIGH_WATER)
+        sl_buf_free(out);
+}

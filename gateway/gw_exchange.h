@@ -212,4 +212,10 @@ void gw__exchange_respond_error(struct gw_exchange *ex, int status, const char *
                                 const char *message, const struct gw_header *extra,
                                 size_t extra_count);
 
+/* ---- the output buffer of a protocol connection ------------------------------ */
+
+/* Drops the first n bytes of out (written to the socket); a large buffer
+ * emptied gives its memory back (slow reader bursts). */
+void gw__output_consume(struct sl_buf *out, size_t n);
+
 #endif

@@ -96,6 +96,20 @@ static void reset_message_state(struct gw_h1c *c)
     c->scan_bad = false;
 }
 
+/* The connection's one request (no per-connection body sum: one body at a
+ * time, bounded by GW_MAX_REQUEST_BODY). */
+static void new_exchange(struct gw_h1c *c)
+{
+    struct gw_exchange_env xenv = {
+        .ops = &h1_ops,
+        .owner = c,
+        .now_ns = &c->now_ns,
+        .loop_inflight = c->env.loop_inflight,
+        .budget = c->env.budget,
+    };
+    c->ex = gw__exchange_new(&xenv);
+}
+
 /* ---- refusals ----------------------------------------------------------- */
 
 /* Makes http_parser_execute() return after the current callback (a parser
@@ -116,16 +130,8 @@ static void refuse(struct gw_h1c *c, int status, enum gw_http_refusal why, const
     c->failed = true;
     c->close_after = true;
     stop_parser(c);
-    if (c->ex == NULL) {
-        struct gw_exchange_env xenv = {
-            .ops = &h1_ops,
-            .owner = c,
-            .now_ns = &c->now_ns,
-            .loop_inflight = c->env.loop_inflight,
-            .budget = c->env.budget,
-        };
-        c->ex = gw__exchange_new(&xenv);
-    }
+    if (c->ex == NULL)
+        new_exchange(c);
     if (c->ex->state != GW_EX_RECEIVING) {
         c->close_on_flush = c->phase != H1_HANDLER && c->phase != H1_SENDING;
         return;
@@ -190,15 +196,8 @@ static void scan_headers(struct gw_h1c *c)
 static int on_message_begin(http_parser *p)
 {
     struct gw_h1c *c = p->data;
-    struct gw_exchange_env xenv = {
-        .ops = &h1_ops,
-        .owner = c,
-        .now_ns = &c->now_ns,
-        .loop_inflight = c->env.loop_inflight,
-        .budget = c->env.budget,
-    };
     SL_ASSERT(c->ex == NULL);
-    c->ex = gw__exchange_new(&xenv);
+    new_exchange(c);
     c->phase = H1_HEADERS;
     return 0;
 }
@@ -684,11 +683,7 @@ void gw__h1c_output_consume(struct gw_h1c *c, size_t n)
     if (n == 0)
         return;
     c->progress_ns = c->now_ns;
-    memmove(c->out.p, c->out.p + n, c->out.n - n);
-    c->out.n -= n;
-    /* A large buffer emptied: give the memory back (slow reader bursts). */
-    if (c->out.n == 0 && c->out.cap > 2 * GW_OUT_HIGH_WATER)
-        sl_buf_free(&c->out);
+    gw__output_consume(&c->out, n);
 }
 
 bool gw__h1c_want_write(const struct gw_h1c *c)

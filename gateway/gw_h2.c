@@ -251,16 +251,7 @@ struct sl_slice gw__h2c_output(const struct gw_h2c *c)
 
 void gw__h2c_output_consume(struct gw_h2c *c, size_t n)
 {
-    SL_ASSERT(n <= c->out.n);
-    if (n == 0)
-        return;
-    memmove(c->out.p, c->out.p + n, c->out.n - n);
-    c->out.n -= n;
-    if (c->out.p != NULL)
-        c->out.p[c->out.n] = '\0';
-    /* A large buffer emptied: give the memory back (slow reader bursts). */
-    if (c->out.n == 0 && c->out.cap > 2 * GW_OUT_HIGH_WATER)
-        sl_buf_free(&c->out);
+    gw__output_consume(&c->out, n);
 }
 
 bool gw__h2c_want_write(const struct gw_h2c *c)
