@@ -353,9 +353,10 @@ static void unauthenticated_body_refused_before_reading(void)
 
 static void smuggling_is_refused(void)
 {
+    static const char cl_te[] = "POST / HTTP/1.1\r\nHost: q\r\nContent-Length: 5\r\n"
+                                "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
     static const char *const shapes[] = {
-        "POST / HTTP/1.1\r\nHost: q\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-        "0\r\n\r\n",
+        cl_te,
         "POST / HTTP/1.1\r\nHost: q\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
         "POST / HTTP/1.1\r\nHost: q\r\nTransfer-Encoding: gzip\r\n\r\nxxxx",
         "GET / HTTP/1.1\r\nHost: q\r\nX-A: b\r\n folded\r\n\r\n",

@@ -61,8 +61,8 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
 {
     struct fixture *fx = loop_ctx;
     fx->requests++;
-    strncat(fx->paths, req->path.p, req->path.n);
-    strcat(fx->paths, ",");
+    size_t used = strlen(fx->paths);
+    snprintf(fx->paths + used, sizeof(fx->paths) - used, "%.*s,", (int)req->path.n, req->path.p);
     copy_slice(fx->body, sizeof(fx->body), req->body);
     copy_slice(fx->host, sizeof(fx->host), req->authority);
     assert_int_equal(req->request_id[0] != '\0', 1);
@@ -388,7 +388,9 @@ static void chunked_body_too_large(void **state)
     snprintf(chunk, sizeof(chunk), "%x\r\n", 65536);
     size_t head = strlen(chunk);
     memset(chunk + head, 'x', 65536);
-    memcpy(chunk + head + 65536, "\r\n", 3);
+    chunk[head + 65536] = '\r';
+    chunk[head + 65537] = '\n';
+    chunk[head + 65538] = '\0';
     for (int i = 0; i < 40 && !gw__h1c_done(fx->srv); i++)
         feed(fx, chunk);
     assert_non_null(strstr(got(fx), "HTTP/1.1 413 "));
@@ -403,7 +405,9 @@ static void headers_too_large(void **state)
     char line[1100];
     memset(line, 'v', sizeof(line));
     memcpy(line, "X-Pad: ", 7);
-    memcpy(line + sizeof(line) - 3, "\r\n", 3);
+    line[sizeof(line) - 3] = '\r';
+    line[sizeof(line) - 2] = '\n';
+    line[sizeof(line) - 1] = '\0';
     for (int i = 0; i < 70 && !gw__h1c_done(fx->srv); i++)
         feed(fx, line);
     assert_non_null(strstr(got(fx), "HTTP/1.1 431 "));
