@@ -5,10 +5,12 @@
  * will not send (pipelining, a hand-chunked body, a client that goes away
  * mid-poll, an unauthenticated body, smuggling shapes, a client that never
  * reads); /metrics on the admin listener over HTTP/1.1 with the bearer
- * token. Prints "N passed, N failed".
+ * token; SIGTERM with an idle keep-alive connection and a long poll open.
+ * Prints "N passed, N failed".
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,25 +419,27 @@ static void metrics_over_http1(void)
     IT_CHECK(metric("sluice_http_connections_total{listener=\"sqs\",version=\"1.1\"} ") >= 5);
 }
 
+static const char *const long_poll_gauge = "sluice_tenant_long_polls{tenant=\"" IT_TENANT "\"} ";
+static char poll_json[512]; /* a ReceiveMessage of the empty queue h1-poll, 20 s */
+
 /* A client that asks for a long poll and goes away: the poll is cancelled
  * (the tenant's long-poll gauge drops back) and the server keeps serving. */
 static void disconnect_mid_poll(void)
 {
-    const char *gauge = "sluice_tenant_long_polls{tenant=\"" IT_TENANT "\"} ";
+    const char *gauge = long_poll_gauge;
     /* A queue of its own, so that nothing is there to answer the poll. */
     struct sl_buf body;
     sl_buf_init(&body);
     IT_CHECK(h1_call_once("CreateQueue", "{\"QueueName\":\"h1-poll\"}", &body) == 200);
     const char *u = body.p != NULL ? strstr(body.p, "\"QueueUrl\":\"") : NULL;
     IT_REQUIRE(u != NULL);
-    char json[512];
-    snprintf(json, sizeof(json), "{\"QueueUrl\":\"%.*s\",\"WaitTimeSeconds\":20}",
+    snprintf(poll_json, sizeof(poll_json), "{\"QueueUrl\":\"%.*s\",\"WaitTimeSeconds\":20}",
              (int)strcspn(u + 12, "\""), u + 12);
     sl_buf_free(&body);
 
     struct sl_buf req;
     sl_buf_init(&req);
-    signed_request(&req, "ReceiveMessage", json, false, false);
+    signed_request(&req, "ReceiveMessage", poll_json, false, false);
     int fd = connect_with_timeout(10);
     IT_REQUIRE(fd >= 0);
     IT_CHECK(send_all(fd, req.p, req.n));
@@ -488,6 +492,51 @@ static void non_reader_is_cut(void)
     IT_CHECK(it_healthz(&srv));
 }
 
+/* SIGTERM: an idle keep-alive connection is closed at once, a long poll in
+ * flight is answered (empty) with Connection: close, and sluiced exits 0. */
+static void shutdown_over_http1(void)
+{
+    static const char healthz[] = "GET /healthz HTTP/1.1\r\nHost: q\r\n\r\n";
+    struct sl_buf req, acc, resp;
+    sl_buf_init(&req);
+    sl_buf_init(&acc);
+    sl_buf_init(&resp);
+    int idle = connect_with_timeout(10);
+    IT_REQUIRE(idle >= 0);
+    IT_CHECK(send_all(idle, healthz, sizeof(healthz) - 1));
+    IT_CHECK(read_response(idle, &acc, &resp) == 200);
+    IT_CHECK(strstr(resp.p, "connection: close") == NULL); /* kept alive */
+
+    signed_request(&req, "ReceiveMessage", poll_json, false, false);
+    int poll = connect_with_timeout(10);
+    IT_REQUIRE(poll >= 0);
+    IT_CHECK(send_all(poll, req.p, req.n));
+    long polls = -1;
+    for (int i = 0; i < 50 && polls != 1; i++) {
+        sleep_ms(100);
+        polls = metric(long_poll_gauge);
+    }
+    IT_CHECK(polls == 1);
+
+    uint64_t t0 = now_ms();
+    it_server_signal(&srv, SIGTERM);
+    char b;
+    IT_CHECK(recv(idle, &b, 1, 0) == 0); /* closed, not timed out */
+    IT_CHECK(now_ms() - t0 < 5000);
+    sl_buf_reset(&acc);
+    IT_CHECK(read_response(poll, &acc, &resp) == 200);
+    IT_CHECK(strstr(resp.p, "connection: close\r\n") != NULL);
+    IT_CHECK(strstr(resp.p, "\"Messages\":[{") == NULL);
+    IT_CHECK(recv(poll, &b, 1, 0) == 0);
+    IT_CHECK(now_ms() - t0 < 10000);
+    close(idle);
+    close(poll);
+    sl_buf_free(&req);
+    sl_buf_free(&acc);
+    sl_buf_free(&resp);
+    IT_CHECK(it_server_stop(&srv) == 0);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -512,7 +561,7 @@ int main(void)
     metrics_over_http1();
     disconnect_mid_poll();
     non_reader_is_cut();
-    IT_CHECK(it_server_stop(&srv) == 0);
+    shutdown_over_http1();
     it_server_cleanup(&srv);
     curl_global_cleanup();
     return it_summary();
