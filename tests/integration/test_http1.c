@@ -372,6 +372,46 @@ static void smuggling_is_refused(void)
     IT_CHECK(it_healthz(&srv));
 }
 
+/* The first bytes decide the version even when they come in pieces: "P"
+ * could start the HTTP/2 preface or "POST", and a preface split in two is
+ * still HTTP/2. */
+static void version_from_split_first_bytes(void)
+{
+    struct sl_buf acc, resp;
+    sl_buf_init(&acc);
+    sl_buf_init(&resp);
+    int fd = connect_with_timeout(10);
+    IT_REQUIRE(fd >= 0);
+    IT_CHECK(send_all(fd, "P", 1));
+    sleep_ms(200);
+    static const char rest[] = "OST /healthz HTTP/1.1\r\nHost: q\r\nContent-Length: 0\r\n\r\n";
+    IT_CHECK(send_all(fd, rest, sizeof(rest) - 1));
+    /* An HTTP/1.1 answer (the API's: POST /healthz is not the health check). */
+    IT_CHECK(read_response(fd, &acc, &resp) >= 400);
+    IT_CHECK(strncmp(resp.p, "HTTP/1.1 ", 9) == 0 && strstr(resp.p, "x-amzn-requestid: "));
+    close(fd);
+
+    fd = connect_with_timeout(10);
+    IT_REQUIRE(fd >= 0);
+    IT_CHECK(send_all(fd, "PRI * HTTP/2.0\r\n", 16));
+    sleep_ms(200);
+    /* The rest of the preface, then an empty SETTINGS frame. */
+    static const char tail[] = "\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+    IT_CHECK(send_all(fd, tail, sizeof(tail) - 1));
+    unsigned char frame[9];
+    size_t got = 0;
+    while (got < sizeof(frame)) {
+        ssize_t r = recv(fd, frame + got, sizeof(frame) - got, 0);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    IT_CHECK(got == sizeof(frame) && frame[3] == 0x04); /* the server's SETTINGS */
+    close(fd);
+    sl_buf_free(&acc);
+    sl_buf_free(&resp);
+}
+
 /* ---- the admin listener ----------------------------------------------------------- */
 
 static char *metrics(void)
@@ -558,6 +598,7 @@ int main(void)
     long_poll_woken_by_send();
     unauthenticated_body_refused_before_reading();
     smuggling_is_refused();
+    version_from_split_first_bytes();
     metrics_over_http1();
     disconnect_mid_poll();
     non_reader_is_cut();
