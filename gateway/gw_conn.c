@@ -26,6 +26,13 @@
  *  3. Written bytes that make no progress for GW_STALL_TIMEOUT_NS (the
  *     client does not read its socket) close the connection, so they are
  *     not held until the client goes.
+ *
+ * An HTTP/1.1 connection that ends while the client may still be sending
+ * (a 413 or a refusal before the body) is not closed at once: closing a
+ * socket with unread input makes the kernel send RST, which can destroy
+ * the answer before the client reads it. Its write side is shut down and
+ * input is read and dropped until the client closes, at most
+ * LINGER_NS (RFC 9112 §9.6).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +48,7 @@
 
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN (sizeof(H2_PREFACE) - 1)
+#define LINGER_NS (2ull * 1000000000ull)
 
 struct gw_conn {
     uv_tcp_t tcp;
@@ -66,7 +74,9 @@ struct gw_conn {
     int open_handles;
     bool reading;
     bool closing;      /* conn_close() ran */
-    bool finish_after; /* close once pending writes complete */
+    bool finish_after; /* finish once pending writes complete */
+    bool lingering;    /* HTTP/1.1: write side shut, discarding input until EOF */
+    uint64_t linger_ns;
 };
 
 struct write_req {
@@ -78,6 +88,7 @@ struct write_req {
 
 static void conn_flush(struct gw_conn *c);
 static void conn_close(struct gw_conn *c);
+static void conn_finish(struct gw_conn *c);
 static void conn_wake(void *owner);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
@@ -241,7 +252,7 @@ static void on_write(uv_write_t *req, int status)
     }
     c->write_progress_ns = now_ns(c);
     if (c->finish_after && c->write_pending == 0) {
-        conn_close(c);
+        conn_finish(c);
         return;
     }
     if (backlog(c) < GW_OUT_LOW_WATER)
@@ -308,11 +319,36 @@ static bool flush_cipher(struct gw_conn *c)
     return true;
 }
 
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    free(req); /* the connection lingers until EOF or its timer */
+}
+
+/* Everything is written: HTTP/2 closes now, HTTP/1.1 lingers (above). */
+static void conn_finish(struct gw_conn *c)
+{
+    if (c->h1c == NULL) {
+        conn_close(c);
+        return;
+    }
+    if (c->lingering)
+        return;
+    c->lingering = true;
+    c->linger_ns = now_ns(c);
+    uv_shutdown_t *req = sl_xmalloc(sizeof(*req));
+    if (uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        free(req);
+        conn_close(c);
+        return;
+    }
+    set_reading(c, true);
+}
+
 /* Moves output from the protocol layer (through TLS) to the socket while
  * the backlog allows, then decides about reading and closing. */
 static void conn_flush(struct gw_conn *c)
 {
-    if (c->closing)
+    if (c->closing || c->lingering)
         return;
     if (!proto_known(c)) {
         if (c->tls != NULL && !flush_cipher(c))
@@ -342,7 +378,7 @@ static void conn_flush(struct gw_conn *c)
     }
     if (proto_done(c)) {
         if (c->write_pending == 0) {
-            conn_close(c);
+            conn_finish(c);
             return;
         }
         c->finish_after = true;
@@ -361,6 +397,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
+    if (c->lingering)
+        return; /* dropped: the answer is out, the client has yet to see it */
     const uint8_t *p = (const uint8_t *)buf->base;
     size_t n = (size_t)nread;
     if (c->tls != NULL) {
@@ -398,6 +436,11 @@ static void on_timer(uv_timer_t *t)
 {
     struct gw_conn *c = t->data;
     uint64_t now = now_ns(c);
+    if (c->lingering) {
+        if (now - c->linger_ns > LINGER_NS)
+            conn_close(c);
+        return;
+    }
     if (c->write_pending > 0 && now - c->write_progress_ns > GW_STALL_TIMEOUT_NS) {
         /* The client does not read: its unsent bytes are not kept. */
         gw__connlimit_count_http(c->limits, GW_HTTP_STALLED);
@@ -485,8 +528,8 @@ void gw__conn_goaway_all(struct gw_loop_state *ls)
     struct gw_conn *next;
     for (struct gw_conn *c = ls->conns; c != NULL; c = next) {
         next = c->next;
-        if (!proto_known(c)) {
-            conn_close(c); /* it has not spoken: nothing to finish */
+        if (!proto_known(c) || c->lingering) {
+            conn_close(c); /* nothing to finish: it has not spoken, or was answered */
             continue;
         }
         if (c->h2c != NULL)
