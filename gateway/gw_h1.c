@@ -298,6 +298,35 @@ static const char *framing_error(const struct gw_h1c *c)
     return NULL;
 }
 
+/* RFC 9112 §3.2.2: a server accepts the absolute-form
+ * ("http://host:port/path?query") as well; its authority then replaces
+ * Host. Splits the target into authority (empty for the origin-form) and
+ * path. False when it is neither form. */
+static bool split_target(struct sl_slice url, struct sl_slice *authority, struct sl_slice *path)
+{
+    *authority = (struct sl_slice){"", 0};
+    *path = url;
+    if (url.n > 0 && url.p[0] == '/')
+        return true;
+    size_t skip = 0;
+    if (url.n > 7 && strncasecmp(url.p, "http://", 7) == 0)
+        skip = 7;
+    else if (url.n > 8 && strncasecmp(url.p, "https://", 8) == 0)
+        skip = 8;
+    if (skip == 0)
+        return false;
+    const char *a = url.p + skip;
+    size_t rest = url.n - skip;
+    size_t alen = 0;
+    while (alen < rest && a[alen] != '/' && a[alen] != '?')
+        alen++;
+    if (alen == 0 || alen == rest || a[alen] != '/')
+        return false; /* no authority, or no path: nothing SQS serves */
+    *authority = (struct sl_slice){a, alen};
+    *path = (struct sl_slice){a + alen, rest - alen};
+    return true;
+}
+
 static const char *header_error(const struct gw_h1c *c)
 {
     const http_parser *p = &c->parser;
@@ -305,8 +334,9 @@ static const char *header_error(const struct gw_h1c *c)
         return "malformed header section (obs-fold or NUL)";
     if (p->method == HTTP_CONNECT)
         return "CONNECT is not served";
-    if (c->url.n == 0 || c->url.p[0] != '/')
-        return "request target must be an absolute path";
+    struct sl_slice authority, path;
+    if (c->url.n == 0 || !split_target((struct sl_slice){c->url.p, c->url.n}, &authority, &path))
+        return "request target must be an absolute path or an absolute URI";
     if (p->http_minor >= 1 && c->hosts == 0)
         return "HTTP/1.1 request without Host";
     if (c->hosts > 1)
@@ -319,9 +349,14 @@ static int add_request_line(struct gw_h1c *c)
 {
     const char *method = http_method_str((enum http_method)c->parser.method);
     const char *scheme = c->env.tls ? "https" : "http";
+    struct sl_slice authority, path;
+    (void)split_target((struct sl_slice){c->url.p, c->url.n}, &authority, &path);
     if (gw__exchange_add_header(c->ex, ":method", 7, method, strlen(method)) != SL_OK ||
-        gw__exchange_add_header(c->ex, ":path", 5, c->url.p, c->url.n) != SL_OK ||
+        gw__exchange_add_header(c->ex, ":path", 5, path.p, path.n) != SL_OK ||
         gw__exchange_add_header(c->ex, ":scheme", 7, scheme, strlen(scheme)) != SL_OK)
+        return SL_ETOOBIG;
+    if (authority.n > 0 &&
+        gw__exchange_add_header(c->ex, ":authority", 10, authority.p, authority.n) != SL_OK)
         return SL_ETOOBIG;
     return SL_OK;
 }

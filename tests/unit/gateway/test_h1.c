@@ -547,6 +547,21 @@ static void head_has_no_body(void **state)
     assert_non_null(strstr(got(fx), "content-length: 2\r\n\r\nHTTP/1.1 200"));
 }
 
+static void absolute_form_target(void **state)
+{
+    struct fixture *fx = *state;
+    /* RFC 9112 §3.2.2: accepted; its authority replaces Host. */
+    feed(fx, "GET http://q.example:9324/acme/jobs?x=1 HTTP/1.1\r\nHost: other\r\n\r\n");
+    assert_int_equal(fx->requests, 1);
+    assert_string_equal(fx->paths, "/acme/jobs?x=1,");
+    assert_string_equal(fx->host, "q.example:9324");
+}
+
+static void asterisk_form_is_refused(void **state)
+{
+    expect_400(*state, "OPTIONS * HTTP/1.1\r\nHost: q\r\n\r\n");
+}
+
 static void upgrade_h2c_is_ignored(void **state)
 {
     struct fixture *fx = *state;
@@ -591,6 +606,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(goaway_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(head_has_no_body, setup, teardown),
         cmocka_unit_test_setup_teardown(upgrade_h2c_is_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(absolute_form_target, setup, teardown),
+        cmocka_unit_test_setup_teardown(asterisk_form_is_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
