@@ -1,7 +1,14 @@
 /*
  * gw_conn.c -- one accepted TCP connection on a loop thread: moves bytes
  * between the socket, TLS (gw_tls.c, optional) and the protocol layer
- * (gw_h2.c), applies backpressure, and runs the connection's timer.
+ * (gw_h2.c or gw_h1.c), applies backpressure, and runs the connection's
+ * timer.
+ *
+ * The protocol: with TLS, ALPN decides ("h2" is HTTP/2; "http/1.1" or no
+ * ALPN is HTTP/1.1). In cleartext the first bytes do: the HTTP/2 client
+ * preface (RFC 9113 §3.4) means h2c, anything else HTTP/1.x. While the
+ * bytes so far are a prefix of the preface, they are held and the choice
+ * waits (GW_REQUEST_READ_TIMEOUT_NS at most).
  *
  * Threading: everything runs on the loop thread that accepted the socket.
  *
@@ -14,8 +21,18 @@
  *  1. The backlog is what the protocol layer holds in its output buffer plus
  *     what sits in uv_write requests not yet completed.
  *  2. Above GW_OUT_HIGH_WATER the connection stops reading from the socket
- *     and stops pulling frames out of nghttp2; below GW_OUT_LOW_WATER, in
- *     the write callback, it resumes both.
+ *     and stops pulling output from the protocol layer; below
+ *     GW_OUT_LOW_WATER, in the write callback, it resumes both.
+ *  3. Written bytes that make no progress for GW_STALL_TIMEOUT_NS (the
+ *     client does not read its socket) close the connection, so they are
+ *     not held until the client goes.
+ *
+ * An HTTP/1.1 connection that ends while the client may still be sending
+ * (a 413 or a refusal before the body) is not closed at once: closing a
+ * socket with unread input makes the kernel send RST, which can destroy
+ * the answer before the client reads it. Its write side is shut down and
+ * input is read and dropped until the client closes, at most
+ * LINGER_NS (RFC 9112 §9.6).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +40,15 @@
 
 #include <uv.h>
 
+#include "gw_budget.h"
 #include "gw_conn.h"
+#include "gw_h1.h"
 #include "gw_h2.h"
 #include "gw_tls.h"
+
+#define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define H2_PREFACE_LEN (sizeof(H2_PREFACE) - 1)
+#define LINGER_NS (2ull * 1000000000ull)
 
 struct gw_conn {
     uv_tcp_t tcp;
@@ -35,15 +58,25 @@ struct gw_conn {
     struct gw_connlimit *limits; /* holds this connection's slot until it closes */
     struct gw_peer peer;
     struct gw_conn *prev, *next;
+    struct gw_budget *budget;
+    const struct gw_handler *handler;
+    void *loop_ctx;
+    /* The protocol, once known: exactly one of these, or neither yet. */
     struct gw_h2c *h2c;
-    struct gw_tls_conn *tls; /* NULL for h2c */
-    struct sl_buf plain;     /* TLS: decrypted bytes for the protocol layer */
-    struct sl_buf cipher;    /* TLS: encrypted bytes for the socket */
-    size_t write_pending;    /* bytes in uv_write requests */
+    struct gw_h1c *h1c;
+    struct sl_buf sniff; /* cleartext: first bytes, while a prefix of the preface */
+    uint64_t created_ns;
+    uint64_t write_progress_ns; /* last time write_pending shrank or became non-zero */
+    struct gw_tls_conn *tls;    /* NULL in cleartext */
+    struct sl_buf plain;        /* TLS: decrypted bytes for the protocol layer */
+    struct sl_buf cipher;       /* TLS: encrypted bytes for the socket */
+    size_t write_pending;       /* bytes in uv_write requests */
     int open_handles;
     bool reading;
     bool closing;      /* conn_close() ran */
-    bool finish_after; /* close once pending writes complete */
+    bool finish_after; /* finish once pending writes complete */
+    bool lingering;    /* HTTP/1.1: write side shut, discarding input until EOF */
+    uint64_t linger_ns;
 };
 
 struct write_req {
@@ -55,12 +88,110 @@ struct write_req {
 
 static void conn_flush(struct gw_conn *c);
 static void conn_close(struct gw_conn *c);
+static void conn_finish(struct gw_conn *c);
+static void conn_wake(void *owner);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static uint64_t now_ns(struct gw_conn *c)
 {
     return uv_hrtime();
 }
+
+/* ---- the protocol layer, whichever it is --------------------------------- */
+
+static bool proto_known(const struct gw_conn *c)
+{
+    return c->h2c != NULL || c->h1c != NULL;
+}
+
+static void proto_feed(struct gw_conn *c, const uint8_t *p, size_t n)
+{
+    if (c->h2c != NULL)
+        gw__h2c_feed(c->h2c, p, n, now_ns(c));
+    else
+        gw__h1c_feed(c->h1c, p, n, now_ns(c));
+}
+
+static void proto_flush(struct gw_conn *c)
+{
+    if (c->h2c != NULL)
+        gw__h2c_flush(c->h2c);
+    else
+        gw__h1c_flush(c->h1c);
+}
+
+static struct sl_slice proto_output(const struct gw_conn *c)
+{
+    if (c->h2c != NULL)
+        return gw__h2c_output(c->h2c);
+    if (c->h1c != NULL)
+        return gw__h1c_output(c->h1c);
+    return (struct sl_slice){"", 0};
+}
+
+static void proto_consume(struct gw_conn *c, size_t n)
+{
+    if (c->h2c != NULL)
+        gw__h2c_output_consume(c->h2c, n);
+    else
+        gw__h1c_output_consume(c->h1c, n);
+}
+
+static bool proto_want_write(const struct gw_conn *c)
+{
+    return c->h2c != NULL ? gw__h2c_want_write(c->h2c) : gw__h1c_want_write(c->h1c);
+}
+
+static bool proto_done(const struct gw_conn *c)
+{
+    return c->h2c != NULL ? gw__h2c_done(c->h2c) : gw__h1c_done(c->h1c);
+}
+
+/* HTTP/2 bounds its input with flow control; HTTP/1.1 stops reading while
+ * pipelined requests wait. */
+static bool proto_want_read(const struct gw_conn *c)
+{
+    return c->h1c == NULL || gw__h1c_want_read(c->h1c);
+}
+
+static void proto_start(struct gw_conn *c, bool h2)
+{
+    struct gw_proto_env env = {
+        .handler = c->handler,
+        .loop_ctx = c->loop_ctx,
+        .tls = c->tls != NULL,
+        .loop_inflight = &c->ls->inflight,
+        .wake = conn_wake,
+        .owner = c,
+        .budget = c->budget,
+        .counters = c->limits,
+    };
+    if (h2)
+        c->h2c = gw__h2c_new(&env, now_ns(c));
+    else
+        c->h1c = gw__h1c_new(&env, now_ns(c));
+    gw__connlimit_count_version(c->limits, h2 ? GW_HTTP_VERSION_2 : GW_HTTP_VERSION_1);
+}
+
+/* Cleartext: holds the first bytes while they may still be the HTTP/2
+ * preface, then starts the protocol they show and feeds it them. */
+static void sniff_and_feed(struct gw_conn *c, const uint8_t *p, size_t n)
+{
+    if (proto_known(c)) {
+        proto_feed(c, p, n);
+        return;
+    }
+    sl_buf_append(&c->sniff, p, n);
+    size_t cmp = SL_MIN(c->sniff.n, H2_PREFACE_LEN);
+    bool prefix = memcmp(c->sniff.p, H2_PREFACE, cmp) == 0;
+    if (prefix && c->sniff.n < H2_PREFACE_LEN)
+        return; /* not enough bytes to tell */
+    proto_start(c, prefix);
+    proto_feed(c, (const uint8_t *)c->sniff.p, c->sniff.n);
+    sl_buf_free(&c->sniff);
+}
+
+/* ---- the socket ---------------------------------------------------------- */
 
 static void on_handle_closed(uv_handle_t *h)
 {
@@ -75,7 +206,7 @@ static void on_handle_closed(uv_handle_t *h)
 }
 
 /* Removes the connection from its loop and closes its handles. Held
- * exchanges are cancelled now (gw__h2c_free). */
+ * exchanges are cancelled now (gw__h2c_free, gw__h1c_free). */
 static void conn_close(struct gw_conn *c)
 {
     if (c->closing)
@@ -91,6 +222,9 @@ static void conn_close(struct gw_conn *c)
     ls->conn_count--;
     gw__h2c_free(c->h2c);
     c->h2c = NULL;
+    gw__h1c_free(c->h1c);
+    c->h1c = NULL;
+    sl_buf_free(&c->sniff);
     gw__tls_conn_free(c->tls);
     c->tls = NULL;
     c->open_handles = 3;
@@ -101,8 +235,7 @@ static void conn_close(struct gw_conn *c)
 
 static size_t backlog(const struct gw_conn *c)
 {
-    size_t held = c->h2c != NULL ? gw__h2c_output(c->h2c).n : 0;
-    return held + c->write_pending + c->cipher.n;
+    return proto_output(c).n + c->write_pending + c->cipher.n;
 }
 
 static void on_write(uv_write_t *req, int status)
@@ -117,12 +250,13 @@ static void on_write(uv_write_t *req, int status)
         conn_close(c);
         return;
     }
+    c->write_progress_ns = now_ns(c);
     if (c->finish_after && c->write_pending == 0) {
-        conn_close(c);
+        conn_finish(c);
         return;
     }
     if (backlog(c) < GW_OUT_LOW_WATER)
-        conn_flush(c); /* resumes reading and pulls more frames */
+        conn_flush(c); /* resumes reading and pulls more output */
 }
 
 /* Sends bytes: directly when the socket takes them, the rest in a copied
@@ -143,6 +277,7 @@ static bool conn_write(struct gw_conn *c, const char *p, size_t n)
         }
         if (n == 0)
             return true;
+        c->write_progress_ns = now_ns(c); /* the stall clock starts now */
     }
     struct write_req *w = sl_xmalloc(sizeof(*w) + n);
     w->c = c;
@@ -164,52 +299,93 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(c->ls->read_buf, (unsigned)c->ls->read_buf_size);
 }
 
-/* Moves output from nghttp2 (through TLS) to the socket while the backlog
- * allows, then decides about reading and closing. */
-static void conn_flush(struct gw_conn *c)
+static void set_reading(struct gw_conn *c, bool want_read)
 {
-    if (c->closing)
-        return;
-    for (int round = 0; round < 64; round++) {
-        gw__h2c_flush(c->h2c);
-        struct sl_slice out = gw__h2c_output(c->h2c);
-        if (c->tls != NULL) {
-            size_t accepted = 0;
-            if (gw__tls_send(c->tls, (const uint8_t *)out.p, out.n, &accepted) != SL_OK) {
-                conn_close(c);
-                return;
-            }
-            gw__h2c_output_consume(c->h2c, accepted);
-            gw__tls_take_cipher(c->tls, &c->cipher);
-            if (!conn_write(c, c->cipher.p, c->cipher.n))
-                return;
-            sl_buf_reset(&c->cipher);
-        } else {
-            if (!conn_write(c, out.p, out.n))
-                return;
-            gw__h2c_output_consume(c->h2c, out.n);
-        }
-        if (!gw__h2c_want_write(c->h2c) || backlog(c) >= GW_OUT_HIGH_WATER)
-            break;
-    }
-    if (gw__h2c_done(c->h2c)) {
-        if (c->write_pending == 0) {
-            conn_close(c);
-            return;
-        }
-        c->finish_after = true;
-        if (c->reading)
-            uv_read_stop((uv_stream_t *)&c->tcp);
-        c->reading = false;
-        return;
-    }
-    bool want_read = backlog(c) < GW_OUT_HIGH_WATER;
     if (want_read && !c->reading) {
         c->reading = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0;
     } else if (!want_read && c->reading) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
     }
+}
+
+/* Sends what TLS produced on its own (handshake records). */
+static bool flush_cipher(struct gw_conn *c)
+{
+    gw__tls_take_cipher(c->tls, &c->cipher);
+    if (!conn_write(c, c->cipher.p, c->cipher.n))
+        return false;
+    sl_buf_reset(&c->cipher);
+    return true;
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    free(req); /* the connection lingers until EOF or its timer */
+}
+
+/* Everything is written: HTTP/2 closes now, HTTP/1.1 lingers (above). */
+static void conn_finish(struct gw_conn *c)
+{
+    if (c->h1c == NULL) {
+        conn_close(c);
+        return;
+    }
+    if (c->lingering)
+        return;
+    c->lingering = true;
+    c->linger_ns = now_ns(c);
+    uv_shutdown_t *req = sl_xmalloc(sizeof(*req));
+    if (uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        free(req);
+        conn_close(c);
+        return;
+    }
+    set_reading(c, true);
+}
+
+/* Moves output from the protocol layer (through TLS) to the socket while
+ * the backlog allows, then decides about reading and closing. */
+static void conn_flush(struct gw_conn *c)
+{
+    if (c->closing || c->lingering)
+        return;
+    if (!proto_known(c)) {
+        if (c->tls != NULL && !flush_cipher(c))
+            return;
+        set_reading(c, backlog(c) < GW_OUT_HIGH_WATER);
+        return;
+    }
+    for (int round = 0; round < 64; round++) {
+        proto_flush(c);
+        struct sl_slice out = proto_output(c);
+        if (c->tls != NULL) {
+            size_t accepted = 0;
+            if (gw__tls_send(c->tls, (const uint8_t *)out.p, out.n, &accepted) != SL_OK) {
+                conn_close(c);
+                return;
+            }
+            proto_consume(c, accepted);
+            if (!flush_cipher(c))
+                return;
+        } else {
+            if (!conn_write(c, out.p, out.n))
+                return;
+            proto_consume(c, out.n);
+        }
+        if (!proto_want_write(c) || backlog(c) >= GW_OUT_HIGH_WATER)
+            break;
+    }
+    if (proto_done(c)) {
+        if (c->write_pending == 0) {
+            conn_finish(c);
+            return;
+        }
+        c->finish_after = true;
+        set_reading(c, false);
+        return;
+    }
+    set_reading(c, backlog(c) < GW_OUT_HIGH_WATER && proto_want_read(c));
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -221,12 +397,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
+    if (c->lingering)
+        return; /* dropped: the answer is out, the client has yet to see it */
     const uint8_t *p = (const uint8_t *)buf->base;
     size_t n = (size_t)nread;
     if (c->tls != NULL) {
         sl_buf_reset(&c->plain);
         int rv = gw__tls_recv(c->tls, p, n, &c->plain);
         if (rv != SL_OK) {
+            if (!gw__tls_handshake_done(c->tls))
+                gw__connlimit_count_http(c->limits, GW_HTTP_TLS_HANDSHAKE);
             /* Send the alert OpenSSL queued, then close. */
             gw__tls_take_cipher(c->tls, &c->cipher);
             uv_read_stop(s);
@@ -240,18 +420,45 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             }
             return;
         }
+        if (!proto_known(c) && gw__tls_handshake_done(c->tls))
+            proto_start(c, gw__tls_alpn_h2(c->tls));
         p = (const uint8_t *)c->plain.p;
         n = c->plain.n;
+        if (n > 0 && proto_known(c))
+            proto_feed(c, p, n);
+    } else if (n > 0) {
+        sniff_and_feed(c, p, n);
     }
-    if (n > 0)
-        gw__h2c_feed(c->h2c, p, n, now_ns(c));
     conn_flush(c); /* with TLS, also sends the handshake records */
 }
 
 static void on_timer(uv_timer_t *t)
 {
     struct gw_conn *c = t->data;
-    if (gw__h2c_tick(c->h2c, now_ns(c))) {
+    uint64_t now = now_ns(c);
+    if (c->lingering) {
+        if (now - c->linger_ns > LINGER_NS)
+            conn_close(c);
+        return;
+    }
+    if (c->write_pending > 0 && now - c->write_progress_ns > GW_STALL_TIMEOUT_NS) {
+        /* The client does not read: its unsent bytes are not kept. */
+        gw__connlimit_count_http(c->limits, GW_HTTP_STALLED);
+        if (c->budget != NULL)
+            gw__budget_count(c->budget, GW_BUDGET_STALLED);
+        conn_close(c);
+        return;
+    }
+    if (!proto_known(c)) {
+        /* Slowloris before the first request or the preface. */
+        if (now - c->created_ns > GW_REQUEST_READ_TIMEOUT_NS) {
+            gw__connlimit_count_http(c->limits, GW_HTTP_REQUEST_TIMEOUT);
+            conn_close(c);
+        }
+        return;
+    }
+    bool close_now = c->h2c != NULL ? gw__h2c_tick(c->h2c, now) : gw__h1c_tick(c->h1c, now);
+    if (close_now) {
         conn_close(c);
         return;
     }
@@ -265,7 +472,7 @@ static void on_wake(uv_idle_t *idle)
     conn_flush(c);
 }
 
-static void wake(void *owner)
+static void conn_wake(void *owner)
 {
     struct gw_conn *c = owner;
     if (!c->closing)
@@ -279,9 +486,14 @@ void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limi
     struct gw_conn *c = sl_xcalloc(1, sizeof(*c));
     c->ls = ls;
     c->limits = limits;
+    c->budget = budget;
+    c->handler = handler;
+    c->loop_ctx = loop_ctx;
     c->peer = *peer;
+    c->created_ns = now_ns(c);
     sl_buf_init(&c->plain);
     sl_buf_init(&c->cipher);
+    sl_buf_init(&c->sniff);
     uv_tcp_init(ls->loop, &c->tcp);
     uv_timer_init(ls->loop, &c->timer);
     uv_idle_init(ls->loop, &c->wake);
@@ -294,16 +506,6 @@ void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limi
     ls->conns = c;
     ls->conn_count++;
 
-    struct gw_h2c_env env = {
-        .handler = handler,
-        .loop_ctx = loop_ctx,
-        .tls = ls->tls != NULL,
-        .loop_inflight = &ls->inflight,
-        .wake = wake,
-        .owner = c,
-        .budget = budget,
-    };
-    c->h2c = gw__h2c_new(&env, now_ns(c));
     if (ls->tls != NULL)
         c->tls = gw__tls_conn_new(ls->tls);
 
@@ -318,7 +520,7 @@ void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limi
     }
     uv_tcp_nodelay(&c->tcp, 1);
     uv_timer_start(&c->timer, on_timer, 1000, 1000);
-    conn_flush(c); /* h2c: the server SETTINGS go out at once */
+    conn_flush(c); /* starts reading */
 }
 
 void gw__conn_goaway_all(struct gw_loop_state *ls)
@@ -326,7 +528,14 @@ void gw__conn_goaway_all(struct gw_loop_state *ls)
     struct gw_conn *next;
     for (struct gw_conn *c = ls->conns; c != NULL; c = next) {
         next = c->next;
-        gw__h2c_goaway(c->h2c);
+        if (!proto_known(c) || c->lingering) {
+            conn_close(c); /* nothing to finish: it has not spoken, or was answered */
+            continue;
+        }
+        if (c->h2c != NULL)
+            gw__h2c_goaway(c->h2c);
+        else
+            gw__h1c_goaway(c->h1c);
         conn_flush(c);
     }
 }

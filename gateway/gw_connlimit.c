@@ -30,6 +30,8 @@ struct gw_connlimit {
     _Atomic uint32_t max_per_peer;
     _Atomic uint64_t open;
     _Atomic uint64_t refused[GW_CONN_REFUSAL_COUNT];
+    _Atomic uint64_t http_refused[GW_HTTP_REFUSAL_COUNT];
+    _Atomic uint64_t connections[GW_HTTP_VERSION_COUNT];
     pthread_mutex_t lock; /* guards buckets and peers */
     uint64_t peers;
     struct peer_node *buckets[PEER_BUCKETS];
@@ -46,6 +48,45 @@ static const char *const refusal_names[GW_CONN_REFUSAL_COUNT] = {
 const char *gw__conn_refusal_name(enum gw_conn_refusal r)
 {
     return (unsigned)r < GW_CONN_REFUSAL_COUNT ? refusal_names[r] : "unknown";
+}
+
+static const char *const http_refusal_names[GW_HTTP_REFUSAL_COUNT] = {
+    [GW_HTTP_BAD_REQUEST] = "bad_request",
+    [GW_HTTP_HEADER_TOO_LARGE] = "header_too_large",
+    [GW_HTTP_BODY_TOO_LARGE] = "body_too_large",
+    [GW_HTTP_REQUEST_TIMEOUT] = "request_timeout",
+    [GW_HTTP_BUDGET] = "budget",
+    [GW_HTTP_H2_PROTOCOL] = "h2_protocol",
+    [GW_HTTP_TLS_HANDSHAKE] = "tls_handshake",
+    [GW_HTTP_VERSION] = "version",
+    [GW_HTTP_STALLED] = "stalled",
+};
+
+const char *gw__http_refusal_name(enum gw_http_refusal r)
+{
+    return (unsigned)r < GW_HTTP_REFUSAL_COUNT ? http_refusal_names[r] : "unknown";
+}
+
+const char *gw__http_version_name(enum gw_http_version v)
+{
+    return v == GW_HTTP_VERSION_1 ? "1.1" : v == GW_HTTP_VERSION_2 ? "2" : "unknown";
+}
+
+void gw__connlimit_count_http(struct gw_connlimit *cl, enum gw_http_refusal why)
+{
+    /* A client can trigger this at will: the log is rate-limited, the
+     * counter is not. */
+    static struct sl_log_limit http_log = SL_LOG_LIMIT(10, 10000);
+    sl_log_limited(&http_log, SL_LOG_INFO, "gw", "http: request or connection refused: %s",
+                   gw__http_refusal_name(why));
+    if (cl != NULL && (unsigned)why < GW_HTTP_REFUSAL_COUNT)
+        atomic_fetch_add_explicit(&cl->http_refused[why], 1, memory_order_relaxed);
+}
+
+void gw__connlimit_count_version(struct gw_connlimit *cl, enum gw_http_version v)
+{
+    if (cl != NULL && (unsigned)v < GW_HTTP_VERSION_COUNT)
+        atomic_fetch_add_explicit(&cl->connections[v], 1, memory_order_relaxed);
 }
 
 struct gw_peer gw__peer_from_sockaddr(const struct sockaddr_storage *ss)
@@ -170,6 +211,10 @@ void gw__connlimit_stats(struct gw_connlimit *cl, struct gw_connlimit_stats *out
     out->max_per_peer = atomic_load_explicit(&cl->max_per_peer, memory_order_relaxed);
     for (size_t i = 0; i < GW_CONN_REFUSAL_COUNT; i++)
         out->refused[i] = atomic_load_explicit(&cl->refused[i], memory_order_relaxed);
+    for (size_t i = 0; i < GW_HTTP_REFUSAL_COUNT; i++)
+        out->http_refused[i] = atomic_load_explicit(&cl->http_refused[i], memory_order_relaxed);
+    for (size_t i = 0; i < GW_HTTP_VERSION_COUNT; i++)
+        out->connections[i] = atomic_load_explicit(&cl->connections[i], memory_order_relaxed);
     pthread_mutex_lock(&cl->lock);
     out->peers = cl->peers;
     pthread_mutex_unlock(&cl->lock);

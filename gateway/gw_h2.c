@@ -20,7 +20,7 @@
  *                               respond() only frees
  *
  *  1. An exchange is in its connection's list exactly while attached
- *     (ex->c != NULL), i.e. while nghttp2 still has its stream.
+ *     (ex->owner != NULL), i.e. while nghttp2 still has its stream.
  *  2. A DISPATCHED exchange is counted in *loop_inflight until respond().
  *  3. nghttp2_session_del() runs no close callbacks, so gw__h2c_free()
  *     detaches every listed exchange itself.
@@ -36,62 +36,18 @@
 #include <nghttp2/nghttp2.h>
 
 #include "gw_budget.h"
+#include "gw_connlimit.h"
+#include "gw_exchange.h"
 #include "gw_h2.h"
 
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN (sizeof(H2_PREFACE) - 1)
 #define STREAM_WINDOW (1 << 20) /* per stream, bytes */
 #define CONN_WINDOW (16 << 20)  /* per connection, bytes */
-#define JSON_CT "application/x-amz-json-1.0"
-
-enum ex_state { EX_RECEIVING, EX_REJECTED, EX_DISPATCHED, EX_RESPONDED };
-
-/* Where one header's bytes sit in hdr_store; offsets survive reallocs. */
-struct hdr_ref {
-    uint32_t name_off, name_len, value_off, value_len;
-};
-
-enum { PSEUDO_METHOD, PSEUDO_PATH, PSEUDO_AUTHORITY, PSEUDO_SCHEME, PSEUDO_COUNT };
-
-struct gw_exchange {
-    struct gw_h2c *c; /* NULL once detached (stream gone) */
-    struct gw_exchange *prev, *next;
-    size_t *loop_inflight;
-    int32_t stream_id;
-    enum ex_state state;
-    bool cancelled;
-    gw_cancel_fn *on_cancel;
-    void *cancel_data;
-    uint64_t begin_ns;
-
-    /* request, bounded by GW_MAX_HEADER_* and GW_MAX_REQUEST_BODY */
-    size_t header_list_bytes;
-    struct sl_buf hdr_store;
-    struct hdr_ref *refs;
-    size_t ref_count;
-    int pseudo[PSEUDO_COUNT]; /* index into refs, -1 when absent */
-    bool header_overflow;
-    struct gw_header *headers;
-    struct sl_buf body;
-    struct gw_request req;
-    char request_id[37];
-
-    /* Process-wide accounting (gw_budget.h), NULL when the owner has none.
-     * Borrowed from the env: the budget outlives every connection. */
-    struct gw_budget *budget;
-    size_t body_charged; /* body bytes charged: reserved or received */
-
-    /* response body, owned until sent: read by nghttp2 and freed at its end */
-    char *resp_body;
-    size_t resp_len, resp_off;
-    size_t resp_charged;  /* of resp_len, still charged to the budget */
-    uint64_t progress_ns; /* response submitted, or last bytes taken by nghttp2 */
-    bool stalled;         /* reset by the stall timer; nothing more to send */
-};
 
 struct gw_h2c {
     nghttp2_session *session;
-    struct gw_h2c_env env;
+    struct gw_proto_env env;
     struct sl_buf out;
     struct gw_exchange *exchanges; /* attached exchanges (invariant 1) */
     size_t exchange_count;
@@ -112,54 +68,16 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
 static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_id,
                               const uint8_t *data, size_t len, void *user);
 static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *user);
-static void submit_response(struct gw_exchange *ex, int status, const struct gw_header *headers,
-                            size_t header_count, const void *body, size_t body_len);
-static void submit_owned(struct gw_exchange *ex, int status, const struct gw_header *headers,
-                         size_t header_count, char *body, size_t body_len);
+static void submit_head(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                        size_t header_count);
 static void respond_error(struct gw_exchange *ex, int status, const char *type,
                           const char *message);
 
-/* ---- the exchange (gw_http.h) ------------------------------------------- */
-
-static void budget_give(struct gw_exchange *ex, enum gw_budget_kind k, size_t *charged, size_t n)
-{
-    SL_ASSERT(n <= *charged);
-    if (ex->budget != NULL && n > 0)
-        gw__budget_give(ex->budget, k, n);
-    *charged -= n;
-}
-
-/* The response body is no longer needed (sent, or the stream is gone). */
-static void release_response(struct gw_exchange *ex)
-{
-    budget_give(ex, GW_BUDGET_RESPONSE, &ex->resp_charged, ex->resp_charged);
-    free(ex->resp_body);
-    ex->resp_body = NULL;
-}
-
-/* The request body is no longer needed (answered: the handler's borrow
- * ends at respond, gw_http.h). */
-static void release_body(struct gw_exchange *ex)
-{
-    if (ex->c != NULL)
-        ex->c->body_bytes -= ex->body.n;
-    budget_give(ex, GW_BUDGET_BODY, &ex->body_charged, ex->body_charged);
-    sl_buf_free(&ex->body);
-}
-
-static void exchange_free(struct gw_exchange *ex)
-{
-    sl_buf_free(&ex->hdr_store);
-    release_body(ex);
-    free(ex->refs);
-    free(ex->headers);
-    release_response(ex);
-    free(ex);
-}
+/* ---- the exchange's owner (gw_exchange.h) ------------------------------ */
 
 static void exchange_unlink(struct gw_exchange *ex)
 {
-    struct gw_h2c *c = ex->c;
+    struct gw_h2c *c = ex->owner;
     if (ex->prev != NULL)
         ex->prev->next = ex->next;
     else
@@ -168,114 +86,30 @@ static void exchange_unlink(struct gw_exchange *ex)
         ex->next->prev = ex->prev;
     ex->prev = ex->next = NULL;
     c->exchange_count--;
-    c->body_bytes -= ex->body.n;
     if (c->exchange_count == 0)
         c->last_active_ns = c->now_ns;
-    ex->c = NULL;
 }
 
-/* The stream is gone (closed by nghttp2, or the connection freed). Frees
- * the exchange unless the handler still holds it, in which case it is
- * cancelled and lives until respond(). Do not touch ex after this. */
+/* The stream is gone (closed by nghttp2, or the connection freed). Do not
+ * touch ex after this. */
 static void exchange_detach(struct gw_exchange *ex)
 {
     exchange_unlink(ex);
-    if (ex->state != EX_DISPATCHED) {
-        exchange_free(ex);
-        return;
-    }
-    ex->cancelled = true;
-    gw_cancel_fn *fn = ex->on_cancel;
-    ex->on_cancel = NULL;
-    if (fn != NULL)
-        fn(ex, ex->cancel_data); /* may call respond(), which frees ex */
+    gw__exchange_detach(ex);
 }
 
-/* Both responds: ends the handler's hold on ex. Returns the connection to
- * wake after submitting, or NULL when the exchange was cancelled (and is
- * freed now). */
-static struct gw_h2c *respond_begin(struct gw_exchange *ex)
+static void h2_wake(void *owner)
 {
-    SL_ASSERT(ex->state == EX_DISPATCHED);
-    if (ex->loop_inflight != NULL)
-        (*ex->loop_inflight)--;
-    if (ex->c == NULL) {
-        exchange_free(ex); /* cancelled: the client is gone */
-        return NULL;
-    }
-    ex->on_cancel = NULL;
-    return ex->c;
-}
-
-static void respond_end(struct gw_h2c *c)
-{
+    struct gw_h2c *c = owner;
     if (!c->in_feed && c->env.wake != NULL)
         c->env.wake(c->env.owner);
 }
 
-void gw_exchange_respond(struct gw_exchange *ex, int status, const struct gw_header *headers,
-                         size_t header_count, const void *body, size_t body_len)
-{
-    struct gw_h2c *c = respond_begin(ex);
-    if (c != NULL) {
-        submit_response(ex, status, headers, header_count, body, body_len);
-        respond_end(c);
-    }
-}
-
-void gw_exchange_respond_take(struct gw_exchange *ex, int status, const struct gw_header *headers,
-                              size_t header_count, char *body, size_t body_len)
-{
-    struct gw_h2c *c = respond_begin(ex);
-    if (c == NULL) {
-        free(body);
-        return;
-    }
-    submit_owned(ex, status, headers, header_count, body, body_len);
-    respond_end(c);
-}
-
-bool gw_exchange_cancelled(const struct gw_exchange *ex)
-{
-    return ex->cancelled;
-}
-
-void gw_exchange_on_cancel(struct gw_exchange *ex, gw_cancel_fn *fn, void *data)
-{
-    ex->on_cancel = fn;
-    ex->cancel_data = data;
-}
-
-const struct gw_request *gw_exchange_request(const struct gw_exchange *ex)
-{
-    return &ex->req;
-}
-
-const struct gw_header *gw_request_header(const struct gw_request *req, const char *name)
-{
-    for (size_t i = 0; i < req->header_count; i++) {
-        if (sl_slice_eq_cstr(req->headers[i].name, name)) {
-            return &req->headers[i];
-        }
-    }
-    return NULL;
-}
-
-void gw_request_split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
-{
-    const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
-    if (q == NULL) {
-        *path = full;
-        *query = (struct sl_slice){"", 0};
-    } else {
-        *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
-        *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
-    }
-}
+static const struct gw_exchange_ops h2_ops = {.submit = submit_head, .wake = h2_wake};
 
 /* ---- session ------------------------------------------------------------ */
 
-struct gw_h2c *gw__h2c_new(const struct gw_h2c_env *env, uint64_t now_ns)
+struct gw_h2c *gw__h2c_new(const struct gw_proto_env *env, uint64_t now_ns)
 {
     struct gw_h2c *c = sl_xcalloc(1, sizeof(*c));
     c->env = *env;
@@ -358,6 +192,7 @@ static int check_preface(struct gw_h2c *c, const uint8_t *data, size_t n)
                                     "sluice speaks HTTP/2 only (h2c prior knowledge).\r\n";
         sl_buf_append(&c->out, reply, sizeof(reply) - 1);
     }
+    gw__connlimit_count_http(c->env.counters, http1 ? GW_HTTP_VERSION : GW_HTTP_H2_PROTOCOL);
     c->failed = true;
     c->close_on_flush = true;
     return SL_ECLOSED;
@@ -377,6 +212,7 @@ int gw__h2c_feed(struct gw_h2c *c, const uint8_t *data, size_t n, uint64_t now_n
     c->in_feed = false;
     if (rv < 0) {
         sl_log(SL_LOG_DEBUG, "gw", "h2: closing connection: %s", nghttp2_strerror((int)rv));
+        gw__connlimit_count_http(c->env.counters, GW_HTTP_H2_PROTOCOL);
         /* BAD_CLIENT_MAGIC and FLOODED leave the session usable enough to
          * send the GOAWAY nghttp2 queued; callback failures do not. */
         if (rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC && rv != NGHTTP2_ERR_FLOODED)
@@ -415,16 +251,7 @@ struct sl_slice gw__h2c_output(const struct gw_h2c *c)
 
 void gw__h2c_output_consume(struct gw_h2c *c, size_t n)
 {
-    SL_ASSERT(n <= c->out.n);
-    if (n == 0)
-        return;
-    memmove(c->out.p, c->out.p + n, c->out.n - n);
-    c->out.n -= n;
-    if (c->out.p != NULL)
-        c->out.p[c->out.n] = '\0';
-    /* A large buffer emptied: give the memory back (slow reader bursts). */
-    if (c->out.n == 0 && c->out.cap > 2 * GW_OUT_HIGH_WATER)
-        sl_buf_free(&c->out);
+    gw__output_consume(&c->out, n);
 }
 
 bool gw__h2c_want_write(const struct gw_h2c *c)
@@ -466,17 +293,19 @@ bool gw__h2c_tick(struct gw_h2c *c, uint64_t now_ns)
         return now_ns - c->created_ns > GW_REQUEST_READ_TIMEOUT_NS;
     }
     for (struct gw_exchange *ex = c->exchanges; ex != NULL; ex = ex->next) {
-        if (ex->state == EX_RECEIVING && now_ns - ex->begin_ns > GW_REQUEST_READ_TIMEOUT_NS) {
-            ex->state = EX_REJECTED;
+        if (ex->state == GW_EX_RECEIVING && now_ns - ex->begin_ns > GW_REQUEST_READ_TIMEOUT_NS) {
+            ex->state = GW_EX_REJECTED;
+            gw__connlimit_count_http(c->env.counters, GW_HTTP_REQUEST_TIMEOUT);
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id, NGHTTP2_CANCEL);
-        } else if (ex->state == EX_RESPONDED && ex->resp_body != NULL && !ex->stalled &&
+        } else if (ex->state == GW_EX_RESPONDED && ex->resp_body != NULL && !ex->stalled &&
                    now_ns - ex->progress_ns > GW_STALL_TIMEOUT_NS) {
             /* A reader that never opens its window must not pin the reply:
              * released now, not when the RST finally gets out. */
             ex->stalled = true;
-            release_response(ex);
+            gw__exchange_release_response(ex);
             if (ex->budget != NULL)
                 gw__budget_count(ex->budget, GW_BUDGET_STALLED);
+            gw__connlimit_count_http(c->env.counters, GW_HTTP_STALLED);
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id, NGHTTP2_CANCEL);
         }
     }
@@ -505,10 +334,10 @@ static struct gw_exchange *stream_exchange(nghttp2_session *s, int32_t stream_id
  * now; DATA still in flight is discarded. */
 static void refuse_stream(struct gw_exchange *ex)
 {
-    ex->state = EX_REJECTED;
-    release_body(ex);
-    nghttp2_submit_rst_stream(ex->c->session, NGHTTP2_FLAG_NONE, ex->stream_id,
-                              NGHTTP2_REFUSED_STREAM);
+    struct gw_h2c *c = ex->owner;
+    ex->state = GW_EX_REJECTED;
+    gw__exchange_release_body(ex);
+    nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, ex->stream_id, NGHTTP2_REFUSED_STREAM);
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *user)
@@ -516,17 +345,16 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void
     struct gw_h2c *c = user;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    struct gw_exchange *ex = sl_xcalloc(1, sizeof(*ex));
-    ex->c = c;
-    ex->loop_inflight = c->env.loop_inflight;
-    ex->budget = c->env.budget;
+    struct gw_exchange_env xenv = {
+        .ops = &h2_ops,
+        .owner = c,
+        .now_ns = &c->now_ns,
+        .loop_inflight = c->env.loop_inflight,
+        .conn_body_bytes = &c->body_bytes,
+        .budget = c->env.budget,
+    };
+    struct gw_exchange *ex = gw__exchange_new(&xenv);
     ex->stream_id = frame->hd.stream_id;
-    ex->state = EX_RECEIVING;
-    ex->begin_ns = c->now_ns;
-    for (int i = 0; i < PSEUDO_COUNT; i++)
-        ex->pseudo[i] = -1;
-    sl_buf_init(&ex->hdr_store);
-    sl_buf_init(&ex->body);
     ex->next = c->exchanges;
     if (c->exchanges != NULL)
         c->exchanges->prev = ex;
@@ -539,15 +367,6 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void
     return 0;
 }
 
-static int pseudo_index(const uint8_t *name, size_t len)
-{
-    static const char *const names[PSEUDO_COUNT] = {":method", ":path", ":authority", ":scheme"};
-    for (int i = 0; i < PSEUDO_COUNT; i++)
-        if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0)
-            return i;
-    return -2; /* another pseudo-header; nghttp2 already rejects unknown ones */
-}
-
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *user)
@@ -555,107 +374,28 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
     struct gw_exchange *ex = stream_exchange(s, frame->hd.stream_id);
-    if (ex == NULL || ex->header_overflow || ex->state != EX_RECEIVING)
+    if (ex == NULL || ex->header_overflow || ex->state != GW_EX_RECEIVING)
         return 0;
-    /* RFC 9113 §6.5.2: each field costs its name, its value and 32 octets. */
-    ex->header_list_bytes += namelen + valuelen + 32;
-    if (ex->header_list_bytes > GW_MAX_HEADER_LIST_BYTES || ex->ref_count >= GW_MAX_HEADER_COUNT) {
-        ex->header_overflow = true; /* answered 431 once the block ends */
-        return 0;
-    }
-    if (ex->ref_count % 16 == 0)
-        ex->refs = sl_xrealloc(ex->refs, (ex->ref_count + 16) * sizeof(*ex->refs));
-    struct hdr_ref *r = &ex->refs[ex->ref_count];
-    r->name_off = (uint32_t)ex->hdr_store.n;
-    r->name_len = (uint32_t)namelen;
-    sl_buf_append(&ex->hdr_store, name, namelen);
-    r->value_off = (uint32_t)ex->hdr_store.n;
-    r->value_len = (uint32_t)valuelen;
-    sl_buf_append(&ex->hdr_store, value, valuelen);
-    if (namelen > 0 && name[0] == ':') {
-        int i = pseudo_index(name, namelen);
-        if (i >= 0)
-            ex->pseudo[i] = (int)ex->ref_count;
-    }
-    ex->ref_count++;
+    /* Past the limits: answered 431 once the block ends. */
+    (void)gw__exchange_add_header(ex, name, namelen, value, valuelen);
     return 0;
-}
-
-static struct sl_slice ref_name(const struct gw_exchange *ex, size_t i)
-{
-    return (struct sl_slice){ex->hdr_store.p + ex->refs[i].name_off, ex->refs[i].name_len};
-}
-
-static struct sl_slice ref_value(const struct gw_exchange *ex, size_t i)
-{
-    return (struct sl_slice){ex->hdr_store.p + ex->refs[i].value_off, ex->refs[i].value_len};
-}
-
-static struct sl_slice pseudo_value(const struct gw_exchange *ex, int which)
-{
-    int i = ex->pseudo[which];
-    return i < 0 ? (struct sl_slice){"", 0} : ref_value(ex, (size_t)i);
-}
-
-/* Builds ex->req from the stored header bytes, now that they stop moving:
- * at the end of the headers for on_headers, and again at END_STREAM, which
- * only adds the body (trailers are not stored). */
-static void build_request(struct gw_exchange *ex)
-{
-    struct gw_h2c *c = ex->c;
-    ex->req.body = (struct sl_slice){ex->body.p != NULL ? ex->body.p : "", ex->body.n};
-    ex->req.start_mono_ns = c->now_ns;
-    if (ex->headers != NULL)
-        return;
-    size_t regular = 0;
-    ex->headers = sl_xcalloc(ex->ref_count + 1, sizeof(*ex->headers));
-    struct sl_slice host = {"", 0};
-    for (size_t i = 0; i < ex->ref_count; i++) {
-        struct sl_slice name = ref_name(ex, i);
-        if (name.n > 0 && name.p[0] == ':')
-            continue;
-        ex->headers[regular].name = name;
-        ex->headers[regular].value = ref_value(ex, i);
-        if (sl_slice_eq_cstr(name, "host"))
-            host = ex->headers[regular].value;
-        regular++;
-    }
-    sl_uuid4(ex->request_id);
-    ex->req.method = pseudo_value(ex, PSEUDO_METHOD);
-    ex->req.path = pseudo_value(ex, PSEUDO_PATH);
-    ex->req.authority =
-        ex->pseudo[PSEUDO_AUTHORITY] >= 0 ? pseudo_value(ex, PSEUDO_AUTHORITY) : host;
-    ex->req.scheme = pseudo_value(ex, PSEUDO_SCHEME);
-    ex->req.headers = ex->headers;
-    ex->req.header_count = regular;
-    ex->req.request_id = ex->request_id;
-    ex->req.tls = c->env.tls;
-}
-
-static bool is_healthz(const struct gw_exchange *ex)
-{
-    struct sl_slice m = pseudo_value(ex, PSEUDO_METHOD);
-    struct sl_slice p = pseudo_value(ex, PSEUDO_PATH);
-    if (!sl_slice_eq_cstr(m, "GET") && !sl_slice_eq_cstr(m, "HEAD"))
-        return false;
-    return sl_slice_eq_cstr(p, "/healthz") || (p.n > 8 && memcmp(p.p, "/healthz?", 9) == 0);
 }
 
 /* END_STREAM: the request is whole. */
 static void request_complete(struct gw_exchange *ex)
 {
-    struct gw_h2c *c = ex->c;
-    if (ex->state != EX_RECEIVING)
+    struct gw_h2c *c = ex->owner;
+    if (ex->state != GW_EX_RECEIVING)
         return;
-    if (ex->pseudo[PSEUDO_METHOD] < 0 || ex->pseudo[PSEUDO_PATH] < 0) {
+    if (ex->pseudo[GW_PSEUDO_METHOD] < 0 || ex->pseudo[GW_PSEUDO_PATH] < 0) {
         respond_error(ex, 400, "MissingParameter", "request without :method or :path");
         return;
     }
-    build_request(ex);
-    if (is_healthz(ex)) {
+    gw__exchange_build_request(ex, c->env.tls);
+    if (gw__exchange_is_healthz(ex)) {
         const struct gw_header ct = {SL_SLICE_LIT("content-type"),
                                      SL_SLICE_LIT("text/plain; charset=utf-8")};
-        submit_response(ex, 200, &ct, 1, "ok", 2);
+        gw__exchange_submit(ex, 200, &ct, 1, "ok", 2);
         return;
     }
     const struct gw_handler *h = c->env.handler;
@@ -663,33 +403,19 @@ static void request_complete(struct gw_exchange *ex)
         respond_error(ex, 404, "NotFound", "nothing is served on this listener yet");
         return;
     }
-    ex->state = EX_DISPATCHED;
-    if (ex->loop_inflight != NULL)
-        (*ex->loop_inflight)++;
-    h->on_request(c->env.loop_ctx, ex, &ex->req);
+    gw__exchange_dispatch(ex, h, c->env.loop_ctx);
 }
 
 /* The handler's look at a request before its body (gw_headers_fn): the
  * exchange is lent as if dispatched, and taken back unless answered. */
 static void offer_headers(struct gw_exchange *ex)
 {
-    struct gw_h2c *c = ex->c;
+    struct gw_h2c *c = ex->owner;
     const struct gw_handler *h = c->env.handler;
-    if (h == NULL || h->on_headers == NULL || ex->pseudo[PSEUDO_METHOD] < 0 ||
-        ex->pseudo[PSEUDO_PATH] < 0 || is_healthz(ex))
+    if (h == NULL || h->on_headers == NULL || ex->pseudo[GW_PSEUDO_METHOD] < 0 ||
+        ex->pseudo[GW_PSEUDO_PATH] < 0 || gw__exchange_is_healthz(ex))
         return;
-    build_request(ex);
-    ex->state = EX_DISPATCHED;
-    if (ex->loop_inflight != NULL)
-        (*ex->loop_inflight)++;
-    if (h->on_headers(c->env.loop_ctx, ex, &ex->req) == GW_HEADERS_ANSWERED) {
-        SL_ASSERT(ex->state == EX_RESPONDED);
-        return;
-    }
-    SL_ASSERT(ex->state == EX_DISPATCHED);
-    ex->state = EX_RECEIVING;
-    if (ex->loop_inflight != NULL)
-        (*ex->loop_inflight)--;
+    (void)gw__exchange_offer_headers(ex, h, c->env.loop_ctx, c->env.tls);
 }
 
 /* HEADERS ended without END_STREAM: refuse early what cannot succeed. */
@@ -700,10 +426,8 @@ static void headers_complete(struct gw_exchange *ex)
                       "request header list exceeds 65536 bytes or 128 fields");
         return;
     }
-    for (size_t i = 0; i < ex->ref_count; i++) {
-        if (!sl_slice_eq_cstr(ref_name(ex, i), "content-length"))
-            continue;
-        struct sl_slice v = ref_value(ex, i);
+    struct sl_slice v;
+    if (gw__exchange_find_header(ex, "content-length", &v)) {
         char tmp[24];
         if (v.n >= sizeof(tmp))
             goto too_large;
@@ -713,16 +437,10 @@ static void headers_complete(struct gw_exchange *ex)
         if (len > GW_MAX_REQUEST_BODY)
             goto too_large;
         offer_headers(ex);
-        if (ex->state != EX_RECEIVING)
+        if (ex->state != GW_EX_RECEIVING)
             return;
-        /* One allocation, bounded, and charged now since it is memory now. */
-        if (ex->budget != NULL && gw__budget_take(ex->budget, GW_BUDGET_BODY, len) != SL_OK) {
-            gw__budget_count(ex->budget, GW_BUDGET_REFUSED_BODY);
+        if (gw__exchange_body_reserve(ex, (size_t)len) != SL_OK)
             refuse_stream(ex);
-            return;
-        }
-        ex->body_charged = (size_t)len;
-        sl_buf_reserve(&ex->body, (size_t)len);
         return;
     }
     offer_headers(ex);
@@ -736,7 +454,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
         return 0;
     struct gw_exchange *ex = stream_exchange(s, frame->hd.stream_id);
-    if (ex == NULL || ex->c == NULL || ex->state != EX_RECEIVING)
+    if (ex == NULL || ex->owner == NULL || ex->state != GW_EX_RECEIVING)
         return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && ex->header_overflow) {
         headers_complete(ex);
@@ -754,7 +472,7 @@ static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_
 {
     struct gw_h2c *c = user;
     struct gw_exchange *ex = stream_exchange(s, stream_id);
-    if (ex == NULL || ex->c == NULL || ex->state != EX_RECEIVING)
+    if (ex == NULL || ex->owner == NULL || ex->state != GW_EX_RECEIVING)
         return 0; /* rejected or answered early: discard (windows still open) */
     if (ex->body.n + len > GW_MAX_REQUEST_BODY) {
         respond_error(ex, 413, "RequestEntityTooLarge", "request body exceeds 2162688 bytes");
@@ -765,25 +483,15 @@ static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_
         refuse_stream(ex);
         return 0;
     }
-    size_t more = ex->body.n + len > ex->body_charged ? ex->body.n + len - ex->body_charged : 0;
-    if (more > 0 && ex->budget != NULL) {
-        if (gw__budget_take(ex->budget, GW_BUDGET_BODY, more) != SL_OK) {
-            /* The process holds all the bodies it may: this one waits. */
-            gw__budget_count(ex->budget, GW_BUDGET_REFUSED_BODY);
-            refuse_stream(ex);
-            return 0;
-        }
-    }
-    ex->body_charged += more;
-    sl_buf_append(&ex->body, data, len);
-    c->body_bytes += len;
+    if (gw__exchange_body_append(ex, data, len) != SL_OK)
+        refuse_stream(ex); /* the process holds all the bodies it may: this one waits */
     return 0;
 }
 
 static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *user)
 {
     struct gw_exchange *ex = stream_exchange(s, stream_id);
-    if (ex == NULL || ex->c == NULL)
+    if (ex == NULL || ex->owner == NULL)
         return 0;
     nghttp2_session_set_stream_user_data(s, stream_id, NULL);
     exchange_detach(ex);
@@ -801,13 +509,13 @@ static ssize_t read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, si
     size_t n = SL_MIN(length, ex->resp_len - ex->resp_off);
     memcpy(buf, ex->resp_body + ex->resp_off, n);
     ex->resp_off += n;
-    if (n > 0 && ex->c != NULL)
-        ex->progress_ns = ex->c->now_ns;
+    if (n > 0 && ex->owner != NULL)
+        ex->progress_ns = *ex->now_ns;
     /* What nghttp2 took is in its frame now: stop counting it here. */
-    budget_give(ex, GW_BUDGET_RESPONSE, &ex->resp_charged, SL_MIN(n, ex->resp_charged));
+    gw__exchange_response_sent(ex, n);
     if (ex->resp_off == ex->resp_len) {
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-        release_response(ex);
+        gw__exchange_release_response(ex);
     }
     return (ssize_t)n;
 }
@@ -818,49 +526,13 @@ static nghttp2_nv make_nv(struct sl_slice name, struct sl_slice value)
                         NGHTTP2_NV_FLAG_NONE};
 }
 
-/* Copies body (which may borrow from the request) and submits the copy. */
-static void submit_response(struct gw_exchange *ex, int status, const struct gw_header *headers,
-                            size_t header_count, const void *body, size_t body_len)
+/* The exchange owns the body (gw_exchange.c); nghttp2 reads it through
+ * read_body as the window allows. */
+static void submit_head(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                        size_t header_count)
 {
-    char *copy = NULL;
-    if (body_len > 0) {
-        copy = sl_trymalloc(body_len);
-        if (copy == NULL) {
-            static struct sl_log_limit oom_log = SL_LOG_LIMIT(5, 10000);
-            sl_log_limited(&oom_log, SL_LOG_ERROR, "gw", "out of memory for a %zu-byte response",
-                           body_len);
-            status = 500;
-            body_len = 0;
-        } else {
-            memcpy(copy, body, body_len);
-        }
-    }
-    submit_owned(ex, status, headers, header_count, copy, body_len);
-}
-
-/* Submits the response; the exchange owns body from here on (sent from it
- * as nghttp2 asks, freed once sent or when the stream goes). */
-static void submit_owned(struct gw_exchange *ex, int status, const struct gw_header *headers,
-                         size_t header_count, char *body, size_t body_len)
-{
-    struct gw_h2c *c = ex->c;
-    ex->state = EX_RESPONDED;
-    ex->progress_ns = c->now_ns;
-    if (body_len > 0) {
-        ex->resp_body = body;
-        /* Charged whatever the limit: it exists already. New streams wait
-         * while the budget is spent (on_begin_headers). */
-        if (ex->budget != NULL)
-            gw__budget_force(ex->budget, GW_BUDGET_RESPONSE, body_len);
-        ex->resp_charged = body_len;
-    } else {
-        free(body);
-    }
-    release_body(ex); /* the copy, if any, is made: nothing borrows from it now */
-    ex->resp_len = body_len;
-    if (ex->request_id[0] == '\0')
-        sl_uuid4(ex->request_id);
-
+    struct gw_h2c *c = ex->owner;
+    size_t body_len = ex->resp_len;
     char status_s[8], length_s[24], date_s[40];
     snprintf(status_s, sizeof(status_s), "%d", status);
     snprintf(length_s, sizeof(length_s), "%zu", body_len);
@@ -888,20 +560,11 @@ static void submit_owned(struct gw_exchange *ex, int status, const struct gw_hea
     }
 }
 
-/* An error answered by the protocol layer itself, shaped like an SQS JSON
- * error so SDKs surface the message. */
 static void respond_error(struct gw_exchange *ex, int status, const char *type, const char *message)
 {
-    char body[256];
-    int len =
-        snprintf(body, sizeof(body),
-                 "{\"__type\":\"com.amazon.coral.service#%s\",\"message\":\"%s\"}", type, message);
-    char query_error[96];
-    snprintf(query_error, sizeof(query_error), "%s;Sender", type);
-    const struct gw_header headers[] = {
-        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(JSON_CT)},
-        {SL_SLICE_LIT("x-amzn-query-error"), sl_slice_cstr(query_error)},
-    };
-    submit_response(ex, status, headers, SL_ARRAY_LEN(headers), body,
-                    (size_t)SL_MIN(len, (int)sizeof(body) - 1));
+    struct gw_h2c *c = ex->owner;
+    if (status == 431 || status == 413)
+        gw__connlimit_count_http(c->env.counters,
+                                 status == 431 ? GW_HTTP_HEADER_TOO_LARGE : GW_HTTP_BODY_TOO_LARGE);
+    gw__exchange_respond_error(ex, status, type, message, NULL, 0);
 }

@@ -1,7 +1,7 @@
 /*
  * gw_h2.h -- (gateway-internal) the HTTP/2 protocol layer (gw_h2.c): an
- * nghttp2 server session fed from memory, request assembly, limits, and
- * struct gw_exchange (gw_http.h). It does no socket I/O: bytes go in
+ * nghttp2 server session fed from memory, request assembly and limits,
+ * over struct gw_exchange (gw_exchange.h). It does no socket I/O: bytes go in
  * through a function call and come out of a buffer, so unit tests and
  * fuzzers drive it from byte arrays.
  *
@@ -15,63 +15,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gw_exchange.h"
 #include "gw_http.h"
 #include "sl.h"
 
-/* ---- limits of the protocol layer ----------------------------------------- */
+/* ---- limits of HTTP/2 (the others are gw_exchange.h's) -------------------- */
 
-/* SQS's 1 MiB message plus room for the JSON envelope, attributes and
- * batch framing. Larger bodies are answered 413. */
-#define GW_MAX_REQUEST_BODY ((size_t)2 * 1024 * 1024 + (size_t)64 * 1024)
 #define GW_MAX_CONCURRENT_STREAMS 128u
-#define GW_MAX_HEADER_LIST_BYTES ((size_t)64 * 1024) /* RFC 9113 §6.5.2 accounting */
-#define GW_MAX_HEADER_COUNT 128u
 /* Request bodies buffered per connection (all streams) before new streams
  * are refused with REFUSED_STREAM, which clients retry. */
 #define GW_MAX_CONN_BODY_BYTES ((size_t)32 * 1024 * 1024)
-/* Output backlog (bytes produced but not yet written to the socket) above
- * which the connection stops reading and the protocol layer stops asking
- * nghttp2 for more frames; reading resumes below the low mark. */
-#define GW_OUT_HIGH_WATER ((size_t)256 * 1024)
-#define GW_OUT_LOW_WATER ((size_t)64 * 1024)
 /* gw__h2c_flush() stops pulling once the buffer reaches the high-water
  * mark, so it never holds more than that plus one frame. */
 #define GW_H2C_OUT_CAP (GW_OUT_HIGH_WATER + 16384 + 9 + 4096)
-#define GW_IDLE_TIMEOUT_NS (60ull * 1000000000ull)         /* no open stream */
-#define GW_REQUEST_READ_TIMEOUT_NS (30ull * 1000000000ull) /* preface, or one request */
-/* An answered stream whose body makes no progress this long (the client's
- * window stays 0, or it does not read the socket) is reset with
- * RST_STREAM(CANCEL) and its bytes released. */
-#define GW_STALL_TIMEOUT_NS (30ull * 1000000000ull)
 
 /* ---- the protocol layer (gw_h2.c) ---------------------------------------- */
 
 struct gw_h2c;
 struct gw_budget;
 
-/* What the protocol layer needs from its surroundings. */
-struct gw_h2c_env {
-    const struct gw_handler *handler; /* borrowed; on_request may be NULL (404) */
-    void *loop_ctx;                   /* handler->loop_start()'s result */
-    bool tls;                         /* reported in struct gw_request */
-    /* Exchanges held by the handler (dispatched, not yet responded), summed
-     * over every connection of the loop; outlives each connection because a
-     * handler may respond after the connection is gone. May be NULL. */
-    size_t *loop_inflight;
-    /* Called when output became pending outside gw__h2c_feed() (a handler
-     * responded later); the owner should schedule gw__h2c_flush(). */
-    void (*wake)(void *owner);
-    void *owner;
-    /* Process-wide memory budgets (gw_budget.h): request bodies are charged
-     * as they arrive, responses until sent; new streams are refused with
-     * REFUSED_STREAM while either is spent. Borrowed; must outlive every
-     * exchange. May be NULL (no process-wide accounting). */
-    struct gw_budget *budget;
-};
-
 /* A server session. Submits the server's SETTINGS at once (call
  * gw__h2c_flush to get the bytes). now_ns is a monotonic clock reading. */
-struct gw_h2c *gw__h2c_new(const struct gw_h2c_env *env, uint64_t now_ns);
+struct gw_h2c *gw__h2c_new(const struct gw_proto_env *env, uint64_t now_ns);
 
 /* Frees the session. Exchanges still held by the handler are cancelled
  * (their on_cancel runs now) and freed when the handler responds. */

@@ -712,7 +712,7 @@ static void render_connections(struct sl_buf *out, const struct gw_metrics_sourc
             gw__connlimit_stats(l[i].cl, &l[i].st);
         }
     }
-    enum { OPEN, PEERS, LIMIT, REFUSED };
+    enum { OPEN, PEERS, LIMIT, REFUSED, HTTP_REFUSED, VERSIONS };
     static const char *const head[] = {
         [OPEN] = "# HELP sluice_connections_open Open client connections.\n"
                  "# TYPE sluice_connections_open gauge\n",
@@ -724,8 +724,14 @@ static void render_connections(struct sl_buf *out, const struct gw_metrics_sourc
         [REFUSED] = "# HELP sluice_connections_refused_total Connections closed at accept, and "
                     "accept calls that failed, by reason.\n"
                     "# TYPE sluice_connections_refused_total counter\n",
+        [HTTP_REFUSED] = "# HELP sluice_http_refused_total Requests refused and connections cut "
+                         "by the protocol layer (either HTTP version), by reason.\n"
+                         "# TYPE sluice_http_refused_total counter\n",
+        [VERSIONS] = "# HELP sluice_http_connections_total Connections by the HTTP version they "
+                     "speak.\n"
+                     "# TYPE sluice_http_connections_total counter\n",
     };
-    for (int f = OPEN; f <= REFUSED; f++) {
+    for (int f = OPEN; f <= VERSIONS; f++) {
         sl_buf_append_cstr(out, head[f]);
         for (size_t i = 0; i < SL_ARRAY_LEN(l); i++) {
             const struct gw_connlimit_stats *st = &l[i].st;
@@ -744,6 +750,22 @@ static void render_connections(struct sl_buf *out, const struct gw_metrics_sourc
                               "sluice_connections_limit{listener=\"%s\",scope=\"process\"} %u\n"
                               "sluice_connections_limit{listener=\"%s\",scope=\"peer\"} %u\n",
                               n, st->max_connections, n, st->max_per_peer);
+            } else if (f == HTTP_REFUSED) {
+                for (int r = 0; r < GW_HTTP_REFUSAL_COUNT; r++) {
+                    sl_buf_printf(out,
+                                  "sluice_http_refused_total{listener=\"%s\",reason=\"%s\"} "
+                                  "%" PRIu64 "\n",
+                                  n, gw__http_refusal_name((enum gw_http_refusal)r),
+                                  st->http_refused[r]);
+                }
+            } else if (f == VERSIONS) {
+                for (int v = 0; v < GW_HTTP_VERSION_COUNT; v++) {
+                    sl_buf_printf(out,
+                                  "sluice_http_connections_total{listener=\"%s\",version=\"%s\"} "
+                                  "%" PRIu64 "\n",
+                                  n, gw__http_version_name((enum gw_http_version)v),
+                                  st->connections[v]);
+                }
             } else {
                 for (int r = 0; r < GW_CONN_REFUSAL_COUNT; r++) {
                     sl_buf_printf(out,

@@ -410,7 +410,8 @@ int gw_server_start(const struct gw_listener_spec *specs, size_t spec_count, uns
             port = bound_port(fd);
         }
         sl_log(SL_LOG_INFO, "gw", "listening on %s:%u (%s, %s, %u I/O threads)", specs[j].host,
-               port, specs[j].name, tls != NULL ? "h2 over TLS" : "h2c", io_threads);
+               port, specs[j].name, tls != NULL ? "TLS: h2, http/1.1" : "cleartext: h2c, HTTP/1.1",
+               io_threads);
     }
     for (unsigned t = 0; t < io_threads; t++) {
         initialised = t + 1;

@@ -4,9 +4,9 @@
  * SSL_read for nghttp2, and what SSL_write produces is taken from the write
  * BIO for the socket. No socket code, like gw_h2.c.
  *
- * ALPN offers only "h2" (RFC 9113 §3.2): a client without it in its list is
- * refused during the handshake, and a client that sends no ALPN at all is
- * refused right after it.
+ * ALPN offers "h2" (RFC 9113 §3.2) and "http/1.1", preferring h2: a client
+ * that lists neither is refused during the handshake, and a client that
+ * sends no ALPN at all speaks HTTP/1.1 (gw_conn.c decides).
  *
  * Threading: a struct gw_tls_ctx is built on the main thread and then only
  * read (SSL_CTX is thread-safe for SSL_new); a struct gw_tls_conn belongs to
@@ -32,21 +32,34 @@ struct gw_tls_conn {
     bool handshake_done;
 };
 
-/* Picks "h2" from the client's ALPN list or fails the handshake with
- * no_application_protocol. */
-static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-                       const unsigned char *in, unsigned int inlen, void *arg)
+/* The protocol named want in the client's ALPN list, or NULL. */
+static const unsigned char *find_alpn(const unsigned char *in, unsigned int inlen, const char *want)
 {
+    size_t want_len = strlen(want);
     for (unsigned int i = 0; i < inlen;) {
         unsigned int len = in[i];
         if (i + 1 + len > inlen)
             break;
-        if (len == 2 && memcmp(in + i + 1, "h2", 2) == 0) {
-            *out = in + i + 1;
-            *outlen = 2;
+        if (len == want_len && memcmp(in + i + 1, want, len) == 0)
+            return in + i + 1;
+        i += 1 + len;
+    }
+    return NULL;
+}
+
+/* Picks "h2", else "http/1.1", from the client's ALPN list, or fails the
+ * handshake with no_application_protocol. */
+static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                       const unsigned char *in, unsigned int inlen, void *arg)
+{
+    static const char *const ours[] = {"h2", "http/1.1"};
+    for (size_t k = 0; k < SL_ARRAY_LEN(ours); k++) {
+        const unsigned char *p = find_alpn(in, inlen, ours[k]);
+        if (p != NULL) {
+            *out = p;
+            *outlen = (unsigned char)strlen(ours[k]);
             return SSL_TLSEXT_ERR_OK;
         }
-        i += 1 + len;
     }
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
@@ -128,7 +141,7 @@ void gw__tls_conn_free(struct gw_tls_conn *t)
     free(t);
 }
 
-static bool alpn_is_h2(const struct gw_tls_conn *t)
+bool gw__tls_alpn_h2(const struct gw_tls_conn *t)
 {
     const unsigned char *p;
     unsigned int len;
@@ -151,10 +164,6 @@ int gw__tls_recv(struct gw_tls_conn *t, const uint8_t *cipher, size_t n, struct 
                        ? ERR_reason_error_string(ERR_peek_error())
                        : "peer closed");
             ERR_clear_error();
-            return SL_EIO;
-        }
-        if (!alpn_is_h2(t)) {
-            sl_log(SL_LOG_DEBUG, "gw", "tls: client did not negotiate ALPN h2");
             return SL_EIO;
         }
         t->handshake_done = true;

@@ -1,7 +1,7 @@
 /*
  * gw_tls.h -- (gateway-internal) TLS over memory BIOs (gw_tls.c):
- * ciphertext in, plaintext out and back, ALPN "h2" only. Like gw_h2.c it
- * does no socket I/O.
+ * ciphertext in, plaintext out and back, ALPN "h2" and "http/1.1". Like
+ * gw_h2.c it does no socket I/O.
  *
  * Threading: a context is thread-safe once built; a struct gw_tls_conn
  * belongs to the loop thread that accepted its socket.
@@ -20,7 +20,8 @@
 struct gw_tls_ctx;
 struct gw_tls_conn;
 
-/* TLS 1.2+ server context with cert and key files and ALPN "h2" only.
+/* TLS 1.2+ server context with cert and key files and ALPN "h2" and
+ * "http/1.1".
  * Returns NULL with a sentence in err on failure. Thread-safe once built. */
 struct gw_tls_ctx *gw__tls_ctx_new(const char *cert_file, const char *key_file, char *err,
                                    size_t errlen);
@@ -31,7 +32,7 @@ void gw__tls_conn_free(struct gw_tls_conn *t);
 
 /* Ciphertext from the socket in; decrypted plaintext appended to plain.
  * Returns SL_OK, SL_ECLOSED (close_notify) or SL_EIO (handshake failed, no
- * ALPN h2, bad record): close after sending what gw__tls_take_cipher()
+ * common ALPN protocol, bad record): close after sending what gw__tls_take_cipher()
  * still holds (an alert). */
 int gw__tls_recv(struct gw_tls_conn *t, const uint8_t *cipher, size_t n, struct sl_buf *plain);
 
@@ -43,5 +44,9 @@ int gw__tls_send(struct gw_tls_conn *t, const uint8_t *plain, size_t n, size_t *
 void gw__tls_take_cipher(struct gw_tls_conn *t, struct sl_buf *out);
 
 bool gw__tls_handshake_done(const struct gw_tls_conn *t);
+
+/* True when the handshake chose ALPN "h2"; false for "http/1.1" or no ALPN
+ * (HTTP/1.1). */
+bool gw__tls_alpn_h2(const struct gw_tls_conn *t);
 
 #endif

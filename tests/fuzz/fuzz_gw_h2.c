@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct fuzz_ctx f = {0};
     size_t inflight = 0;
     struct gw_handler handler = {.on_request = on_request};
-    struct gw_h2c_env env = {.handler = &handler, .loop_ctx = &f, .loop_inflight = &inflight};
+    struct gw_proto_env env = {.handler = &handler, .loop_ctx = &f, .loop_inflight = &inflight};
     uint64_t now = 1000000000ull;
     struct gw_h2c *c = gw__h2c_new(&env, now);
 

@@ -203,7 +203,7 @@ static int setup_budget_with(void **state, uint32_t window, bool auto_window,
     fx->now = 1000 * SEC;
     fx->handler.on_request = on_request;
     fx->budget = budget;
-    struct gw_h2c_env env = {
+    struct gw_proto_env env = {
         .handler = &fx->handler,
         .loop_ctx = fx,
         .loop_inflight = &fx->inflight,

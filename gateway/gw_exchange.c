@@ -1,0 +1,417 @@
+/*
+ * gw_exchange.c -- one request and its answer, independent of the HTTP
+ * version that carried it: header and body storage within the limits,
+ * budget charges, the handler's hold, cancellation, and the response body
+ * it owns until the protocol layer has sent it. Implements gw_http.h.
+ *
+ * Threading: everything runs on the loop thread that owns the connection.
+ *
+ * The exchange's life:
+ *
+ *   RECEIVING --complete--> DISPATCHED --respond--> RESPONDED --sent--> freed
+ *       |                       |
+ *       | limit hit: 4xx/refuse | connection or stream gone first
+ *       v                       v
+ *   REJECTED --gone--> freed  cancelled: on_cancel runs, detached;
+ *                             respond() only frees
+ *
+ *  1. owner != NULL exactly while the protocol layer still has it.
+ *  2. A DISPATCHED exchange is counted in *loop_inflight until respond().
+ *  3. The protocol layer is reached only through ex->ops (it sits above).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gw_budget.h"
+#include "gw_exchange.h"
+
+#define JSON_CT "application/x-amz-json-1.0"
+
+static void budget_give(struct gw_exchange *ex, enum gw_budget_kind k, size_t *charged, size_t n)
+{
+    SL_ASSERT(n <= *charged);
+    if (ex->budget != NULL && n > 0)
+        gw__budget_give(ex->budget, k, n);
+    *charged -= n;
+}
+
+struct gw_exchange *gw__exchange_new(const struct gw_exchange_env *env)
+{
+    struct gw_exchange *ex = sl_xcalloc(1, sizeof(*ex));
+    ex->ops = env->ops;
+    ex->owner = env->owner;
+    ex->now_ns = env->now_ns;
+    ex->loop_inflight = env->loop_inflight;
+    ex->conn_body_bytes = env->conn_body_bytes;
+    ex->budget = env->budget;
+    ex->state = GW_EX_RECEIVING;
+    ex->begin_ns = *env->now_ns;
+    for (int i = 0; i < GW_PSEUDO_COUNT; i++)
+        ex->pseudo[i] = -1;
+    sl_buf_init(&ex->hdr_store);
+    sl_buf_init(&ex->body);
+    return ex;
+}
+
+void gw__exchange_release_response(struct gw_exchange *ex)
+{
+    budget_give(ex, GW_BUDGET_RESPONSE, &ex->resp_charged, ex->resp_charged);
+    free(ex->resp_body);
+    ex->resp_body = NULL;
+}
+
+void gw__exchange_response_sent(struct gw_exchange *ex, size_t n)
+{
+    budget_give(ex, GW_BUDGET_RESPONSE, &ex->resp_charged, SL_MIN(n, ex->resp_charged));
+}
+
+void gw__exchange_release_body(struct gw_exchange *ex)
+{
+    if (ex->owner != NULL && ex->conn_body_bytes != NULL)
+        *ex->conn_body_bytes -= ex->body.n;
+    budget_give(ex, GW_BUDGET_BODY, &ex->body_charged, ex->body_charged);
+    sl_buf_free(&ex->body);
+}
+
+void gw__exchange_free(struct gw_exchange *ex)
+{
+    sl_buf_free(&ex->hdr_store);
+    gw__exchange_release_body(ex);
+    free(ex->refs);
+    free(ex->headers);
+    gw__exchange_release_response(ex);
+    free(ex);
+}
+
+void gw__exchange_detach(struct gw_exchange *ex)
+{
+    if (ex->conn_body_bytes != NULL)
+        *ex->conn_body_bytes -= ex->body.n;
+    ex->owner = NULL;
+    if (ex->state != GW_EX_DISPATCHED) {
+        gw__exchange_free(ex);
+        return;
+    }
+    ex->cancelled = true;
+    gw_cancel_fn *fn = ex->on_cancel;
+    ex->on_cancel = NULL;
+    if (fn != NULL)
+        fn(ex, ex->cancel_data); /* may call respond(), which frees ex */
+}
+
+/* ---- request assembly ------------------------------------------------------ */
+
+int gw__exchange_add_header(struct gw_exchange *ex, const void *name, size_t namelen,
+                            const void *value, size_t valuelen)
+{
+    static const char *const pseudo_names[GW_PSEUDO_COUNT] = {":method", ":path", ":authority",
+                                                              ":scheme"};
+    if (ex->header_overflow)
+        return SL_ETOOBIG;
+    /* RFC 9113 §6.5.2: each field costs its name, its value and 32 octets. */
+    ex->header_list_bytes += namelen + valuelen + 32;
+    if (ex->header_list_bytes > GW_MAX_HEADER_LIST_BYTES || ex->ref_count >= GW_MAX_HEADER_COUNT) {
+        ex->header_overflow = true;
+        return SL_ETOOBIG;
+    }
+    if (ex->ref_count % 16 == 0)
+        ex->refs = sl_xrealloc(ex->refs, (ex->ref_count + 16) * sizeof(*ex->refs));
+    struct gw_hdr_ref *r = &ex->refs[ex->ref_count];
+    r->name_off = (uint32_t)ex->hdr_store.n;
+    r->name_len = (uint32_t)namelen;
+    sl_buf_append(&ex->hdr_store, name, namelen);
+    r->value_off = (uint32_t)ex->hdr_store.n;
+    r->value_len = (uint32_t)valuelen;
+    sl_buf_append(&ex->hdr_store, value, valuelen);
+    if (namelen > 0 && ((const char *)name)[0] == ':') {
+        for (int i = 0; i < GW_PSEUDO_COUNT; i++)
+            if (strlen(pseudo_names[i]) == namelen && memcmp(pseudo_names[i], name, namelen) == 0)
+                ex->pseudo[i] = (int)ex->ref_count;
+    }
+    ex->ref_count++;
+    return SL_OK;
+}
+
+static struct sl_slice ref_name(const struct gw_exchange *ex, size_t i)
+{
+    return (struct sl_slice){ex->hdr_store.p + ex->refs[i].name_off, ex->refs[i].name_len};
+}
+
+static struct sl_slice ref_value(const struct gw_exchange *ex, size_t i)
+{
+    return (struct sl_slice){ex->hdr_store.p + ex->refs[i].value_off, ex->refs[i].value_len};
+}
+
+struct sl_slice gw__exchange_pseudo(const struct gw_exchange *ex, int which)
+{
+    int i = ex->pseudo[which];
+    return i < 0 ? (struct sl_slice){"", 0} : ref_value(ex, (size_t)i);
+}
+
+bool gw__exchange_find_header(const struct gw_exchange *ex, const char *name,
+                              struct sl_slice *value)
+{
+    for (size_t i = 0; i < ex->ref_count; i++) {
+        if (sl_slice_eq_cstr(ref_name(ex, i), name)) {
+            *value = ref_value(ex, i);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Built from the stored header bytes once they stop moving: at the end of
+ * the headers for on_headers, and again at the end of the request, which
+ * only adds the body (trailers are not stored). */
+void gw__exchange_build_request(struct gw_exchange *ex, bool tls)
+{
+    ex->req.body = (struct sl_slice){ex->body.p != NULL ? ex->body.p : "", ex->body.n};
+    ex->req.start_mono_ns = *ex->now_ns;
+    if (ex->headers != NULL)
+        return;
+    size_t regular = 0;
+    ex->headers = sl_xcalloc(ex->ref_count + 1, sizeof(*ex->headers));
+    struct sl_slice host = {"", 0};
+    for (size_t i = 0; i < ex->ref_count; i++) {
+        struct sl_slice name = ref_name(ex, i);
+        if (name.n > 0 && name.p[0] == ':')
+            continue;
+        ex->headers[regular].name = name;
+        ex->headers[regular].value = ref_value(ex, i);
+        if (sl_slice_eq_cstr(name, "host"))
+            host = ex->headers[regular].value;
+        regular++;
+    }
+    sl_uuid4(ex->request_id);
+    ex->req.method = gw__exchange_pseudo(ex, GW_PSEUDO_METHOD);
+    ex->req.path = gw__exchange_pseudo(ex, GW_PSEUDO_PATH);
+    ex->req.authority =
+        ex->pseudo[GW_PSEUDO_AUTHORITY] >= 0 ? gw__exchange_pseudo(ex, GW_PSEUDO_AUTHORITY) : host;
+    ex->req.scheme = gw__exchange_pseudo(ex, GW_PSEUDO_SCHEME);
+    ex->req.headers = ex->headers;
+    ex->req.header_count = regular;
+    ex->req.request_id = ex->request_id;
+    ex->req.tls = tls;
+}
+
+bool gw__exchange_is_healthz(const struct gw_exchange *ex)
+{
+    struct sl_slice m = gw__exchange_pseudo(ex, GW_PSEUDO_METHOD);
+    struct sl_slice p = gw__exchange_pseudo(ex, GW_PSEUDO_PATH);
+    if (!sl_slice_eq_cstr(m, "GET") && !sl_slice_eq_cstr(m, "HEAD"))
+        return false;
+    return sl_slice_eq_cstr(p, "/healthz") || (p.n > 8 && memcmp(p.p, "/healthz?", 9) == 0);
+}
+
+int gw__exchange_body_reserve(struct gw_exchange *ex, size_t len)
+{
+    /* One allocation, bounded, and charged now since it is memory now. */
+    if (ex->budget != NULL && gw__budget_take(ex->budget, GW_BUDGET_BODY, len) != SL_OK) {
+        gw__budget_count(ex->budget, GW_BUDGET_REFUSED_BODY);
+        return SL_EBUSY;
+    }
+    ex->body_charged = len;
+    sl_buf_reserve(&ex->body, len);
+    return SL_OK;
+}
+
+int gw__exchange_body_append(struct gw_exchange *ex, const void *data, size_t len)
+{
+    if (ex->body.n + len > GW_MAX_REQUEST_BODY)
+        return SL_ETOOBIG;
+    size_t more = ex->body.n + len > ex->body_charged ? ex->body.n + len - ex->body_charged : 0;
+    if (more > 0 && ex->budget != NULL) {
+        if (gw__budget_take(ex->budget, GW_BUDGET_BODY, more) != SL_OK) {
+            /* The process holds all the bodies it may: this one waits. */
+            gw__budget_count(ex->budget, GW_BUDGET_REFUSED_BODY);
+            return SL_EBUSY;
+        }
+    }
+    ex->body_charged += more;
+    sl_buf_append(&ex->body, data, len);
+    if (ex->conn_body_bytes != NULL)
+        *ex->conn_body_bytes += len;
+    return SL_OK;
+}
+
+void gw__exchange_dispatch(struct gw_exchange *ex, const struct gw_handler *h, void *loop_ctx)
+{
+    ex->state = GW_EX_DISPATCHED;
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)++;
+    h->on_request(loop_ctx, ex, &ex->req);
+}
+
+/* The exchange is lent to on_headers as if dispatched, and taken back
+ * unless answered. */
+bool gw__exchange_offer_headers(struct gw_exchange *ex, const struct gw_handler *h, void *loop_ctx,
+                                bool tls)
+{
+    gw__exchange_build_request(ex, tls);
+    ex->state = GW_EX_DISPATCHED;
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)++;
+    if (h->on_headers(loop_ctx, ex, &ex->req) == GW_HEADERS_ANSWERED) {
+        SL_ASSERT(ex->state == GW_EX_RESPONDED);
+        return true;
+    }
+    SL_ASSERT(ex->state == GW_EX_DISPATCHED);
+    ex->state = GW_EX_RECEIVING;
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)--;
+    return false;
+}
+
+/* ---- responses -------------------------------------------------------------- */
+
+void gw__exchange_submit_owned(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                               size_t header_count, char *body, size_t body_len)
+{
+    ex->state = GW_EX_RESPONDED;
+    ex->progress_ns = *ex->now_ns;
+    if (body_len > 0) {
+        ex->resp_body = body;
+        /* Charged whatever the limit: it exists already. New requests wait
+         * while the budget is spent. */
+        if (ex->budget != NULL)
+            gw__budget_force(ex->budget, GW_BUDGET_RESPONSE, body_len);
+        ex->resp_charged = body_len;
+    } else {
+        free(body);
+    }
+    gw__exchange_release_body(ex); /* the copy, if any, is made: nothing borrows from it */
+    ex->resp_len = body_len;
+    if (ex->request_id[0] == '\0')
+        sl_uuid4(ex->request_id);
+    ex->ops->submit(ex, status, headers, header_count);
+}
+
+void gw__exchange_submit(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                         size_t header_count, const void *body, size_t body_len)
+{
+    char *copy = NULL;
+    if (body_len > 0) {
+        copy = sl_trymalloc(body_len);
+        if (copy == NULL) {
+            static struct sl_log_limit oom_log = SL_LOG_LIMIT(5, 10000);
+            sl_log_limited(&oom_log, SL_LOG_ERROR, "gw", "out of memory for a %zu-byte response",
+                           body_len);
+            status = 500;
+            body_len = 0;
+        } else {
+            memcpy(copy, body, body_len);
+        }
+    }
+    gw__exchange_submit_owned(ex, status, headers, header_count, copy, body_len);
+}
+
+void gw__exchange_respond_error(struct gw_exchange *ex, int status, const char *type,
+                                const char *message, const struct gw_header *extra,
+                                size_t extra_count)
+{
+    char body[256];
+    int len =
+        snprintf(body, sizeof(body),
+                 "{\"__type\":\"com.amazon.coral.service#%s\",\"message\":\"%s\"}", type, message);
+    char query_error[96];
+    snprintf(query_error, sizeof(query_error), "%s;Sender", type);
+    struct gw_header headers[4] = {
+        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(JSON_CT)},
+        {SL_SLICE_LIT("x-amzn-query-error"), sl_slice_cstr(query_error)},
+    };
+    size_t n = 2;
+    for (size_t i = 0; i < extra_count && n < SL_ARRAY_LEN(headers); i++)
+        headers[n++] = extra[i];
+    gw__exchange_submit(ex, status, headers, n, body, (size_t)SL_MIN(len, (int)sizeof(body) - 1));
+}
+
+/* Both responds end the handler's hold on ex. Returns the owner to wake
+ * after submitting, or NULL when the exchange was cancelled (freed now). */
+static void *respond_begin(struct gw_exchange *ex)
+{
+    SL_ASSERT(ex->state == GW_EX_DISPATCHED);
+    if (ex->loop_inflight != NULL)
+        (*ex->loop_inflight)--;
+    if (ex->owner == NULL) {
+        gw__exchange_free(ex); /* cancelled: the client is gone */
+        return NULL;
+    }
+    ex->on_cancel = NULL;
+    return ex->owner;
+}
+
+void gw_exchange_respond(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                         size_t header_count, const void *body, size_t body_len)
+{
+    const struct gw_exchange_ops *ops = ex->ops;
+    void *owner = respond_begin(ex);
+    if (owner != NULL) {
+        gw__exchange_submit(ex, status, headers, header_count, body, body_len);
+        ops->wake(owner);
+    }
+}
+
+void gw_exchange_respond_take(struct gw_exchange *ex, int status, const struct gw_header *headers,
+                              size_t header_count, char *body, size_t body_len)
+{
+    const struct gw_exchange_ops *ops = ex->ops;
+    void *owner = respond_begin(ex);
+    if (owner == NULL) {
+        free(body);
+        return;
+    }
+    gw__exchange_submit_owned(ex, status, headers, header_count, body, body_len);
+    ops->wake(owner);
+}
+
+bool gw_exchange_cancelled(const struct gw_exchange *ex)
+{
+    return ex->cancelled;
+}
+
+void gw_exchange_on_cancel(struct gw_exchange *ex, gw_cancel_fn *fn, void *data)
+{
+    ex->on_cancel = fn;
+    ex->cancel_data = data;
+}
+
+const struct gw_request *gw_exchange_request(const struct gw_exchange *ex)
+{
+    return &ex->req;
+}
+
+const struct gw_header *gw_request_header(const struct gw_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (sl_slice_eq_cstr(req->headers[i].name, name)) {
+            return &req->headers[i];
+        }
+    }
+    return NULL;
+}
+
+void gw_request_split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query)
+{
+    const char *q = full.n > 0 ? memchr(full.p, '?', full.n) : NULL;
+    if (q == NULL) {
+        *path = full;
+        *query = (struct sl_slice){"", 0};
+    } else {
+        *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
+        *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
+    }
+}
+
+void gw__output_consume(struct sl_buf *out, size_t n)
+{
+    SL_ASSERT(n <= out->n);
+    if (n == 0)
+        return;
+    memmove(out->p, out->p + n, out->n - n);
+    out->n -= n;
+    if (out->p != NULL)
+        out->p[out->n] = '\0';
+    if (out->n == 0 && out->cap > 2 * GW_OUT_HIGH_WATER)
+        sl_buf_free(out);
+}
