@@ -10,6 +10,7 @@
 /* The prepared statements of a writer (struct part_writer.st), by index. */
 enum {
     ST_INSERT,
+    ST_INSERT_BODY,
     ST_SELECT_READY,
     ST_LEASE,
     ST_ROW,

@@ -509,11 +509,12 @@ enum part_sql {
     PART_SQL_SCHEMA,        /* CREATE TABLE / INDEX, for sqlite3_exec */
     PART_SQL_PRAGMAS_FSYNC, /* connection pragmas for durability fsync */
     PART_SQL_PRAGMAS_OS,    /* ... and for durability os */
-    PART_SQL_INSERT,        /* send: one row */
+    PART_SQL_INSERT,        /* send: one row (bind ?9..?11 to nothing since schema 3) */
+    PART_SQL_INSERT_BODY,   /* send: its body, attrs, sys_attrs under the row's id */
     PART_SQL_SELECT_READY,  /* receive: best ready rows of a queue */
     PART_SQL_LEASE,         /* receive: lease one row */
     PART_SQL_ROW,           /* delete: look a row up */
-    PART_SQL_DELETE,        /* delete: remove a row */
+    PART_SQL_DELETE,        /* delete: remove a row (a trigger removes its body) */
     PART_SQL_HEAD,          /* the best ready priority of a queue */
     PART_SQL_BEGIN,
     PART_SQL_COMMIT,
