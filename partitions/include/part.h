@@ -97,8 +97,10 @@ bool part_engine_partition_ok(const struct part_engine *e, uint32_t p);
  * thread. */
 void part_engine_set_min_free(struct part_engine *e, uint64_t bytes);
 /* Free bytes of data_dir's file system as last sampled (sampled now if
- * that was over a second ago; 0 if unknown) and whether they are below
- * the watermark. Any thread. */
+ * that was over a second ago; 0 if unknown) and whether sends are refused
+ * for lack of space: below the watermark, or since a write found the disk
+ * full until the space reserve can be set aside again
+ * (docs/partitions.md). Any thread. */
 void part_engine_disk(struct part_engine *e, uint64_t *free_bytes, bool *low);
 
 /* Jobs waiting at partition p's writer right now (the "least busy writer"

@@ -13,19 +13,10 @@
  * The harness's own temp dir keeps the configuration and the log
  * (SLUICE_IT_KEEP=1 keeps it); the tmpfs is always unmounted at exit.
  *
- * KNOWN FAILURE, left failing on purpose for a decision: today the
- * expectations marked "FAILS TODAY" below do not hold. The partition's
- * checkpoint runs only once its WAL reaches checkpoint_pages (2048 pages,
- * 8 MiB), so on this disk every message is still in the WAL when the disk
- * fills (part-0000.db 4 KiB, its WAL 8,175,616 bytes, df 100 %). A
- * checkpoint would have to grow the database file by about as much as the
- * WAL holds, so it cannot run; the WAL cannot restart, and every write
- * (the lease of a ReceiveMessage, hence every delete too) needs new WAL
- * frames: receives answer 503, nothing can be deleted, space never comes
- * back, and a restart does not help (the WAL is kept at close; a
- * partition whose files were closed cleanly cannot even reopen: "is
- * unusable and stays stopped"). A 32 MiB tmpfs ends the same way (the
- * checkpoint itself hits SQLITE_FULL).
+ * What makes it work (docs/partitions.md, "A full disk is transient"):
+ * message bodies live apart from the rows a lease rewrites, checkpoints
+ * come sooner as free space shrinks, and a space reserve given back at the
+ * first SQLITE_FULL lets the last checkpoint run.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -259,8 +250,7 @@ int main(void)
     IT_CHECK(it_healthz(&srv));
     IT_CHECK(it_queue_attr_int(&srv, url, "ApproximateNumberOfMessages") == (long long)acked_full);
     {
-        /* VisibilityTimeout 0: the messages stay visible for what follows.
-         * FAILS TODAY: 503 (the lease cannot be written). */
+        /* VisibilityTimeout 0: the messages stay visible for what follows. */
         struct it_reply r = it_receive(
             &srv, url, json_pack("{s:i, s:i}", "MaxNumberOfMessages", 10, "VisibilityTimeout", 0));
         IT_OK(&r);
@@ -271,8 +261,7 @@ int main(void)
     }
     IT_CHECK(it_healthz(&srv));
 
-    /* Free space: receive and delete about half of them. FAILS TODAY:
-     * every receive answers 503, nothing is deleted. */
+    /* Free space: receive and delete about half of them. */
     size_t deleted = 0, target = acked_full / 2;
     int busy = 0; /* consecutive 503 receives, bounded at 5 s */
     for (int round = 0; round < 400 && deleted < target && busy < 50; round++) {
@@ -314,8 +303,7 @@ int main(void)
     IT_CHECK(it_queue_attr_int(&srv, url, "ApproximateNumberOfMessages") ==
              (long long)live_count());
 
-    /* Space is back: sends work again, without a restart. FAILS TODAY
-     * (nothing was deleted). */
+    /* Space is back: sends work again, without a restart. */
     int resumed = 0;
     for (int attempt = 0; attempt < 100 && resumed < 5; attempt++) {
         long status = send_numbered(url, next_idx++);
@@ -335,8 +323,7 @@ int main(void)
     IT_CHECK(!it_log_contains(&srv, "stopped after a storage error"));
 
     /* A clean stop and a restart on the same directory keep exactly the
-     * acknowledged, not deleted messages. FAILS TODAY: after the restart
-     * receives still answer 503 (the disk is as full as before). */
+     * acknowledged, not deleted messages. */
     IT_CHECK(it_server_stop(&srv) == 0);
     IT_REQUIRE(it_server_restart(&srv) == 0);
     size_t want = live_count();
