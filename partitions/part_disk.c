@@ -160,14 +160,17 @@ static uint64_t checkpoint_pages(const struct part_engine *e)
     return e->opt.checkpoint_pages ? e->opt.checkpoint_pages : 2048;
 }
 
+uint32_t part__wal_limit(uint64_t free_b, uint32_t pages, uint32_t nparts)
+{
+    if (free_b == UINT64_MAX || nparts == 0) {
+        return pages;
+    }
+    return (uint32_t)SL_MIN((uint64_t)pages, free_b / (2ull * PART_PAGE_BYTES * nparts));
+}
+
 uint32_t part__disk_checkpoint_pages(struct part_engine *e)
 {
-    uint64_t limit = checkpoint_pages(e);
-    uint64_t free_b = part__disk_free(e);
-    if (free_b != UINT64_MAX) {
-        limit = SL_MIN(limit, free_b / (2ull * PART_PAGE_BYTES * e->nparts));
-    }
-    return (uint32_t)limit;
+    return part__wal_limit(part__disk_free(e), (uint32_t)checkpoint_pages(e), e->nparts);
 }
 
 void part__disk_open(struct part_engine *e)

@@ -32,6 +32,9 @@ void part__disk_full(struct part_engine *e);
  * free space; with almost nothing left, 0: every commit is checkpointed.
  * Costs a clock read while the disk has room. Any thread. */
 uint32_t part__disk_checkpoint_pages(struct part_engine *e);
+/* The rule of part__disk_checkpoint_pages for free_b free bytes
+ * (UINT64_MAX: unknown), checkpoint_pages pages and nparts partitions. */
+uint32_t part__wal_limit(uint64_t free_b, uint32_t pages, uint32_t nparts);
 /* At engine open, before the partitions open: gives back the reserve a
  * last run left (the partitions' files may need its blocks) and chooses
  * when to sample faster; at close, frees what open set up. */

@@ -173,7 +173,11 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
         rc = manifest_write(e, buf, sizeof buf);
     }
     if (rc == SL_OK) {
+        part__disk_open(e); /* before the files open: they may need the reserve */
         rc = part__catalog_db_open(e, buf, sizeof buf);
+        if (rc != SL_OK) {
+            part__disk_close(e);
+        }
     }
     if (rc != SL_OK) {
         set_err(err, errlen, buf);
@@ -185,7 +189,6 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
         free(e);
         return rc;
     }
-    part__disk_open(e);
     e->writers = sl_xcalloc(e->nparts, sizeof *e->writers);
     for (uint32_t p = 0; p < e->nparts; p++) {
         /* failure: partition marked failed, or opened later on a full disk */
