@@ -194,14 +194,7 @@ sqlite3_stmt *part__stmt(struct part_writer *w, int which)
  * msg table and needs nothing. */
 static int user_version(struct part_writer *w)
 {
-    sqlite3_stmt *st = NULL;
-    int version = -1;
-    if (sqlite3_prepare_v2(w->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        version = sqlite3_column_int(st, 0);
-    }
-    sqlite3_finalize(st);
-    return version;
+    return (int)part__sql_int(w->db, "PRAGMA user_version", -1);
 }
 
 static bool migrate(struct part_writer *w)
@@ -244,6 +237,17 @@ static bool migrate(struct part_writer *w)
         part__sql_exec(w->db, "ROLLBACK");
     }
     return ok;
+}
+
+int64_t part__sql_int(sqlite3 *db, const char *sql, int64_t fallback)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = fallback;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
 }
 
 int part__sql_exec(sqlite3 *db, const char *sql)

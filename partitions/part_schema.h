@@ -43,6 +43,9 @@ void part__schema_close(struct part_writer *w);
 struct sqlite3_stmt *part__stmt(struct part_writer *w, int which);
 /* The SQL text of statement which (for logs). */
 const char *part__schema_sql(int which);
+/* The first column of sql's first row (a PRAGMA's value), or fallback
+ * when it fails or has no row. */
+int64_t part__sql_int(struct sqlite3 *db, const char *sql, int64_t fallback);
 /* sqlite3_exec, logging a failure: SL_OK or SL_EIO. */
 int part__sql_exec(struct sqlite3 *db, const char *sql);
 

@@ -167,18 +167,6 @@ static int storage_error(struct part_writer *w, int rc)
 
 #define LOW_VACUUM_PAGES 64 /* a step of giving pages back while sends wait for space */
 
-static int64_t freelist_pages(struct part_writer *w)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t n = 0;
-    if (sqlite3_prepare_v2(w->db, "PRAGMA freelist_count", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        n = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return n;
-}
-
 /* One RESTART checkpoint; false when it could not finish (logged once per
  * full disk, and the space reserve given back when it was space). */
 static bool checkpoint_once(struct part_writer *w)
@@ -222,7 +210,7 @@ static void checkpoint(struct part_writer *w)
      * pages through the WAL) checkpointed at once, so that the file
      * shrinks now. Failing here (no room for the WAL) is retried at the
      * next commit. */
-    int64_t free_pages = freelist_pages(w);
+    int64_t free_pages = part__sql_int(w->db, "PRAGMA freelist_count", 0);
     if (free_pages > 1024) {
         part__sql_exec(w->db, "PRAGMA incremental_vacuum(512)");
     } else if (free_pages > 0 && part__disk_low(w->engine)) {

@@ -31,7 +31,7 @@
 #include "it_sqs.h"
 
 #define TMPFS_SIZE "size=8m"
-#define BODY_LEN (32 * 1024)
+#define BODY_LEN ((size_t)32 * 1024)
 #define MAX_SENDS 2000
 #define MAX_MSGS (MAX_SENDS + 64)
 #define FULL_MESSAGE "The disk is full or nearly full; retry later."
@@ -78,7 +78,8 @@ static bool replace(char *buf, size_t cap, const char *from, const char *to)
     if (p == NULL || strlen(buf) - lf + lt >= cap)
         return false;
     memmove(p + lt, p + lf, rest + 1);
-    memcpy(p, to, lt);
+    for (size_t i = 0; i < lt; i++) /* into the middle of buf: no terminator */
+        p[i] = to[i];
     return true;
 }
 
@@ -104,7 +105,7 @@ static void make_body(int idx)
 {
     int n = snprintf(body, sizeof(body), "m%05d:", idx);
     unsigned x = 2463534242u ^ (unsigned)idx * 2654435761u;
-    for (int i = n; i < BODY_LEN; i++) {
+    for (size_t i = (size_t)n; i < BODY_LEN; i++) {
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;

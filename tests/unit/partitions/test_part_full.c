@@ -189,14 +189,14 @@ static void test_opens_on_full_disk(void **state)
 static void test_checkpoint_size_follows_free_space(void **state)
 {
     (void)state;
-    const uint64_t MiB = 1024 * 1024;
+    const uint64_t MiB = 1024ull * 1024;
     assert_int_equal(part__wal_limit(UINT64_MAX, 2048, 16), 2048); /* unknown */
     assert_int_equal(part__wal_limit(100000 * MiB, 2048, 16), 2048);
     /* from 256 MiB free at P = 16 (2 x 8 MiB per partition) it shrinks */
     assert_int_equal(part__wal_limit(256 * MiB, 2048, 16), 2048);
     assert_int_equal(part__wal_limit(64 * MiB, 2048, 16), 512);
     assert_int_equal(part__wal_limit(8 * MiB, 2048, 2), 512);
-    assert_int_equal(part__wal_limit(100 * 1024, 2048, 2), 6);
+    assert_int_equal(part__wal_limit(100ull * 1024, 2048, 2), 6);
     assert_int_equal(part__wal_limit(8191, 2048, 1), 0); /* every commit */
     assert_int_equal(part__wal_limit(0, 2048, 1), 0);
     assert_int_equal(part__wal_limit(8 * MiB, 16, 1), 16); /* never above the setting */

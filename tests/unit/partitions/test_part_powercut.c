@@ -224,7 +224,7 @@ static void test_fsync_survives_power_cuts(void **state)
         tv_track(true);
         t_open(t);
         /* leases of the round end; what they held is ready again */
-        t_advance(t, 301 * 1000);
+        t_advance(t, 301ull * 1000);
         part_engine_kick(t->e);
         t_sync(t);
         verify_and_clear(t, q, &rd, round);

@@ -31,19 +31,25 @@ static void assert_digests(const struct t_msg *m, size_t n)
     assert_memory_equal(m->digests, DIGESTS, n);
 }
 
-static int user_version(struct t_env *t)
+/* The value of sql (one integer) in the partition 0 file. */
+static int part0_int(struct t_env *t, const char *sql)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
     int v = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+static int user_version(struct t_env *t)
+{
+    return part0_int(t, "PRAGMA user_version");
 }
 
 /* Runs sql on the (closed) partition 0 file. */
@@ -65,18 +71,23 @@ static void rewrite_part0(struct t_env *t, const char *sql)
 /* The rows of msg_body in the (closed) partition 0 file. */
 static int body_rows(struct t_env *t)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM msg_body", -1, &st, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int n = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return part0_int(t, "SELECT count(*) FROM msg_body");
+}
+
+/* Deletes by receipt; the entry must succeed. */
+static void delete_ok(struct t_env *t, uint64_t q, const char *receipt)
+{
+    struct t_done d;
+    t_delete(t, q, receipt, &d);
+    assert_int_equal(d.entry[0], SL_OK);
+}
+
+/* Partition 0 holds n bodies (the engine is closed to count, then opened). */
+static void assert_bodies_left(struct t_env *t, int n)
+{
+    t_close(t);
+    assert_int_equal(body_rows(t), n);
+    t_open(t);
 }
 
 /* Every message of r ready again now. */
@@ -176,9 +187,9 @@ static void write_schema2_part0(struct t_env *t, uint64_t q, bool big)
         assert_int_equal(sqlite3_prepare_v2(db, INSERT_2, -1, &st, NULL), SQLITE_OK);
         sqlite3_bind_int64(st, 1, (sqlite3_int64)q);
         sqlite3_bind_int(st, 2, 1); /* ready */
-        sqlite3_bind_int64(st, 3, (sqlite3_int64)(now + (uint64_t)i));
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)now + i);
         sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64)(now + 3600 * 1000));
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)now + 3600LL * 1000);
         sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
         sqlite3_bind_text(st, 7,
                           i == 0 ? "00000000-0000-4000-8000-000000000001"
@@ -199,31 +210,34 @@ static void write_schema2_part0(struct t_env *t, uint64_t q, bool big)
     assert_int_equal(sqlite3_close(db), SQLITE_OK);
 }
 
+/* A migrated partition 0 holds n ready messages of q; receives them all
+ * into d, the first "old" with its attributes and no digests. */
+static void receive_migrated(struct t_env *t, uint64_t q, size_t n, struct t_done *d)
+{
+    assert_int_equal(user_version(t), 3);
+    struct part_counts c = t_counts(t, q);
+    assert_int_equal(c.ready, n);
+    t_recv(t, q, 10, 30, d);
+    assert_int_equal(d->count, n);
+    assert_string_equal(d->msgs[0].body, "old");
+    assert_string_equal(d->msgs[0].attrs, "a1");
+    assert_int_equal(d->msgs[0].ndigests, 0);
+}
+
 /* The message "old" stored by an older schema, migrated: receivable with
  * its attributes, no digests; new sends on the migrated file keep theirs,
  * and a delete takes the body with the row. */
 static void check_migrated(struct t_env *t, uint64_t q)
 {
-    assert_int_equal(user_version(t), 3);
-    struct part_counts c = t_counts(t, q);
-    assert_int_equal(c.ready, 1);
     struct t_done d;
-    t_recv(t, q, 10, 30, &d);
-    assert_int_equal(d.count, 1);
-    assert_string_equal(d.msgs[0].body, "old");
-    assert_string_equal(d.msgs[0].attrs, "a1");
-    assert_int_equal(d.msgs[0].ndigests, 0);
-    t_delete(t, q, d.msgs[0].receipt, &d);
-    assert_int_equal(d.entry[0], SL_OK);
+    receive_migrated(t, q, 1, &d);
+    delete_ok(t, q, d.msgs[0].receipt);
     send_digests(t, q, "new", 32);
     t_recv(t, q, 10, 30, &d);
     assert_int_equal(d.count, 1);
     assert_digests(&d.msgs[0], 32);
-    t_delete(t, q, d.msgs[0].receipt, &d);
-    assert_int_equal(d.entry[0], SL_OK);
-    t_close(t);
-    assert_int_equal(body_rows(t), 0);
-    t_open(t);
+    delete_ok(t, q, d.msgs[0].receipt);
+    assert_bodies_left(t, 0);
 }
 
 static void test_migrate_from_2(void **state)
@@ -233,15 +247,8 @@ static void test_migrate_from_2(void **state)
     t_close(t);
     write_schema2_part0(t, q, true);
     t_open(t);
-    assert_int_equal(user_version(t), 3);
-    struct part_counts c = t_counts(t, q);
-    assert_int_equal(c.ready, 2);
     struct t_done d;
-    t_recv(t, q, 10, 30, &d);
-    assert_int_equal(d.count, 2);
-    assert_string_equal(d.msgs[0].body, "old");
-    assert_string_equal(d.msgs[0].attrs, "a1");
-    assert_int_equal(d.msgs[0].ndigests, 0);
+    receive_migrated(t, q, 2, &d);
     static char big[BIG_LEN];
     memset(big, 'b', sizeof big);
     assert_int_equal(d.msgs[1].body_len, BIG_LEN);
@@ -250,39 +257,36 @@ static void test_migrate_from_2(void **state)
     assert_string_equal(d.msgs[1].sys_attrs, "s1");
     assert_digests(&d.msgs[1], 32);
     /* the rows kept their ids: the handles the receive made delete them */
-    t_delete(t, q, d.msgs[0].receipt, &d);
-    assert_int_equal(d.entry[0], SL_OK);
+    delete_ok(t, q, d.msgs[0].receipt);
     t_recv(t, q, 10, 0, &d); /* nothing: one deleted, one in flight */
     assert_int_equal(d.count, 0);
+    assert_bodies_left(t, 1);
+}
+
+/* A file of schema 2 taken down to an older one by downgrade, migrated. */
+static void migrate_from(struct t_env *t, const char *queue, const char *downgrade)
+{
+    uint64_t q = t_create(t, "acme", queue, NULL);
     t_close(t);
-    assert_int_equal(body_rows(t), 1);
+    write_schema2_part0(t, q, false);
+    rewrite_part0(t, downgrade);
     t_open(t);
+    check_migrated(t, q);
 }
 
 static void test_migrate_from_1(void **state)
 {
-    struct t_env *t = *state;
-    uint64_t q = t_create(t, "acme", "mig1", NULL);
-    t_close(t);
-    write_schema2_part0(t, q, false);
-    rewrite_part0(t, "ALTER TABLE msg DROP COLUMN digests; PRAGMA user_version=1;");
-    t_open(t);
-    check_migrated(t, q);
+    migrate_from(*state, "mig1", "ALTER TABLE msg DROP COLUMN digests; PRAGMA user_version=1;");
 }
 
 static void test_migrate_from_0(void **state)
 {
-    struct t_env *t = *state;
-    uint64_t q = t_create(t, "acme", "mig0", NULL);
-    t_close(t);
-    write_schema2_part0(t, q, false);
     /* schema 0: no lane column, msg_ready without it */
-    rewrite_part0(t, "DROP INDEX msg_ready; ALTER TABLE msg DROP COLUMN digests;"
-                     " ALTER TABLE msg DROP COLUMN lane;"
-                     " CREATE INDEX msg_ready ON msg(queue_id, priority, id, group_id)"
-                     " WHERE state=1; PRAGMA user_version=0;");
-    t_open(t);
-    check_migrated(t, q);
+    migrate_from(*state, "mig0",
+                 "DROP INDEX msg_ready; ALTER TABLE msg DROP COLUMN digests;"
+                 " ALTER TABLE msg DROP COLUMN lane;"
+                 " CREATE INDEX msg_ready ON msg(queue_id, priority, id, group_id)"
+                 " WHERE state=1; PRAGMA user_version=0;");
 }
 
 int main(void)
