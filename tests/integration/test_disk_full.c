@@ -9,7 +9,8 @@
  *    stored messages, /healthz answers and no partition stops;
  *  - deletes give space back and sends work again without a restart;
  *  - after SIGTERM and a restart on the same directory exactly the
- *    acknowledged and not deleted messages are there.
+ *    acknowledged and not deleted messages are there;
+ *  - full again, it restarts on the full disk and serves what it holds.
  * The harness's own temp dir keeps the configuration and the log
  * (SLUICE_IT_KEEP=1 keeps it); the tmpfs is always unmounted at exit.
  *
@@ -189,6 +190,54 @@ static bool delete_handle(const char *url, const char *handle)
     return false;
 }
 
+/* Sends numbered messages until one answers 503; false if none did. */
+static bool fill_disk(const char *url, int *next_idx)
+{
+    for (int i = 0; i < MAX_SENDS; i++) {
+        long status = send_numbered(url, (*next_idx)++);
+        if (status != 200)
+            return status == 503;
+    }
+    return false;
+}
+
+/* Receives (VisibilityTimeout 120) and deletes every visible message,
+ * each of which must be one of msgs[from..] and not deleted yet; returns
+ * how many. */
+static size_t drain_from(const char *url, size_t from)
+{
+    size_t n = 0;
+    for (int round = 0, busy = 0; round < 400 && busy < 50; round++) {
+        struct it_reply r = it_receive(
+            &srv, url,
+            json_pack("{s:i, s:i}", "MaxNumberOfMessages", 10, "VisibilityTimeout", 120));
+        long status = r.status;
+        size_t count = status == 200 ? it_message_count(&r) : 0;
+        if (status != 200)
+            check_full_reply(&r, "ReceiveMessage");
+        for (size_t i = 0; i < count; i++) {
+            const json_t *m = json_array_get(it_messages(&r), i);
+            struct msg *g = check_received(m);
+            IT_CHECK(g == NULL || (g >= &msgs[from] && !g->deleted));
+            bool ok = delete_handle(url, it_jstr(m, "ReceiptHandle"));
+            IT_CHECK(ok);
+            if (ok && g != NULL && !g->deleted) {
+                g->deleted = true;
+                n++;
+            }
+        }
+        it_reply_free(&r);
+        if (status == 200 && count == 0)
+            break;
+        if (status != 200 && status != 503)
+            break;
+        busy = status == 503 ? busy + 1 : 0;
+        if (status == 503)
+            sleep_ms(100);
+    }
+    return n;
+}
+
 static bool mount_tmpfs(void)
 {
     snprintf(mnt, sizeof(mnt), "/tmp/sluice-tmpfs-XXXXXX");
@@ -233,14 +282,7 @@ int main(void)
 
     /* Fill the disk. */
     int next_idx = 0;
-    bool full = false;
-    for (int i = 0; i < MAX_SENDS && !full; i++) {
-        long status = send_numbered(url, next_idx++);
-        if (status != 200 && status != 503)
-            break;
-        full = status == 503;
-    }
-    IT_REQUIRE(full);
+    IT_REQUIRE(fill_disk(url, &next_idx));
     size_t acked_full = n_msgs;
     printf("disk full after %zu acknowledged sends\n", acked_full);
     IT_CHECK(acked_full > 10);
@@ -360,6 +402,25 @@ int main(void)
                     msgs[i].idx);
     }
     printf("after the restart: %zu of %zu messages back\n", got, want);
+
+    /* Full again, then a restart on the full disk: every partition opens
+     * and serves, the counts are right, and what was sent since can be
+     * received and deleted. */
+    size_t before = n_msgs;
+    IT_REQUIRE(fill_disk(url, &next_idx));
+    size_t fresh = n_msgs - before;
+    printf("full again after %zu more sends\n", fresh);
+    IT_CHECK(it_server_stop(&srv) == 0);
+    IT_REQUIRE(it_server_restart(&srv) == 0);
+    IT_CHECK(it_healthz(&srv));
+    IT_CHECK(it_queue_attr_int(&srv, url, "ApproximateNumberOfMessages") == (long long)fresh);
+    IT_CHECK(it_queue_attr_int(&srv, url, "ApproximateNumberOfMessagesNotVisible") ==
+             (long long)got);
+    size_t drained = drain_from(url, before);
+    IT_CHECK(drained == fresh);
+    printf("after a restart on the full disk: %zu of %zu received and deleted\n", drained, fresh);
+    IT_CHECK(!it_log_contains(&srv, "unusable"));
+    IT_CHECK(!it_log_contains(&srv, "stopped after a storage error"));
 
     free(url);
     IT_CHECK(it_server_stop(&srv) == 0);
