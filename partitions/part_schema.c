@@ -197,7 +197,15 @@ static int user_version(struct part_writer *w)
     return (int)part__sql_int(w->db, "PRAGMA user_version", -1);
 }
 
-static bool migrate(struct part_writer *w)
+/* Fills why and *rc from w->db's last error. */
+static bool failed(struct part_writer *w, char *why, size_t whylen, int *rc)
+{
+    snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+    *rc = sqlite3_extended_errcode(w->db);
+    return false;
+}
+
+static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
 {
     sqlite3_stmt *st = NULL;
     int version = user_version(w);
@@ -208,7 +216,7 @@ static bool migrate(struct part_writer *w)
     }
     sqlite3_finalize(st);
     if (version < 0) {
-        return false;
+        return failed(w, why, whylen, rc);
     }
     if (!has_msg || version >= PART_SCHEMA_VERSION) {
         return true;
@@ -233,8 +241,11 @@ static bool migrate(struct part_writer *w)
     sl_buf_append_cstr(&sql, "COMMIT;");
     bool ok = part__sql_exec(w->db, sql.p) == SL_OK;
     sl_buf_free(&sql);
-    if (!ok && !sqlite3_get_autocommit(w->db)) {
-        part__sql_exec(w->db, "ROLLBACK");
+    if (!ok) {
+        failed(w, why, whylen, rc); /* before the ROLLBACK clears it */
+        if (!sqlite3_get_autocommit(w->db)) {
+            part__sql_exec(w->db, "ROLLBACK");
+        }
     }
     return ok;
 }
@@ -264,7 +275,7 @@ int part__sql_exec(sqlite3 *db, const char *sql)
 
 /* ---- a partition's connection ------------------------------------------ */
 
-bool part__schema_open(struct part_writer *w, char *why, size_t whylen)
+bool part__schema_open(struct part_writer *w, char *why, size_t whylen, int *rc)
 {
     const char *pragmas =
         w->engine->opt.durability == PART_DURABILITY_FSYNC ? PART_PRAGMAS_FSYNC : PART_PRAGMAS_OS;
@@ -272,19 +283,23 @@ bool part__schema_open(struct part_writer *w, char *why, size_t whylen)
     snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d", PART_SCHEMA_VERSION);
     /* Nothing here writes to a file already at the current schema, so
      * that a partition opens on a full disk. */
-    if (part__sql_exec(w->db, pragmas) != SL_OK || !migrate(w) ||
-        part__sql_exec(w->db, PART_SCHEMA) != SL_OK ||
-        (user_version(w) != PART_SCHEMA_VERSION && part__sql_exec(w->db, set_version) != SL_OK)) {
-        snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+    if (part__sql_exec(w->db, pragmas) != SL_OK) {
+        return failed(w, why, whylen, rc);
+    }
+    if (!migrate(w, why, whylen, rc)) {
         return false;
+    }
+    if (part__sql_exec(w->db, PART_SCHEMA) != SL_OK ||
+        (user_version(w) != PART_SCHEMA_VERSION && part__sql_exec(w->db, set_version) != SL_OK)) {
+        return failed(w, why, whylen, rc);
     }
     for (int i = 0; i < ST_COUNT_; i++) {
         if (sqlite3_prepare_v3(w->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
             SQLITE_OK) {
-            snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
-            return false;
+            return failed(w, why, whylen, rc);
         }
     }
+    *rc = SQLITE_OK;
     return true;
 }
 

@@ -34,9 +34,10 @@ enum {
 };
 
 /* Sets the connection's pragmas, migrates an older file, creates the
- * schema and prepares w->st; false with why filled on failure (the caller
+ * schema and prepares w->st; false with why and *rc (SQLite's extended
+ * code of the failure, e.g. SQLITE_FULL) filled on failure (the caller
  * then closes with part__schema_close). */
-bool part__schema_open(struct part_writer *w, char *why, size_t whylen);
+bool part__schema_open(struct part_writer *w, char *why, size_t whylen, int *rc);
 /* Finalizes w->st. */
 void part__schema_close(struct part_writer *w);
 /* Statement which, reset and with its bindings cleared. */

@@ -22,6 +22,12 @@
  * error also marks the partition failed (sticky), so later jobs fail fast
  * instead of touching the file.
  *
+ * Near a full disk the WAL is checkpointed sooner (part_disk.c sets the
+ * size), also after a group that failed for lack of space, whose
+ * checkpoint may now find the blocks of the space reserve; a partition
+ * whose open found the disk full is opened again from its own thread, at
+ * most once a second, failing its jobs with SL_EBUSY until then.
+ *
  * Timers: a binary min-heap of (due ms, row, kind) per writer, rebuilt
  * from the table at start-up. Entries are validated when they fire (the
  * row's state and visible_at must still match), so a changed visibility
@@ -500,7 +506,7 @@ static bool open_db(struct part_writer *w, char *why, size_t whylen, bool *full)
     int rc = sqlite3_open_v2(w->path, &w->db, part_sql_open_flags(), NULL);
     if (rc != SQLITE_OK) {
         snprintf(why, whylen, "%s", w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
-    } else if (part__schema_open(w, why, whylen)) {
+    } else if (part__schema_open(w, why, whylen, &rc)) {
         w->syncing = w->engine->opt.durability == PART_DURABILITY_FSYNC;
         sqlite3_wal_hook(w->db, wal_hook, w);
         if (rebuild(w, why, whylen)) {
@@ -509,8 +515,12 @@ static bool open_db(struct part_writer *w, char *why, size_t whylen, bool *full)
         }
     }
     /* A WAL or shared-memory file to create on a full disk fails its
-     * first statement (SQLITE_FULL, or an I/O error with ENOSPC). */
-    *full = w->db != NULL && out_of_space(w, sqlite3_extended_errcode(w->db));
+     * first statement, a migration its transaction (SQLITE_FULL, or an
+     * I/O error with ENOSPC). */
+    if (rc == SQLITE_OK && w->db != NULL) {
+        rc = sqlite3_extended_errcode(w->db); /* the rebuild's */
+    }
+    *full = w->db != NULL && out_of_space(w, rc);
     part__schema_close(w);
     sqlite3_close(w->db);
     w->db = NULL;

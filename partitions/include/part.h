@@ -319,8 +319,10 @@ struct part_send_entry {
 
 /* Stores 1..PART_MAX_BATCH messages in queue_id on one partition, in one
  * transaction. res->sent has one entry per message. Returns SL_EBUSY at
- * once below the low-disk watermark (part_engine_set_min_free); the job
- * completes with SL_EBUSY when the disk is full (transient: retry). */
+ * once below the low-disk watermark (part_engine_set_min_free) and, after
+ * a write found the disk full, until the space reserve is set aside again;
+ * the job completes with SL_EBUSY when the disk is full or the partition
+ * waits for space to open (transient: retry). */
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done);

@@ -201,6 +201,25 @@ static bool fill_disk(const char *url, int *next_idx)
     return false;
 }
 
+/* Checks and deletes every message r received, each of which must be one
+ * of msgs[from..] and not deleted yet; returns how many it deleted. */
+static size_t delete_received(const char *url, const struct it_reply *r, size_t from)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < it_message_count(r); i++) {
+        const json_t *m = json_array_get(it_messages(r), i);
+        struct msg *g = check_received(m);
+        IT_CHECK(g == NULL || (g >= &msgs[from] && !g->deleted));
+        bool ok = delete_handle(url, it_jstr(m, "ReceiptHandle"));
+        IT_CHECK(ok);
+        if (ok && g != NULL && !g->deleted) {
+            g->deleted = true;
+            n++;
+        }
+    }
+    return n;
+}
+
 /* Receives (VisibilityTimeout 120) and deletes every visible message,
  * each of which must be one of msgs[from..] and not deleted yet; returns
  * how many. */
@@ -215,17 +234,8 @@ static size_t drain_from(const char *url, size_t from)
         size_t count = status == 200 ? it_message_count(&r) : 0;
         if (status != 200)
             check_full_reply(&r, "ReceiveMessage");
-        for (size_t i = 0; i < count; i++) {
-            const json_t *m = json_array_get(it_messages(&r), i);
-            struct msg *g = check_received(m);
-            IT_CHECK(g == NULL || (g >= &msgs[from] && !g->deleted));
-            bool ok = delete_handle(url, it_jstr(m, "ReceiptHandle"));
-            IT_CHECK(ok);
-            if (ok && g != NULL && !g->deleted) {
-                g->deleted = true;
-                n++;
-            }
-        }
+        if (count > 0)
+            n += delete_received(url, &r, from);
         it_reply_free(&r);
         if (status == 200 && count == 0)
             break;
@@ -328,17 +338,7 @@ int main(void)
             it_reply_free(&r);
             break;
         }
-        for (size_t i = 0; i < it_message_count(&r); i++) {
-            const json_t *m = json_array_get(it_messages(&r), i);
-            struct msg *g = check_received(m);
-            IT_CHECK(g == NULL || !g->deleted);
-            bool ok = delete_handle(url, it_jstr(m, "ReceiptHandle"));
-            IT_CHECK(ok);
-            if (ok && g != NULL && !g->deleted) {
-                g->deleted = true;
-                deleted++;
-            }
-        }
+        deleted += delete_received(url, &r, 0);
         it_reply_free(&r);
     }
     IT_CHECK(deleted >= target);

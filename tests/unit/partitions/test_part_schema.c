@@ -10,6 +10,8 @@
 
 #include "part_test_util.h"
 
+#include "part_test_vfs.h"
+
 static const uint8_t DIGESTS[32] = {
     0x78, 0xe7, 0x31, 0x02, 0x7d, 0x8f, 0xd5, 0x0e, 0xd6, 0x42, 0x34, 0x0b, 0x7c, 0x9a, 0x63, 0xb3,
     0x3d, 0x6b, 0x82, 0x4f, 0xd8, 0xc1, 0x52, 0x0e, 0x9a, 0x04, 0x7d, 0x21, 0xfe, 0xe6, 0xfb, 0x1f,
@@ -263,6 +265,46 @@ static void test_migrate_from_2(void **state)
     assert_bodies_left(t, 1);
 }
 
+/* An open that finds the disk full, at its pragmas or inside the migration
+ * (it copies every body; write 0 fails the former, 4 and 8 the latter with
+ * SQLite 3.40), leaves the file at schema 2 and the partition waiting, not
+ * stopped; once space returns the writer opens it, migrates it and serves
+ * it, with no restart. */
+static void test_migrate_on_full_disk(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "migfull", NULL);
+    static const int at[] = {0, 4, 8};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+        t_close(t);
+        write_schema2_part0(t, q, true);
+        atomic_store(&tv.fails, 0);
+        tv_fail_write_at(at[k], SQLITE_FULL);
+        t_open(t);
+        assert_int_equal(atomic_load(&tv.fails), 1);
+        assert_false(part_engine_partition_ok(t->e, 0));
+        struct t_done d;
+        t_recv(t, q, 10, 30, &d);
+        assert_int_equal(d.status, SL_EBUSY); /* waiting, not stopped (SL_EIO) */
+
+        bool opened = false;
+        for (int i = 0; i < 40 && !opened; i++) {
+            usleep(100 * 1000);
+            opened = part_engine_partition_ok(t->e, 0);
+        }
+        assert_true(opened);
+        receive_migrated(t, q, 2, &d);
+        assert_int_equal(d.msgs[1].body_len, BIG_LEN);
+    }
+}
+
+static int teardown_full(void **state)
+{
+    tv_fail_write_at(-1, SQLITE_OK);
+    atomic_store(&tv.fails, 0);
+    return t_teardown(state);
+}
+
 /* A file of schema 2 taken down to an older one by downgrade, migrated. */
 static void migrate_from(struct t_env *t, const char *queue, const char *downgrade)
 {
@@ -291,9 +333,11 @@ static void test_migrate_from_0(void **state)
 
 int main(void)
 {
+    tv_install(); /* passes everything through but in test_migrate_on_full_disk */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_digests_round_trip, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_2, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_on_full_disk, t_setup, teardown_full),
         cmocka_unit_test_setup_teardown(test_migrate_from_1, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_0, t_setup, t_teardown),
     };
