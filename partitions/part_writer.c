@@ -654,6 +654,12 @@ static void *writer_main(void *arg)
             open_again(w);
         }
         if (atomic_load(&w->open_later) || atomic_load(&w->failed)) {
+            if (atomic_load(&w->failed)) {
+                /* Nothing fires on a stopped partition: without this a due
+                 * timer would wake the thread over and over. */
+                part__heap_free(&w->timers);
+                atomic_store_explicit(&w->stat_timers, 0, memory_order_relaxed);
+            }
             finish_jobs(w, jobs, atomic_load(&w->failed) ? SL_EIO : SL_EBUSY);
             if (stop) {
                 break;

@@ -11,6 +11,8 @@
  * by a real I/O error makes a receive that should read it fail rather
  * than answer "no message".
  */
+#include <sys/resource.h>
+
 #include "part_test_util.h"
 
 #include "part_disk.h"
@@ -233,6 +235,39 @@ static void test_stopped_partition_is_not_empty(void **state)
     assert_string_equal(r.msgs[0].body, "elsewhere");
 }
 
+static uint64_t cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* A stopped partition's due timers never fire, and must not wake its
+ * writer over and over either. */
+static void test_stopped_partition_sleeps(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "jobs", NULL);
+    t_send(t, q, 0, "leased");
+    struct t_done r, d;
+    t_recv(t, q, 1, 30, &r);
+    assert_int_equal(r.count, 1);
+    tv_fail_write_at(0, SQLITE_IOERR_WRITE);
+    t_send_ex(t, q, 0, "lost", -1, false, 0, &d);
+    assert_int_equal(d.status, SL_EIO);
+    assert_false(part_engine_partition_ok(t->e, 0));
+
+    t_advance(t, 31ull * 1000); /* the lease's timer is due */
+    part_engine_kick(t->e);
+    usleep(50 * 1000);
+    uint64_t before = cpu_us();
+    usleep(500 * 1000);
+    uint64_t spent = cpu_us() - before;
+    fprintf(stderr, "cpu while idle: %llu us\n", (unsigned long long)spent);
+    assert_true(spent < 100ull * 1000);
+}
+
 static int reset(void **state)
 {
     (void)state;
@@ -271,6 +306,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_opens_on_full_disk, setup_one, teardown),
         cmocka_unit_test(test_checkpoint_size_follows_free_space),
         cmocka_unit_test_setup_teardown(test_stopped_partition_is_not_empty, setup_two, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_partition_sleeps, setup_two, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
