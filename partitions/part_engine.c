@@ -21,6 +21,7 @@
 #include "part_catalog.h"
 #include "part_catalog_db.h"
 #include "part_client.h"
+#include "part_disk.h"
 #include "part_poll.h"
 #include "part_writer.h"
 
@@ -172,7 +173,11 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
         rc = manifest_write(e, buf, sizeof buf);
     }
     if (rc == SL_OK) {
+        part__disk_open(e); /* before the files open: they may need the reserve */
         rc = part__catalog_db_open(e, buf, sizeof buf);
+        if (rc != SL_OK) {
+            part__disk_close(e);
+        }
     }
     if (rc != SL_OK) {
         set_err(err, errlen, buf);
@@ -186,7 +191,8 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
     }
     e->writers = sl_xcalloc(e->nparts, sizeof *e->writers);
     for (uint32_t p = 0; p < e->nparts; p++) {
-        part__writer_open(e, &e->writers[p], p); /* failure: partition marked failed */
+        /* failure: partition marked failed, or opened later on a full disk */
+        part__writer_open(e, &e->writers[p], p);
     }
     for (uint32_t p = 0; p < e->nparts; p++) {
         SL_ASSERT(part__writer_start(&e->writers[p]) == SL_OK);
@@ -212,6 +218,7 @@ void part_engine_close(struct part_engine *e)
     }
     free(e->writers);
     part__catalog_db_close(e);
+    part__disk_close(e);
     pthread_mutex_destroy(&e->clients_mu);
     sl_log(SL_LOG_INFO, LOG_MOD, "closed %s", e->data_dir);
     free(e->data_dir);

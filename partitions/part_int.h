@@ -268,8 +268,9 @@ struct part_writer {
     bool exited; /* the thread has left its loop: submits fail */
     bool kicked;
     _Atomic bool failed;
-    _Atomic bool full_seen; /* a write failed for lack of space since the open */
-    _Atomic int64_t queued; /* jobs waiting: "least busy writer" hint */
+    _Atomic bool full_seen;  /* a write failed for lack of space since the open */
+    _Atomic bool open_later; /* the open found the disk full: db is NULL, retried */
+    _Atomic int64_t queued;  /* jobs waiting: "least busy writer" hint */
     /* part_engine_stats: written by the writer thread after each COMMIT,
      * read from any thread; relaxed (monotonic counters, no ordering). */
     _Atomic uint64_t stat_commits;
@@ -283,6 +284,7 @@ struct part_writer {
     struct part_heap timers;
     bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;
+    uint64_t open_at_ms; /* sl_mono_ns ms of the last try to open (open_later) */
     char path[4096];
 };
 
@@ -345,11 +347,15 @@ struct part_engine {
     pthread_mutex_t clients_mu;
     struct part_client *clients;
     struct part_hooks hooks;
-    /* the low-disk watermark (part_disk.c) */
+    /* the low-disk watermark and the space reserve (part_disk.c) */
     _Atomic uint64_t min_free;   /* bytes; 0: off */
     _Atomic uint64_t disk_free;  /* last sample; UINT64_MAX: unknown */
     _Atomic uint64_t disk_at_ms; /* when (sl_mono_ns ms + 1); 0: sample now */
     _Atomic bool disk_low;
+    uint64_t disk_fast_below;   /* sample every 10 ms below this (set at open) */
+    pthread_mutex_t reserve_mu; /* setting the reserve aside, giving it back */
+    _Atomic bool reserve_held;  /* data_dir/space-reserve is set aside */
+    _Atomic bool reserve_spent; /* a write found the disk full: sends wait for the reserve */
 };
 
 /* Inline helpers over the types above; any thread. */
@@ -362,7 +368,16 @@ static inline uint64_t part__now(const struct part_engine *e)
 /* Whether partition p (< nparts) still takes jobs. */
 static inline bool part__partition_ok(const struct part_engine *e, uint32_t p)
 {
-    return !atomic_load(&e->writers[p].failed);
+    return !atomic_load(&e->writers[p].failed) && !atomic_load(&e->writers[p].open_later);
+}
+
+/* Why partition p cannot answer for its messages: SL_EIO (stopped by a
+ * storage error), SL_EBUSY (waiting for space to open), else SL_OK. */
+static inline int part__partition_status(const struct part_engine *e, uint32_t p)
+{
+    return atomic_load(&e->writers[p].failed)       ? SL_EIO
+           : atomic_load(&e->writers[p].open_later) ? SL_EBUSY
+                                                    : SL_OK;
 }
 
 /* The state every storage thread (a partition writer, the catalog thread)

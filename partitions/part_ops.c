@@ -229,10 +229,6 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         if (m->group_id) {
             sqlite3_bind_text(st, 8, m->group_id, -1, SQLITE_STATIC);
         }
-        sqlite3_bind_blob(st, 9, m->body.p ? m->body.p : "", (int)m->body.n, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 10, m->attrs.p ? m->attrs.p : "", (int)m->attrs.n, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 11, m->sys_attrs.p ? m->sys_attrs.p : "", (int)m->sys_attrs.n,
-                          SQLITE_STATIC);
         sqlite3_bind_int(st, 12, m->lane);
         if (m->ndigests > 0) {
             sqlite3_bind_blob(st, 13, m->digests, m->ndigests, SQLITE_STATIC);
@@ -241,6 +237,16 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
             return;
         }
         int64_t rowid = sqlite3_last_insert_rowid(w->db);
+        /* The body apart from the row (part_schema.c says why). */
+        st = part__stmt(w, ST_INSERT_BODY);
+        sqlite3_bind_int64(st, 1, rowid);
+        sqlite3_bind_blob(st, 2, m->body.p ? m->body.p : "", (int)m->body.n, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 3, m->attrs.p ? m->attrs.p : "", (int)m->attrs.n, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 4, m->sys_attrs.p ? m->sys_attrs.p : "", (int)m->sys_attrs.n,
+                          SQLITE_STATIC);
+        if (!run(w, b, st)) {
+            return;
+        }
         memcpy(job->res.sent[i].message_id, m->message_id, sizeof m->message_id);
         job->res.sent[i].partition = w->index;
         job->res.sent[i].sequence = (uint64_t)rowid;

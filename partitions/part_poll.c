@@ -156,11 +156,13 @@ static void recv_no_message(struct part_engine *e, struct part_job *job)
 {
     struct part_recv *r = job->recv;
     struct part_queue *q = job->q;
-    /* A stopped partition's counters say nothing of what its file holds:
-     * "no message" would hide them, so the receive fails instead. */
+    /* A stopped partition's counters (or one not open yet) say nothing of
+     * what its file holds: "no message" would hide them, so the receive
+     * fails instead. */
     for (size_t i = 0; i < r->nparts; i++) {
-        if (!part__partition_ok(e, r->parts[i])) {
-            job->status = SL_EIO;
+        int status = part__partition_status(e, r->parts[i]);
+        if (status != SL_OK) {
+            job->status = status;
             part__complete(job);
             return;
         }

@@ -19,17 +19,23 @@ _Static_assert(ST_COUNT_ <=
                    sizeof(((struct part_writer *)0)->st) / sizeof(((struct part_writer *)0)->st[0]),
                "part_writer.st too small");
 
-/* The columns fill_message reads, in its order. */
+/* The columns fill_message reads, in its order: the row (m) and its body
+ * (b). CROSS JOIN keeps msg the outer loop, so the ready rows still come
+ * from msg_ready in order and each body is one rowid lookup. */
 #define MSG_COLUMNS                                                                                \
-    "id, message_id, body, attrs, sys_attrs, group_id, priority, receive_count, sent_at,"          \
-    " first_receive_at, source_queue_id, digests"
+    "m.id, m.message_id, b.body, b.attrs, b.sys_attrs, m.group_id, m.priority, m.receive_count,"   \
+    " m.sent_at, m.first_receive_at, m.source_queue_id, m.digests"
+#define MSG_JOIN " FROM msg m CROSS JOIN msg_body b ON b.id=m.id"
 
 static const char *const SQL[ST_COUNT_] = {
+    /* ?9..?11 (body, attrs, sys_attrs) are ST_INSERT_BODY's since schema
+     * 3; the numbers of the others are those of the one-table insert. */
     [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
-                  " message_id, group_id, body, attrs, sys_attrs, lane, digests)"
-                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_SELECT_READY] = "SELECT " MSG_COLUMNS " FROM msg WHERE queue_id=?1 AND lane=?3 AND state=1"
-                        " ORDER BY priority, id LIMIT ?2",
+                  " message_id, group_id, lane, digests)"
+                  " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?12,?13)",
+    [ST_INSERT_BODY] = "INSERT INTO msg_body(id, body, attrs, sys_attrs) VALUES(?1,?2,?3,?4)",
+    [ST_SELECT_READY] = "SELECT " MSG_COLUMNS MSG_JOIN " WHERE m.queue_id=?1 AND m.lane=?3"
+                        " AND m.state=1 ORDER BY m.priority, m.id LIMIT ?2",
     [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
                  " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE first_receive_at"
                  " END WHERE id=?1",
@@ -61,15 +67,30 @@ static const char *const SQL[ST_COUNT_] = {
     /* Covered by msg_ready (it carries group_id): no table lookups. */
     [ST_FAIR_SCAN] = "SELECT id, group_id FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
                      " ORDER BY priority, id LIMIT ?3",
-    [ST_ROW_FULL] = "SELECT " MSG_COLUMNS " FROM msg WHERE id=?1 AND state=1",
+    [ST_ROW_FULL] = "SELECT " MSG_COLUMNS MSG_JOIN " WHERE m.id=?1 AND m.state=1",
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
 };
 
 /* user_version 1 added the lane column (and lane in msg_ready), 2 the
- * digests column. */
-#define PART_SCHEMA_VERSION 2
+ * digests column, 3 moved the body, attrs and sys_attrs to msg_body. */
+#define PART_SCHEMA_VERSION 3
+
+/*
+ * A message's body and attributes never change, while its row changes with
+ * every lease, visibility change and receive count. SQLite rewrites a
+ * whole record on UPDATE, overflow pages included, so with the body in the
+ * row a lease of a 32 KiB message wrote nine pages: on a full disk the
+ * leases and deletes that should free space could not get WAL frames. In
+ * msg_body, keyed by the row's id, the body is written once at send and
+ * freed at delete; the trigger removes it with its row on every path (a
+ * delete, expiry, purge, an orphaned queue). digests (32 bytes at most)
+ * stays in the row: it never needs an overflow page.
+ */
+#define PART_BODY_TABLE                                                                            \
+    "CREATE TABLE IF NOT EXISTS msg_body(id INTEGER PRIMARY KEY, body BLOB NOT NULL, attrs BLOB,"  \
+    " sys_attrs BLOB);"
 
 static const char PART_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS msg("
@@ -78,8 +99,9 @@ static const char PART_SCHEMA[] =
     " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
     " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
     " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
-    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB, lane INTEGER NOT NULL DEFAULT 0,"
-    " digests BLOB);"
+    " lane INTEGER NOT NULL DEFAULT 0, digests BLOB);" PART_BODY_TABLE
+    "CREATE TRIGGER IF NOT EXISTS msg_gone AFTER DELETE ON msg BEGIN"
+    " DELETE FROM msg_body WHERE id=old.id; END;"
     "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
     " WHERE state=1;"
     "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
@@ -91,6 +113,14 @@ static const char PART_MIGRATE_0_1[] = "ALTER TABLE msg ADD COLUMN lane INTEGER 
 /* From user_version 1: rows stored before it have no digests (NULL), which
  * part_message reports as none. */
 static const char PART_MIGRATE_1_2[] = "ALTER TABLE msg ADD COLUMN digests BLOB;";
+/* From user_version 2: every body moves to msg_body under its row's id
+ * (DROP COLUMN rewrites msg once; the file needs about twice its bodies'
+ * size free while it runs, and a failure rolls it all back). */
+static const char PART_MIGRATE_2_3[] =
+    PART_BODY_TABLE "INSERT INTO msg_body(id, body, attrs, sys_attrs)"
+                    " SELECT id, body, attrs, sys_attrs FROM msg;"
+                    "ALTER TABLE msg DROP COLUMN body; ALTER TABLE msg DROP COLUMN attrs;"
+                    " ALTER TABLE msg DROP COLUMN sys_attrs;";
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
@@ -123,6 +153,8 @@ const char *part_sql_text(enum part_sql which)
         return PART_PRAGMAS_OS;
     case PART_SQL_INSERT:
         return SQL[ST_INSERT];
+    case PART_SQL_INSERT_BODY:
+        return SQL[ST_INSERT_BODY];
     case PART_SQL_SELECT_READY:
         return SQL[ST_SELECT_READY];
     case PART_SQL_LEASE:
@@ -162,17 +194,18 @@ sqlite3_stmt *part__stmt(struct part_writer *w, int which)
  * msg table and needs nothing. */
 static int user_version(struct part_writer *w)
 {
-    sqlite3_stmt *st = NULL;
-    int version = -1;
-    if (sqlite3_prepare_v2(w->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        version = sqlite3_column_int(st, 0);
-    }
-    sqlite3_finalize(st);
-    return version;
+    return (int)part__sql_int(w->db, "PRAGMA user_version", -1);
 }
 
-static bool migrate(struct part_writer *w)
+/* Fills why and *rc from w->db's last error. */
+static bool failed(struct part_writer *w, char *why, size_t whylen, int *rc)
+{
+    snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+    *rc = sqlite3_extended_errcode(w->db);
+    return false;
+}
+
+static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
 {
     sqlite3_stmt *st = NULL;
     int version = user_version(w);
@@ -183,7 +216,7 @@ static bool migrate(struct part_writer *w)
     }
     sqlite3_finalize(st);
     if (version < 0) {
-        return false;
+        return failed(w, why, whylen, rc);
     }
     if (!has_msg || version >= PART_SCHEMA_VERSION) {
         return true;
@@ -201,14 +234,31 @@ static bool migrate(struct part_writer *w)
     if (version < 2) {
         sl_buf_append_cstr(&sql, PART_MIGRATE_1_2);
     }
+    if (version < 3) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_2_3);
+    }
     sl_buf_append_cstr(&sql, set_version);
     sl_buf_append_cstr(&sql, "COMMIT;");
     bool ok = part__sql_exec(w->db, sql.p) == SL_OK;
     sl_buf_free(&sql);
-    if (!ok && !sqlite3_get_autocommit(w->db)) {
-        part__sql_exec(w->db, "ROLLBACK");
+    if (!ok) {
+        failed(w, why, whylen, rc); /* before the ROLLBACK clears it */
+        if (!sqlite3_get_autocommit(w->db)) {
+            part__sql_exec(w->db, "ROLLBACK");
+        }
     }
     return ok;
+}
+
+int64_t part__sql_int(sqlite3 *db, const char *sql, int64_t fallback)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = fallback;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
 }
 
 int part__sql_exec(sqlite3 *db, const char *sql)
@@ -225,7 +275,7 @@ int part__sql_exec(sqlite3 *db, const char *sql)
 
 /* ---- a partition's connection ------------------------------------------ */
 
-bool part__schema_open(struct part_writer *w, char *why, size_t whylen)
+bool part__schema_open(struct part_writer *w, char *why, size_t whylen, int *rc)
 {
     const char *pragmas =
         w->engine->opt.durability == PART_DURABILITY_FSYNC ? PART_PRAGMAS_FSYNC : PART_PRAGMAS_OS;
@@ -233,19 +283,23 @@ bool part__schema_open(struct part_writer *w, char *why, size_t whylen)
     snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d", PART_SCHEMA_VERSION);
     /* Nothing here writes to a file already at the current schema, so
      * that a partition opens on a full disk. */
-    if (part__sql_exec(w->db, pragmas) != SL_OK || !migrate(w) ||
-        part__sql_exec(w->db, PART_SCHEMA) != SL_OK ||
-        (user_version(w) != PART_SCHEMA_VERSION && part__sql_exec(w->db, set_version) != SL_OK)) {
-        snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+    if (part__sql_exec(w->db, pragmas) != SL_OK) {
+        return failed(w, why, whylen, rc);
+    }
+    if (!migrate(w, why, whylen, rc)) {
         return false;
+    }
+    if (part__sql_exec(w->db, PART_SCHEMA) != SL_OK ||
+        (user_version(w) != PART_SCHEMA_VERSION && part__sql_exec(w->db, set_version) != SL_OK)) {
+        return failed(w, why, whylen, rc);
     }
     for (int i = 0; i < ST_COUNT_; i++) {
         if (sqlite3_prepare_v3(w->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
             SQLITE_OK) {
-            snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
-            return false;
+            return failed(w, why, whylen, rc);
         }
     }
+    *rc = SQLITE_OK;
     return true;
 }
 

@@ -10,6 +10,7 @@
 /* The prepared statements of a writer (struct part_writer.st), by index. */
 enum {
     ST_INSERT,
+    ST_INSERT_BODY,
     ST_SELECT_READY,
     ST_LEASE,
     ST_ROW,
@@ -33,15 +34,19 @@ enum {
 };
 
 /* Sets the connection's pragmas, migrates an older file, creates the
- * schema and prepares w->st; false with why filled on failure (the caller
+ * schema and prepares w->st; false with why and *rc (SQLite's extended
+ * code of the failure, e.g. SQLITE_FULL) filled on failure (the caller
  * then closes with part__schema_close). */
-bool part__schema_open(struct part_writer *w, char *why, size_t whylen);
+bool part__schema_open(struct part_writer *w, char *why, size_t whylen, int *rc);
 /* Finalizes w->st. */
 void part__schema_close(struct part_writer *w);
 /* Statement which, reset and with its bindings cleared. */
 struct sqlite3_stmt *part__stmt(struct part_writer *w, int which);
 /* The SQL text of statement which (for logs). */
 const char *part__schema_sql(int which);
+/* The first column of sql's first row (a PRAGMA's value), or fallback
+ * when it fails or has no row. */
+int64_t part__sql_int(struct sqlite3 *db, const char *sql, int64_t fallback);
 /* sqlite3_exec, logging a failure: SL_OK or SL_EIO. */
 int part__sql_exec(struct sqlite3 *db, const char *sql);
 

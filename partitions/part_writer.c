@@ -22,6 +22,12 @@
  * error also marks the partition failed (sticky), so later jobs fail fast
  * instead of touching the file.
  *
+ * Near a full disk the WAL is checkpointed sooner (part_disk.c sets the
+ * size), also after a group that failed for lack of space, whose
+ * checkpoint may now find the blocks of the space reserve; a partition
+ * whose open found the disk full is opened again from its own thread, at
+ * most once a second, failing its jobs with SL_EBUSY until then.
+ *
  * Timers: a binary min-heap of (due ms, row, kind) per writer, rebuilt
  * from the table at start-up. Entries are validated when they fire (the
  * row's state and visible_at must still match), so a changed visibility
@@ -125,35 +131,6 @@ static void batch_apply(struct part_writer *w, struct part_batch *b)
     part__heap_tidy(&w->timers);
 }
 
-static void checkpoint(struct part_writer *w)
-{
-    uint32_t limit = w->engine->opt.checkpoint_pages ? w->engine->opt.checkpoint_pages : 2048;
-    if (w->wal_pages < (int)limit) {
-        return;
-    }
-    int log = 0, ckpt = 0;
-    /* RESTART, not TRUNCATE: the next commits rewrite the WAL from its
-     * start in blocks the file already has, where a truncated WAL has to
-     * grow again, and each append that grows it makes the fdatasync write
-     * the file's metadata too (measured: +8 % batch, +15 % single round
-     * trip). The WAL stays at about checkpoint_pages pages; close truncates. */
-    int rc = sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &ckpt);
-    if (rc != SQLITE_OK) {
-        sl_log(SL_LOG_WARN, LOG_MOD, "partition %u: checkpoint: %s", w->index,
-               sqlite3_errmsg(w->db));
-        return;
-    }
-    w->wal_pages = 0;
-    atomic_store(&w->full_seen, false); /* the checkpoint found room: space is back */
-    /* Give deleted pages back to the file system a little at a time. */
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(w->db, "PRAGMA freelist_count", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 1024) {
-        part__sql_exec(w->db, "PRAGMA incremental_vacuum(512)");
-    }
-    sqlite3_finalize(st);
-}
-
 /* Whether rc (an extended code of w->db's last error) means the file
  * system ran out of space. SQLite's unix VFS turns ENOSPC on a write into
  * SQLITE_FULL; growing the -shm file or truncating reports an I/O error
@@ -174,6 +151,7 @@ static bool out_of_space(struct part_writer *w, int rc)
 static int storage_error(struct part_writer *w, int rc)
 {
     if (out_of_space(w, rc)) {
+        part__disk_full(w->engine);
         if (!atomic_exchange(&w->full_seen, true)) {
             sl_log(SL_LOG_WARN, LOG_MOD,
                    "partition %u (%s): the disk is full: %s; writes fail until space returns",
@@ -191,6 +169,64 @@ static int storage_error(struct part_writer *w, int rc)
         }
     }
     return SL_EIO;
+}
+
+#define LOW_VACUUM_PAGES 64 /* a step of giving pages back while sends wait for space */
+
+/* One RESTART checkpoint; false when it could not finish (logged once per
+ * full disk, and the space reserve given back when it was space). */
+static bool checkpoint_once(struct part_writer *w)
+{
+    int log = 0, ckpt = 0;
+    int rc = sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &ckpt);
+    if (rc == SQLITE_OK) {
+        w->wal_pages = 0;
+        return true;
+    }
+    int ext = sqlite3_extended_errcode(w->db);
+    bool full = out_of_space(w, ext);
+    if (!full || !atomic_exchange(&w->full_seen, true)) {
+        sl_log(SL_LOG_WARN, LOG_MOD, "partition %u: checkpoint: %s", w->index,
+               sqlite3_errmsg(w->db));
+    }
+    if (full) {
+        part__disk_full(w->engine);
+    }
+    return false;
+}
+
+static void checkpoint(struct part_writer *w)
+{
+    if (w->wal_pages <= 0 || (uint32_t)w->wal_pages < part__disk_checkpoint_pages(w->engine)) {
+        return;
+    }
+    /* RESTART, not TRUNCATE: the next commits rewrite the WAL from its
+     * start in blocks the file already has, where a truncated WAL has to
+     * grow again, and each append that grows it makes the fdatasync write
+     * the file's metadata too (measured: +8 % batch, +15 % single round
+     * trip). The WAL stays at about checkpoint_pages pages; close truncates.
+     * A checkpoint that found the disk full gave the space reserve back:
+     * once more, with its blocks. */
+    if (!checkpoint_once(w) && !checkpoint_once(w)) {
+        return;
+    }
+    atomic_store(&w->full_seen, false); /* the checkpoint found room */
+    /* Give deleted pages back to the file system a little at a time; while
+     * sends wait for space, every free page, in small steps (each moves
+     * pages through the WAL) checkpointed at once, so that the file
+     * shrinks now. Failing here (no room for the WAL) is retried at the
+     * next commit. */
+    int64_t free_pages = part__sql_int(w->db, "PRAGMA freelist_count", 0);
+    if (free_pages > 1024) {
+        part__sql_exec(w->db, "PRAGMA incremental_vacuum(512)");
+    } else if (free_pages > 0 && part__disk_low(w->engine)) {
+        char sql[48];
+        snprintf(sql, sizeof sql, "PRAGMA incremental_vacuum(%d)",
+                 (int)SL_MIN(free_pages, LOW_VACUUM_PAGES));
+        if (sqlite3_exec(w->db, sql, NULL, NULL, NULL) == SQLITE_OK) {
+            checkpoint_once(w);
+        }
+    }
 }
 
 /* Steps one of the BEGIN/COMMIT/ROLLBACK statements; on failure *status
@@ -256,6 +292,26 @@ static bool set_sync(struct part_writer *w, bool sync, int *status)
     return true;
 }
 
+/* Completes jobs (a receive continues); status SL_OK keeps each job's own,
+ * any other replaces it. */
+static void finish_jobs(struct part_writer *w, struct part_job *jobs, int status)
+{
+    struct part_engine *e = w->engine;
+    while (jobs != NULL) {
+        struct part_job *j = jobs;
+        jobs = j->next;
+        j->next = NULL;
+        if (status != SL_OK) {
+            j->status = status;
+        }
+        if (j->op == PART_OP_RECEIVE) {
+            e->hooks.receive_continue(e, j);
+        } else {
+            e->hooks.complete(j);
+        }
+    }
+}
+
 static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_batch *b, bool sync)
 {
     struct part_engine *e = w->engine;
@@ -294,20 +350,11 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
         }
     }
     part__batch_clear(b);
-    while (jobs != NULL) {
-        struct part_job *j = jobs;
-        jobs = j->next;
-        j->next = NULL;
-        if (!ok) {
-            j->status = status;
-        }
-        if (j->op == PART_OP_RECEIVE) {
-            e->hooks.receive_continue(e, j);
-        } else {
-            e->hooks.complete(j);
-        }
-    }
-    if (ok) {
+    finish_jobs(w, jobs, ok ? SL_OK : status);
+    /* After a full disk too: the last commit's checkpoint may have failed
+     * for want of the blocks that the space reserve just gave back, and
+     * until it runs the WAL cannot start over. */
+    if (ok || status == SL_EBUSY) {
         checkpoint(w);
     }
     atomic_store_explicit(&w->stat_timers, w->timers.n, memory_order_relaxed);
@@ -343,79 +390,6 @@ static struct part_job *split_leases(struct part_job **jobs)
     }
     *rt = NULL;
     return leases;
-}
-
-/* ---- thread ------------------------------------------------------------ */
-
-static void deadline_in(struct timespec *ts, uint64_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += (time_t)(ms / 1000);
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-static void *writer_main(void *arg)
-{
-    struct part_writer *w = arg;
-    struct part_engine *e = w->engine;
-    struct part_batch b = {0};
-    size_t max = e->opt.max_batch_jobs ? e->opt.max_batch_jobs : 1024;
-    for (;;) {
-        pthread_mutex_lock(&w->mu);
-        while (!w->stop && w->head == NULL && !w->kicked) {
-            if (w->timers.n == 0) {
-                pthread_cond_wait(&w->cv, &w->mu);
-                continue;
-            }
-            uint64_t now = part__now(e), due = w->timers.items[0].due;
-            if (due <= now) {
-                break;
-            }
-            struct timespec ts;
-            deadline_in(&ts, SL_MIN(due - now, 1000));
-            if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT && part__now(e) >= due) {
-                break;
-            }
-        }
-        w->kicked = false;
-        struct part_job *jobs = w->head, *last = NULL;
-        size_t n = 0;
-        for (struct part_job *j = w->head; j != NULL && n < max; j = j->next) {
-            last = j;
-            n++;
-        }
-        if (last != NULL) {
-            w->head = last->next;
-            if (w->head == NULL) {
-                w->tail = NULL;
-            }
-            last->next = NULL;
-            atomic_fetch_sub(&w->queued, (int64_t)n);
-        } else {
-            jobs = NULL;
-        }
-        bool stop = w->stop && w->head == NULL && jobs == NULL;
-        if (stop) {
-            w->exited = true;
-        }
-        pthread_mutex_unlock(&w->mu);
-        struct part_job *leases = split_leases(&jobs);
-        if (leases != NULL || (jobs == NULL && w->timers.n > 0)) {
-            run_batch(w, leases, &b, false); /* due timers fire here */
-        }
-        if (jobs != NULL) {
-            run_batch(w, jobs, &b, true);
-        }
-        if (stop) {
-            break;
-        }
-    }
-    part__batch_free(&b);
-    return NULL;
 }
 
 /* ---- open / start / stop ----------------------------------------------- */
@@ -523,36 +497,188 @@ fail:
     return false;
 }
 
+/* Opens w->db: the connection, its schema, the rebuild of the counters
+ * and timers. On failure the connection is closed, why says why and
+ * *full whether it was for lack of space. */
+static bool open_db(struct part_writer *w, char *why, size_t whylen, bool *full)
+{
+    *full = false;
+    int rc = sqlite3_open_v2(w->path, &w->db, part_sql_open_flags(), NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(why, whylen, "%s", w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
+    } else if (part__schema_open(w, why, whylen, &rc)) {
+        w->syncing = w->engine->opt.durability == PART_DURABILITY_FSYNC;
+        sqlite3_wal_hook(w->db, wal_hook, w);
+        if (rebuild(w, why, whylen)) {
+            atomic_store_explicit(&w->stat_timers, w->timers.n, memory_order_relaxed);
+            return true;
+        }
+    }
+    /* A WAL or shared-memory file to create on a full disk fails its
+     * first statement, a migration its transaction (SQLITE_FULL, or an
+     * I/O error with ENOSPC). */
+    if (rc == SQLITE_OK && w->db != NULL) {
+        rc = sqlite3_extended_errcode(w->db); /* the rebuild's */
+    }
+    *full = w->db != NULL && out_of_space(w, rc);
+    part__schema_close(w);
+    sqlite3_close(w->db);
+    w->db = NULL;
+    part__heap_free(&w->timers);
+    return false;
+}
+
 int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t index)
 {
     w->index = index;
     part__thread_init(w, e);
     snprintf(w->path, sizeof w->path, "%s/part-%04u.db", e->data_dir, index);
     char why[512] = "";
-    int rc = sqlite3_open_v2(w->path, &w->db, part_sql_open_flags(), NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(why, sizeof why, "%s", w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
-        goto fail;
+    bool full = false;
+    if (open_db(w, why, sizeof why, &full)) {
+        return SL_OK;
     }
-    if (!part__schema_open(w, why, sizeof why)) {
-        goto fail;
+    if (full) {
+        /* Transient: the writer opens it once space returns (open_later);
+         * its jobs fail with SL_EBUSY until then. */
+        sl_log(SL_LOG_WARN, LOG_MOD,
+               "partition %u (%s): the disk is full: %s; it opens once space returns, its jobs "
+               "fail with SL_EBUSY until then",
+               index, w->path, why);
+        atomic_store(&w->open_later, true);
+        w->open_at_ms = sl_mono_ns() / 1000000;
+        part__disk_full(e);
+        return SL_EBUSY;
     }
-    w->syncing = e->opt.durability == PART_DURABILITY_FSYNC;
-    sqlite3_wal_hook(w->db, wal_hook, w);
-    if (!rebuild(w, why, sizeof why)) {
-        goto fail;
-    }
-    atomic_store_explicit(&w->stat_timers, w->timers.n, memory_order_relaxed);
-    return SL_OK;
-fail:
     sl_log(SL_LOG_ERROR, LOG_MOD,
            "partition %u (%s) is unusable and stays stopped: %s; jobs to it fail with SL_EIO",
            index, w->path, why);
-    part__schema_close(w);
-    sqlite3_close(w->db);
-    w->db = NULL;
     atomic_store(&w->failed, true);
     return SL_EIO;
+}
+
+/* A partition whose open found the disk full tries again, at most once a
+ * second, when a job or the one-second tick wakes its writer. Writer
+ * thread. */
+static void open_again(struct part_writer *w)
+{
+    uint64_t now = sl_mono_ns() / 1000000;
+    if (now - w->open_at_ms < 1000) {
+        return;
+    }
+    w->open_at_ms = now;
+    char why[512] = "";
+    bool full = false;
+    if (open_db(w, why, sizeof why, &full)) {
+        sl_log(SL_LOG_INFO, LOG_MOD, "partition %u (%s): opened now that space is back", w->index,
+               w->path);
+        atomic_store(&w->open_later, false);
+        return;
+    }
+    if (!full) {
+        sl_log(SL_LOG_ERROR, LOG_MOD,
+               "partition %u (%s) is unusable and stays stopped: %s; jobs to it fail with SL_EIO",
+               w->index, w->path, why);
+        atomic_store(&w->failed, true);
+        atomic_store(&w->open_later, false);
+    }
+}
+
+/* ---- thread ------------------------------------------------------------ */
+
+static void deadline_in(struct timespec *ts, uint64_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    struct part_writer *w = arg;
+    struct part_engine *e = w->engine;
+    struct part_batch b = {0};
+    size_t max = e->opt.max_batch_jobs ? e->opt.max_batch_jobs : 1024;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->stop && w->head == NULL && !w->kicked) {
+            if (atomic_load(&w->open_later)) { /* try again in a second */
+                struct timespec ts;
+                deadline_in(&ts, 1000);
+                if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT) {
+                    break;
+                }
+                continue;
+            }
+            if (w->timers.n == 0) {
+                pthread_cond_wait(&w->cv, &w->mu);
+                continue;
+            }
+            uint64_t now = part__now(e), due = w->timers.items[0].due;
+            if (due <= now) {
+                break;
+            }
+            struct timespec ts;
+            deadline_in(&ts, SL_MIN(due - now, 1000));
+            if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT && part__now(e) >= due) {
+                break;
+            }
+        }
+        w->kicked = false;
+        struct part_job *jobs = w->head, *last = NULL;
+        size_t n = 0;
+        for (struct part_job *j = w->head; j != NULL && n < max; j = j->next) {
+            last = j;
+            n++;
+        }
+        if (last != NULL) {
+            w->head = last->next;
+            if (w->head == NULL) {
+                w->tail = NULL;
+            }
+            last->next = NULL;
+            atomic_fetch_sub(&w->queued, (int64_t)n);
+        } else {
+            jobs = NULL;
+        }
+        bool stop = w->stop && w->head == NULL && jobs == NULL;
+        if (stop) {
+            w->exited = true;
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (atomic_load(&w->open_later)) {
+            open_again(w);
+        }
+        if (atomic_load(&w->open_later) || atomic_load(&w->failed)) {
+            if (atomic_load(&w->failed)) {
+                /* Nothing fires on a stopped partition: without this a due
+                 * timer would wake the thread over and over. */
+                part__heap_free(&w->timers);
+                atomic_store_explicit(&w->stat_timers, 0, memory_order_relaxed);
+            }
+            finish_jobs(w, jobs, atomic_load(&w->failed) ? SL_EIO : SL_EBUSY);
+            if (stop) {
+                break;
+            }
+            continue;
+        }
+        struct part_job *leases = split_leases(&jobs);
+        if (leases != NULL || (jobs == NULL && w->timers.n > 0)) {
+            run_batch(w, leases, &b, false); /* due timers fire here */
+        }
+        if (jobs != NULL) {
+            run_batch(w, jobs, &b, true);
+        }
+        if (stop) {
+            break;
+        }
+    }
+    part__batch_free(&b);
+    return NULL;
 }
 
 int part__writer_start(struct part_writer *w)

@@ -10,7 +10,7 @@
  * copies, completions, counters, timers, receipt MACs, the client loop.
  *
  * Per transaction (BEGIN IMMEDIATE ... COMMIT), k jobs of the phase:
- *   send     opt->batch x ST_INSERT
+ *   send     opt->batch x (ST_INSERT + ST_INSERT_BODY)
  *   receive  ST_SELECT_READY LIMIT 10 (reading every column, copying the
  *            blobs as the engine does) + ST_LEASE per row
  *   delete   10 x (ST_ROW + ST_DELETE)
@@ -51,6 +51,7 @@
 
 enum {
     ST_INSERT,
+    ST_INSERT_BODY,
     ST_SELECT_READY,
     ST_LEASE,
     ST_ROW,
@@ -62,10 +63,15 @@ enum {
 };
 
 static const enum part_sql SQL_OF[ST_COUNT_] = {
-    [ST_INSERT] = PART_SQL_INSERT, [ST_SELECT_READY] = PART_SQL_SELECT_READY,
-    [ST_LEASE] = PART_SQL_LEASE,   [ST_ROW] = PART_SQL_ROW,
-    [ST_DELETE] = PART_SQL_DELETE, [ST_HEAD] = PART_SQL_HEAD,
-    [ST_BEGIN] = PART_SQL_BEGIN,   [ST_COMMIT] = PART_SQL_COMMIT,
+    [ST_INSERT] = PART_SQL_INSERT,
+    [ST_INSERT_BODY] = PART_SQL_INSERT_BODY,
+    [ST_SELECT_READY] = PART_SQL_SELECT_READY,
+    [ST_LEASE] = PART_SQL_LEASE,
+    [ST_ROW] = PART_SQL_ROW,
+    [ST_DELETE] = PART_SQL_DELETE,
+    [ST_HEAD] = PART_SQL_HEAD,
+    [ST_BEGIN] = PART_SQL_BEGIN,
+    [ST_COMMIT] = PART_SQL_COMMIT,
 };
 
 #define CHECKPOINT_PAGES 2048                  /* the engine's default */
@@ -160,11 +166,16 @@ static uint64_t job_send(struct raw_part *rp, uint32_t n)
         sqlite3_bind_int64(st, 5, (sqlite3_int64)(now + RETENTION_MS));
         sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
         sqlite3_bind_text(st, 7, mid, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 9, rp->body, (int)rp->opt->body_size, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 10, "", 0, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 11, "", 0, SQLITE_STATIC);
         sqlite3_bind_int(st, 12, 0); /* main lane */
         sqlite3_bind_blob(st, 13, SB_DIGESTS, SB_DIGESTS_LEN, SQLITE_STATIC);
+        if (!step_done(rp, st)) {
+            return i;
+        }
+        st = stmt(rp, ST_INSERT_BODY);
+        sqlite3_bind_int64(st, 1, sqlite3_last_insert_rowid(rp->db));
+        sqlite3_bind_blob(st, 2, rp->body, (int)rp->opt->body_size, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 3, "", 0, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 4, "", 0, SQLITE_STATIC);
         if (!step_done(rp, st)) {
             return i;
         }

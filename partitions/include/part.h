@@ -97,8 +97,10 @@ bool part_engine_partition_ok(const struct part_engine *e, uint32_t p);
  * thread. */
 void part_engine_set_min_free(struct part_engine *e, uint64_t bytes);
 /* Free bytes of data_dir's file system as last sampled (sampled now if
- * that was over a second ago; 0 if unknown) and whether they are below
- * the watermark. Any thread. */
+ * that was over a second ago; 0 if unknown) and whether sends are refused
+ * for lack of space: below the watermark, or since a write found the disk
+ * full until the space reserve can be set aside again
+ * (docs/partitions.md). Any thread. */
 void part_engine_disk(struct part_engine *e, uint64_t *free_bytes, bool *low);
 
 /* Jobs waiting at partition p's writer right now (the "least busy writer"
@@ -317,8 +319,10 @@ struct part_send_entry {
 
 /* Stores 1..PART_MAX_BATCH messages in queue_id on one partition, in one
  * transaction. res->sent has one entry per message. Returns SL_EBUSY at
- * once below the low-disk watermark (part_engine_set_min_free); the job
- * completes with SL_EBUSY when the disk is full (transient: retry). */
+ * once below the low-disk watermark (part_engine_set_min_free) and, after
+ * a write found the disk full, until the space reserve is set aside again;
+ * the job completes with SL_EBUSY when the disk is full or the partition
+ * waits for space to open (transient: retry). */
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done);
@@ -509,11 +513,12 @@ enum part_sql {
     PART_SQL_SCHEMA,        /* CREATE TABLE / INDEX, for sqlite3_exec */
     PART_SQL_PRAGMAS_FSYNC, /* connection pragmas for durability fsync */
     PART_SQL_PRAGMAS_OS,    /* ... and for durability os */
-    PART_SQL_INSERT,        /* send: one row */
+    PART_SQL_INSERT,        /* send: one row (bind ?9..?11 to nothing since schema 3) */
+    PART_SQL_INSERT_BODY,   /* send: its body, attrs, sys_attrs under the row's id */
     PART_SQL_SELECT_READY,  /* receive: best ready rows of a queue */
     PART_SQL_LEASE,         /* receive: lease one row */
     PART_SQL_ROW,           /* delete: look a row up */
-    PART_SQL_DELETE,        /* delete: remove a row */
+    PART_SQL_DELETE,        /* delete: remove a row (a trigger removes its body) */
     PART_SQL_HEAD,          /* the best ready priority of a queue */
     PART_SQL_BEGIN,
     PART_SQL_COMMIT,

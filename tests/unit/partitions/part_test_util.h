@@ -35,6 +35,10 @@ struct t_msg {
     char id[PART_MSG_ID_LEN + 1];
     char receipt[PART_RECEIPT_MAX];
     char body[256];
+    size_t body_len;    /* the whole body's, body[] may be cut */
+    uint64_t body_hash; /* t_fnv of the whole body */
+    char attrs[64];
+    char sys_attrs[64];
     char group[64];
     uint8_t digests[PART_DIGESTS_MAX];
     size_t ndigests;
@@ -80,6 +84,16 @@ static void t_advance(struct t_env *t, uint64_t ms)
     atomic_fetch_add(&t->now, ms);
 }
 
+/* FNV-1a of n bytes, to compare bodies too long for struct t_msg. */
+static inline uint64_t t_fnv(const void *p, size_t n)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
 static void t_on_done(struct part_cookie ck, int status, const struct part_result *res)
 {
     struct t_done *d = ck.ptr;
@@ -101,6 +115,11 @@ static void t_on_done(struct part_cookie ck, int status, const struct part_resul
             snprintf(o->id, sizeof o->id, "%s", m->message_id);
             snprintf(o->receipt, sizeof o->receipt, "%s", m->receipt);
             snprintf(o->body, sizeof o->body, "%.*s", (int)m->body.n, m->body.p);
+            o->body_len = m->body.n;
+            o->body_hash = t_fnv(m->body.p, m->body.n);
+            snprintf(o->attrs, sizeof o->attrs, "%.*s", (int)m->attrs.n, m->attrs.p);
+            snprintf(o->sys_attrs, sizeof o->sys_attrs, "%.*s", (int)m->sys_attrs.n,
+                     m->sys_attrs.p);
             snprintf(o->group, sizeof o->group, "%s", m->group_id ? m->group_id : "");
             assert_true(m->digests.n <= sizeof o->digests);
             o->ndigests = m->digests.n;
@@ -276,7 +295,10 @@ static void t_recv(struct t_env *t, uint64_t q, uint32_t max, int32_t vis, struc
 
 static void t_delete(struct t_env *t, uint64_t q, const char *receipt, struct t_done *d)
 {
-    const char *h[1] = {receipt};
+    /* receipt may live in *d, which t_ck clears */
+    char copy[PART_RECEIPT_MAX];
+    snprintf(copy, sizeof copy, "%s", receipt);
+    const char *h[1] = {copy};
     assert_int_equal(part_delete(t->c, q, h, 1, t_ck(d), t_on_done), SL_OK);
     t_wait(t, d);
     assert_int_equal(d->status, SL_OK);

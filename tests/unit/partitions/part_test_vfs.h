@@ -8,7 +8,9 @@
  *  - fail writes as a full disk does: every write that would grow a file
  *    (TV_FULL_GROW: a file system out of blocks; rewriting blocks a file
  *    already has still works), or the n-th write from now with a chosen
- *    code (tv_fail_write_at);
+ *    code (tv_fail_write_at); and the shared-memory file of a database
+ *    whose name contains a chosen string cannot be grown
+ *    (tv_fail_shm_of: as the unix VFS reports ENOSPC there);
  *  - cut the power at the n-th write or sync from now (tv_cut_at): every
  *    write not yet covered by an xSync of its file is undone on the real
  *    files, some of them only in part (torn at a 512-byte boundary) or
@@ -31,11 +33,13 @@
 #ifndef PART_TEST_VFS_H
 #define PART_TEST_VFS_H
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,6 +72,7 @@ static struct {
     _Atomic int64_t cut_in; /* writes+syncs until the power cut; <0: off */
     _Atomic bool dead;      /* after the cut */
     _Atomic uint64_t fails; /* writes failed by injection */
+    char shm_fail[64];      /* tv_fail_shm_of; "" none (under mu) */
     bool tracking;
     unsigned seed;          /* tear/keep choices at the cut */
     pthread_mutex_t mu;     /* paths */
@@ -78,6 +83,7 @@ static struct {
 struct tv_file {
     sqlite3_file base;
     struct tv_path *path; /* NULL: not tracked */
+    const char *name;     /* SQLite keeps it for the file's life; may be NULL */
     sqlite3_file *real;   /* lives right after this struct */
 };
 
@@ -285,6 +291,15 @@ static int tv_device(sqlite3_file *f)
 }
 static int tv_shm_map(sqlite3_file *f, int region, int size, int extend, void volatile **out)
 {
+    const char *name = ((struct tv_file *)f)->name;
+    pthread_mutex_lock(&tv.mu);
+    bool fail = extend && name != NULL && tv.shm_fail[0] != '\0' && strstr(name, tv.shm_fail);
+    pthread_mutex_unlock(&tv.mu);
+    if (fail) {
+        atomic_fetch_add(&tv.fails, 1);
+        errno = ENOSPC; /* what xGetLastError, hence sqlite3_system_errno, reports */
+        return SQLITE_IOERR_SHMSIZE;
+    }
     return tv_real(f)->pMethods->xShmMap(tv_real(f), region, size, extend, out);
 }
 static int tv_shm_lock(sqlite3_file *f, int offset, int n, int flags)
@@ -327,6 +342,7 @@ static int tv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flag
     struct tv_file *tf = (struct tv_file *)f;
     tf->real = (sqlite3_file *)(tf + 1);
     tf->path = NULL;
+    tf->name = name;
     int rc = tv.real->xOpen(tv.real, name, tf->real, flags, out_flags);
     /* SQLite calls xClose only when pMethods is set, so set it only when
      * the real file is open. */
@@ -396,14 +412,18 @@ static int tv_last_error(sqlite3_vfs *vfs, int n, char *out)
 
 static void tv_install(void)
 {
-    tv.real = sqlite3_vfs_find(NULL);
-    assert_non_null(tv.real);
+    sqlite3_vfs *real = sqlite3_vfs_find(NULL);
+    if (real == NULL) {
+        fail_msg("no default SQLite VFS");
+        return;
+    }
+    tv.real = real;
     atomic_store(&tv.fail_in, -1);
     atomic_store(&tv.cut_in, -1);
     tv.vfs = (sqlite3_vfs){
         .iVersion = 1,
-        .szOsFile = (int)sizeof(struct tv_file) + tv.real->szOsFile,
-        .mxPathname = tv.real->mxPathname,
+        .szOsFile = (int)sizeof(struct tv_file) + real->szOsFile,
+        .mxPathname = real->mxPathname,
         .zName = "sluice-test-faults",
         .xOpen = tv_open,
         .xDelete = tv_delete,
@@ -422,6 +442,15 @@ static void tv_install(void)
 static void tv_set_full(enum tv_full mode)
 {
     atomic_store(&tv.full, (int)mode);
+}
+
+/* From now on the shared-memory file of every database whose name
+ * contains substr cannot grow (ENOSPC); "" ends it. */
+static void tv_fail_shm_of(const char *substr)
+{
+    pthread_mutex_lock(&tv.mu);
+    snprintf(tv.shm_fail, sizeof tv.shm_fail, "%s", substr);
+    pthread_mutex_unlock(&tv.mu);
 }
 
 /* The n-th write from now (0: the next) fails with rc, once. */

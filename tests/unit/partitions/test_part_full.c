@@ -3,12 +3,19 @@
  * never "empty". The test VFS (part_test_vfs.h) fails writes as a full
  * file system does: a send fails with SL_EBUSY, the partition keeps
  * running (receives and deletes work while the disk is full), and sends
- * succeed again once space returns, without a restart. A partition
- * stopped by a real I/O error makes a receive that should read it fail
- * rather than answer "no message".
+ * succeed again once space returns, without a restart. Leases of large
+ * messages need no new pages (their bodies are in a table of their own),
+ * a partition whose shared-memory file cannot be created on the full disk
+ * still comes up, answers SL_EBUSY and opens once space returns, and the
+ * WAL is checkpointed sooner as free space shrinks. A partition stopped
+ * by a real I/O error makes a receive that should read it fail rather
+ * than answer "no message".
  */
+#include <sys/resource.h>
+
 #include "part_test_util.h"
 
+#include "part_disk.h"
 #include "part_test_vfs.h"
 
 static int setup_small_wal(void **state)
@@ -93,6 +100,110 @@ static void test_full_disk_keeps_serving(void **state)
     assert_int_equal(c.ready, 3);
 }
 
+/* Each 64 KiB message is sent in a commit of its own, so the WAL (which
+ * restarts after every commit here) never holds more than one body's
+ * pages; a receive of all three at once then fits in it only because a
+ * lease rewrites the small row, not the body's overflow pages. */
+static void test_big_leases_need_no_new_pages(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "big", NULL);
+    static char body[64 * 1024];
+    big_body(body, sizeof body, 'y');
+    for (int i = 0; i < 3; i++) {
+        t_send(t, q, 0, body);
+    }
+    t_sync(t);
+
+    tv_set_full(TV_FULL_GROW);
+    struct t_done r, del;
+    t_recv(t, q, 3, 30, &r);
+    assert_int_equal(r.status, SL_OK);
+    assert_int_equal(r.count, 3);
+    for (size_t i = 0; i < r.count; i++) {
+        assert_int_equal(r.msgs[i].body_len, sizeof body - 1);
+        assert_true(r.msgs[i].body_hash == t_fnv(body, sizeof body - 1));
+    }
+    for (size_t i = 0; i < r.count; i++) {
+        t_delete(t, q, r.msgs[i].receipt, &del);
+        assert_int_equal(del.entry[0], SL_OK);
+    }
+    assert_int_equal(atomic_load(&tv.fails), 0);
+    struct part_counts c = t_counts(t, q);
+    assert_int_equal(c.ready + c.inflight, 0);
+}
+
+/* Runs the loop for ms, so that a writer's once-a-second retry comes. */
+static void pause_ms(struct t_env *t, uint64_t ms)
+{
+    uint64_t end = sl_mono_ns() + ms * 1000000ull;
+    while (sl_mono_ns() < end) {
+        uv_run(&t->loop, UV_RUN_NOWAIT);
+        usleep(10 * 1000);
+    }
+}
+
+static void test_opens_on_full_disk(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "jobs", NULL);
+    t_send(t, q, 0, "kept");
+    t_close(t); /* a clean close removes the WAL and shared-memory files */
+
+    /* The WAL index of partition 0 cannot be created: before, this
+     * stopped the partition for good. */
+    tv_fail_shm_of("part-0000.db");
+    t_open(t);
+    assert_true(atomic_load(&tv.fails) > 0);
+    assert_false(part_engine_partition_ok(t->e, 0));
+    struct t_done r, d;
+    t_recv(t, q, 10, 30, &r);
+    assert_int_equal(r.status, SL_EBUSY); /* not "no message" */
+    assert_int_equal(r.count, 0);
+    t_send_ex(t, q, 0, "refused", -1, false, 0, &d);
+    assert_int_equal(d.status, SL_EBUSY);
+
+    /* Space returns: the writer opens it within a second or so, with no
+     * restart, and sends are taken once the space reserve is back. */
+    tv_fail_shm_of("");
+    bool opened = false;
+    for (int i = 0; i < 40 && !opened; i++) {
+        pause_ms(t, 100);
+        t_recv(t, q, 10, 30, &r);
+        opened = r.status == SL_OK && r.count == 1;
+    }
+    assert_true(opened);
+    assert_string_equal(r.msgs[0].body, "kept");
+    assert_true(part_engine_partition_ok(t->e, 0));
+    bool sent = false;
+    for (int i = 0; i < 40 && !sent; i++) {
+        t_send_ex(t, q, 0, "after", -1, false, 0, &d);
+        sent = d.status == SL_OK;
+        if (!sent) {
+            assert_int_equal(d.status, SL_EBUSY);
+            pause_ms(t, 100);
+        }
+    }
+    assert_true(sent);
+}
+
+/* The WAL size past which a writer checkpoints, by free space. */
+static void test_checkpoint_size_follows_free_space(void **state)
+{
+    (void)state;
+    const uint64_t MiB = 1024ull * 1024;
+    assert_int_equal(part__wal_limit(UINT64_MAX, 2048, 16), 2048); /* unknown */
+    assert_int_equal(part__wal_limit(100000 * MiB, 2048, 16), 2048);
+    /* from 256 MiB free at P = 16 (2 x 8 MiB per partition) it shrinks */
+    assert_int_equal(part__wal_limit(256 * MiB, 2048, 16), 2048);
+    assert_int_equal(part__wal_limit(64 * MiB, 2048, 16), 512);
+    assert_int_equal(part__wal_limit(8 * MiB, 2048, 2), 512);
+    assert_int_equal(part__wal_limit(100ull * 1024, 2048, 2), 6);
+    assert_int_equal(part__wal_limit(8191, 2048, 1), 0); /* every commit */
+    assert_int_equal(part__wal_limit(0, 2048, 1), 0);
+    assert_int_equal(part__wal_limit(8 * MiB, 16, 1), 16); /* never above the setting */
+}
+
 static void test_stopped_partition_is_not_empty(void **state)
 {
     struct t_env *t = *state;
@@ -124,11 +235,45 @@ static void test_stopped_partition_is_not_empty(void **state)
     assert_string_equal(r.msgs[0].body, "elsewhere");
 }
 
+static uint64_t cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* A stopped partition's due timers never fire, and must not wake its
+ * writer over and over either. */
+static void test_stopped_partition_sleeps(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "jobs", NULL);
+    t_send(t, q, 0, "leased");
+    struct t_done r, d;
+    t_recv(t, q, 1, 30, &r);
+    assert_int_equal(r.count, 1);
+    tv_fail_write_at(0, SQLITE_IOERR_WRITE);
+    t_send_ex(t, q, 0, "lost", -1, false, 0, &d);
+    assert_int_equal(d.status, SL_EIO);
+    assert_false(part_engine_partition_ok(t->e, 0));
+
+    t_advance(t, 31ull * 1000); /* the lease's timer is due */
+    part_engine_kick(t->e);
+    usleep(50 * 1000);
+    uint64_t before = cpu_us();
+    usleep(500 * 1000);
+    uint64_t spent = cpu_us() - before;
+    fprintf(stderr, "cpu while idle: %llu us\n", (unsigned long long)spent);
+    assert_true(spent < 100ull * 1000);
+}
+
 static int reset(void **state)
 {
     (void)state;
     tv_set_full(TV_FULL_OFF);
     tv_fail_write_at(-1, SQLITE_OK);
+    tv_fail_shm_of("");
     atomic_store(&tv.fails, 0);
     return 0;
 }
@@ -157,7 +302,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one_failed_write_is_transient, setup_one, teardown),
         cmocka_unit_test_setup_teardown(test_full_disk_keeps_serving, setup_one, teardown),
+        cmocka_unit_test_setup_teardown(test_big_leases_need_no_new_pages, setup_one, teardown),
+        cmocka_unit_test_setup_teardown(test_opens_on_full_disk, setup_one, teardown),
+        cmocka_unit_test(test_checkpoint_size_follows_free_space),
         cmocka_unit_test_setup_teardown(test_stopped_partition_is_not_empty, setup_two, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_partition_sleeps, setup_two, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,12 +1,16 @@
 /*
  * test_part_schema.c -- the digests a send hands over come back with every
  * receive (also after a restart and a redrive), and partition files of the
- * older schemas (user_version 0: no lane column; 1: no digests column)
- * migrate on open: their messages stay receivable, without digests.
+ * older schemas (user_version 0: no lane column; 1: no digests column; 2:
+ * the body in the msg row), built with those schemas' own statements,
+ * migrate on open: their messages stay receivable, whole, and those from
+ * before schema 2 without digests.
  */
 #include <sqlite3.h>
 
 #include "part_test_util.h"
+
+#include "part_test_vfs.h"
 
 static const uint8_t DIGESTS[32] = {
     0x78, 0xe7, 0x31, 0x02, 0x7d, 0x8f, 0xd5, 0x0e, 0xd6, 0x42, 0x34, 0x0b, 0x7c, 0x9a, 0x63, 0xb3,
@@ -29,19 +33,25 @@ static void assert_digests(const struct t_msg *m, size_t n)
     assert_memory_equal(m->digests, DIGESTS, n);
 }
 
-static int user_version(struct t_env *t)
+/* The value of sql (one integer) in the partition 0 file. */
+static int part0_int(struct t_env *t, const char *sql)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
     int v = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+static int user_version(struct t_env *t)
+{
+    return part0_int(t, "PRAGMA user_version");
 }
 
 /* Runs sql on the (closed) partition 0 file. */
@@ -58,6 +68,28 @@ static void rewrite_part0(struct t_env *t, const char *sql)
     }
     assert_int_equal(rc, SQLITE_OK);
     sqlite3_close(db);
+}
+
+/* The rows of msg_body in the (closed) partition 0 file. */
+static int body_rows(struct t_env *t)
+{
+    return part0_int(t, "SELECT count(*) FROM msg_body");
+}
+
+/* Deletes by receipt; the entry must succeed. */
+static void delete_ok(struct t_env *t, uint64_t q, const char *receipt)
+{
+    struct t_done d;
+    t_delete(t, q, receipt, &d);
+    assert_int_equal(d.entry[0], SL_OK);
+}
+
+/* Partition 0 holds n bodies (the engine is closed to count, then opened). */
+static void assert_bodies_left(struct t_env *t, int n)
+{
+    t_close(t);
+    assert_int_equal(body_rows(t), n);
+    t_open(t);
 }
 
 /* Every message of r ready again now. */
@@ -112,56 +144,200 @@ static void test_digests_round_trip(void **state)
     assert_digests(&d.msgs[1], 16);
 }
 
-/* A message stored by an older schema, migrated: receivable, no digests;
- * new sends on the migrated file keep theirs. */
+/* The schema, pragmas and insert of user_version 2, as they were. */
+static const char SCHEMA_2[] =
+    "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL;"
+    "CREATE TABLE IF NOT EXISTS msg("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " queue_id INTEGER NOT NULL, state INTEGER NOT NULL, priority INTEGER NOT NULL,"
+    " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
+    " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
+    " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
+    " body BLOB NOT NULL, attrs BLOB, sys_attrs BLOB, lane INTEGER NOT NULL DEFAULT 0,"
+    " digests BLOB);"
+    "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
+    " WHERE state=1;"
+    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);"
+    "PRAGMA user_version=2;";
+static const char INSERT_2[] =
+    "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
+    " message_id, group_id, body, attrs, sys_attrs, lane, digests)"
+    " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+
+#define BIG_LEN (40 * 1024) /* over a page: the body has overflow pages */
+
+/* Replaces the (closed) partition 0 file by one of schema 2 holding queue
+ * q's message "old" (no digests, attributes "a1", system attributes "s1")
+ * and, when big, a BIG_LEN body of 'b' with 32 digests after it. */
+static void write_schema2_part0(struct t_env *t, uint64_t q, bool big)
+{
+    char path[256];
+    static const char *const suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/part-0000.db%s", t->dir, suffix[i]);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, SCHEMA_2, NULL, NULL, NULL), SQLITE_OK);
+    static char body[BIG_LEN];
+    memset(body, 'b', sizeof body);
+    uint64_t now = sl_wall_ms();
+    for (int i = 0; i < (big ? 2 : 1); i++) {
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, INSERT_2, -1, &st, NULL), SQLITE_OK);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)q);
+        sqlite3_bind_int(st, 2, 1); /* ready */
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)now + i);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)now + 3600LL * 1000);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
+        sqlite3_bind_text(st, 7,
+                          i == 0 ? "00000000-0000-4000-8000-000000000001"
+                                 : "00000000-0000-4000-8000-000000000002",
+                          -1, SQLITE_STATIC);
+        if (i == 0) {
+            sqlite3_bind_blob(st, 9, "old", 3, SQLITE_STATIC);
+        } else {
+            sqlite3_bind_blob(st, 9, body, (int)sizeof body, SQLITE_STATIC);
+            sqlite3_bind_blob(st, 13, DIGESTS, 32, SQLITE_STATIC);
+        }
+        sqlite3_bind_blob(st, 10, "a1", 2, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 11, "s1", 2, SQLITE_STATIC);
+        sqlite3_bind_int(st, 12, 0); /* the main lane */
+        assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+    }
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+/* A migrated partition 0 holds n ready messages of q; receives them all
+ * into d, the first "old" with its attributes and no digests. */
+static void receive_migrated(struct t_env *t, uint64_t q, size_t n, struct t_done *d)
+{
+    assert_int_equal(user_version(t), 3);
+    struct part_counts c = t_counts(t, q);
+    assert_int_equal(c.ready, n);
+    t_recv(t, q, 10, 30, d);
+    assert_int_equal(d->count, n);
+    assert_string_equal(d->msgs[0].body, "old");
+    assert_string_equal(d->msgs[0].attrs, "a1");
+    assert_int_equal(d->msgs[0].ndigests, 0);
+}
+
+/* The message "old" stored by an older schema, migrated: receivable with
+ * its attributes, no digests; new sends on the migrated file keep theirs,
+ * and a delete takes the body with the row. */
 static void check_migrated(struct t_env *t, uint64_t q)
 {
-    assert_int_equal(user_version(t), 2);
-    struct part_counts c = t_counts(t, q);
-    assert_int_equal(c.ready, 1);
     struct t_done d;
-    t_recv(t, q, 10, 30, &d);
-    assert_int_equal(d.count, 1);
-    assert_string_equal(d.msgs[0].body, "old");
-    assert_int_equal(d.msgs[0].ndigests, 0);
-    t_delete(t, q, d.msgs[0].receipt, &d);
+    receive_migrated(t, q, 1, &d);
+    delete_ok(t, q, d.msgs[0].receipt);
     send_digests(t, q, "new", 32);
     t_recv(t, q, 10, 30, &d);
     assert_int_equal(d.count, 1);
     assert_digests(&d.msgs[0], 32);
+    delete_ok(t, q, d.msgs[0].receipt);
+    assert_bodies_left(t, 0);
+}
+
+static void test_migrate_from_2(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "mig2", NULL);
+    t_close(t);
+    write_schema2_part0(t, q, true);
+    t_open(t);
+    struct t_done d;
+    receive_migrated(t, q, 2, &d);
+    static char big[BIG_LEN];
+    memset(big, 'b', sizeof big);
+    assert_int_equal(d.msgs[1].body_len, BIG_LEN);
+    assert_true(d.msgs[1].body_hash == t_fnv(big, sizeof big));
+    assert_string_equal(d.msgs[1].attrs, "a1");
+    assert_string_equal(d.msgs[1].sys_attrs, "s1");
+    assert_digests(&d.msgs[1], 32);
+    /* the rows kept their ids: the handles the receive made delete them */
+    delete_ok(t, q, d.msgs[0].receipt);
+    t_recv(t, q, 10, 0, &d); /* nothing: one deleted, one in flight */
+    assert_int_equal(d.count, 0);
+    assert_bodies_left(t, 1);
+}
+
+/* An open that finds the disk full, at its pragmas or inside the migration
+ * (it copies every body; write 0 fails the former, 4 and 8 the latter with
+ * SQLite 3.40), leaves the file at schema 2 and the partition waiting, not
+ * stopped; once space returns the writer opens it, migrates it and serves
+ * it, with no restart. */
+static void test_migrate_on_full_disk(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "migfull", NULL);
+    static const int at[] = {0, 4, 8};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+        t_close(t);
+        write_schema2_part0(t, q, true);
+        atomic_store(&tv.fails, 0);
+        tv_fail_write_at(at[k], SQLITE_FULL);
+        t_open(t);
+        assert_int_equal(atomic_load(&tv.fails), 1);
+        assert_false(part_engine_partition_ok(t->e, 0));
+        struct t_done d;
+        t_recv(t, q, 10, 30, &d);
+        assert_int_equal(d.status, SL_EBUSY); /* waiting, not stopped (SL_EIO) */
+
+        bool opened = false;
+        for (int i = 0; i < 40 && !opened; i++) {
+            usleep(100 * 1000);
+            opened = part_engine_partition_ok(t->e, 0);
+        }
+        assert_true(opened);
+        receive_migrated(t, q, 2, &d);
+        assert_int_equal(d.msgs[1].body_len, BIG_LEN);
+    }
+}
+
+static int teardown_full(void **state)
+{
+    tv_fail_write_at(-1, SQLITE_OK);
+    atomic_store(&tv.fails, 0);
+    return t_teardown(state);
+}
+
+/* A file of schema 2 taken down to an older one by downgrade, migrated. */
+static void migrate_from(struct t_env *t, const char *queue, const char *downgrade)
+{
+    uint64_t q = t_create(t, "acme", queue, NULL);
+    t_close(t);
+    write_schema2_part0(t, q, false);
+    rewrite_part0(t, downgrade);
+    t_open(t);
+    check_migrated(t, q);
 }
 
 static void test_migrate_from_1(void **state)
 {
-    struct t_env *t = *state;
-    uint64_t q = t_create(t, "acme", "mig1", NULL);
-    t_send(t, q, 0, "old");
-    t_close(t);
-    assert_int_equal(user_version(t), 2);
-    rewrite_part0(t, "ALTER TABLE msg DROP COLUMN digests; PRAGMA user_version=1;");
-    t_open(t);
-    check_migrated(t, q);
+    migrate_from(*state, "mig1", "ALTER TABLE msg DROP COLUMN digests; PRAGMA user_version=1;");
 }
 
 static void test_migrate_from_0(void **state)
 {
-    struct t_env *t = *state;
-    uint64_t q = t_create(t, "acme", "mig0", NULL);
-    t_send(t, q, 0, "old");
-    t_close(t);
     /* schema 0: no lane column, msg_ready without it */
-    rewrite_part0(t, "DROP INDEX msg_ready; ALTER TABLE msg DROP COLUMN digests;"
-                     " ALTER TABLE msg DROP COLUMN lane;"
-                     " CREATE INDEX msg_ready ON msg(queue_id, priority, id, group_id)"
-                     " WHERE state=1; PRAGMA user_version=0;");
-    t_open(t);
-    check_migrated(t, q);
+    migrate_from(*state, "mig0",
+                 "DROP INDEX msg_ready; ALTER TABLE msg DROP COLUMN digests;"
+                 " ALTER TABLE msg DROP COLUMN lane;"
+                 " CREATE INDEX msg_ready ON msg(queue_id, priority, id, group_id)"
+                 " WHERE state=1; PRAGMA user_version=0;");
 }
 
 int main(void)
 {
+    tv_install(); /* passes everything through but in test_migrate_on_full_disk */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_digests_round_trip, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_2, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_on_full_disk, t_setup, teardown_full),
         cmocka_unit_test_setup_teardown(test_migrate_from_1, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_0, t_setup, t_teardown),
     };
