@@ -473,41 +473,68 @@ const struct gw_sqs_queue_ref *gw_sqs_request_queue(const struct gw_sqs_request 
 int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs_request *out,
                   struct gw_sqs_err *err);
 
+/* The same for a parsed JSON document (the JSON protocol's, or the one the
+ * query protocol's form was translated into, gw_sqs_query_decode). Always
+ * takes ownership of doc (one reference); a doc that is not an object is
+ * SerializationException. Returns as gw_sqs_decode. */
+int gw_sqs_decode_doc(enum gw_sqs_action action, struct json_t *doc, struct gw_sqs_request *out,
+                      struct gw_sqs_err *err);
+
 void gw_sqs_request_fini(struct gw_sqs_request *r);
 
 /* ---- replies ------------------------------------------------------------ */
 
-/* A whole answer: status, the two SQS headers and the body. */
+/* The wire protocol of a request, which its reply speaks too. */
+enum gw_sqs_protocol {
+    GW_SQS_PROTO_JSON,  /* AWS JSON 1.0 (X-Amz-Target) */
+    GW_SQS_PROTO_QUERY, /* the SQS query API: a form in, XML out */
+};
+
+/* A whole answer: status, the SQS headers and the body. */
 struct gw_sqs_reply {
     int status;
     enum gw_sqs_error error; /* GW_SQS_OK on success */
-    struct sl_buf body;      /* empty for actions without output */
+    struct sl_buf body;      /* empty for JSON actions without output */
     char query_error[96];    /* "<code>;Sender" when error != GW_SQS_OK */
+    /* What the body is written in and for (gw_sqs_reply_init_for): XML
+     * names the action ("<ActionResponse>") and carries the request id. */
+    enum gw_sqs_protocol protocol;
+    enum gw_sqs_action action;
+    const char *request_id; /* borrowed; may be NULL */
 };
 
+/* A JSON reply. */
 void gw_sqs_reply_init(struct gw_sqs_reply *r);
+/* A reply in protocol to action (GW_SQS_ACT__COUNT before the action is
+ * known), whose XML carries request_id (borrowed, must outlive r). */
+void gw_sqs_reply_init_for(struct gw_sqs_reply *r, enum gw_sqs_protocol protocol,
+                           enum gw_sqs_action action, const char *request_id);
 void gw_sqs_reply_fini(struct gw_sqs_reply *r);
 
-/* An error reply: {"__type": ..., "message": ...}, status from the table. */
+/* An error reply, status from the table: {"__type": ..., "message": ...}
+ * in JSON, <ErrorResponse><Error><Type/><Code/><Message/>... in XML. */
 void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err);
 
-/* A 200 reply with body (steals the reference), or with an empty body when
- * body is NULL (actions whose output is Unit in the SQS Smithy model). */
-void gw_sqs_reply_ok(struct gw_sqs_reply *r, struct json_t *body);
+/* A 200 reply for an action without output (Unit in the SQS Smithy
+ * model): an empty body in JSON, <ActionResponse> with only its
+ * ResponseMetadata in XML. */
+void gw_sqs_reply_empty(struct gw_sqs_reply *r);
 
-/* The headers of a reply (content-type, and x-amzn-query-error for errors),
- * borrowing from r. Returns how many were written to out. */
+/* The headers of a reply (content-type, and x-amzn-query-error for JSON
+ * errors), borrowing from r. Returns how many were written to out. */
 size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r, struct gw_header out[2]);
 
-/* ---- success bodies ------------------------------------------------------ */
+/* ---- success replies of the queue actions -------------------------------- */
 
-/* Each returns a new JSON object (one reference) for gw_sqs_reply_ok. */
-
-struct json_t *gw_sqs_encode_queue_url(struct sl_slice queue_url); /* CreateQueue, GetQueueUrl */
-struct json_t *gw_sqs_encode_queue_urls(const struct sl_slice *urls, size_t n,
-                                        const char *member, /* "QueueUrls" or "queueUrls" */
-                                        struct sl_slice next_token);
-struct json_t *gw_sqs_encode_string_map(const char *member, const struct gw_sqs_tag *kv, size_t n);
+/* CreateQueue, GetQueueUrl: QueueUrl. */
+void gw_sqs_reply_queue_url(struct gw_sqs_reply *r, struct sl_slice queue_url);
+/* ListQueues (QueueUrls, left out when empty) and ListDeadLetterSourceQueues
+ * (queueUrls, always there), by r->action; NextToken when not empty. */
+void gw_sqs_reply_queue_urls(struct gw_sqs_reply *r, const struct sl_slice *urls, size_t n,
+                             struct sl_slice next_token);
+/* GetQueueAttributes (Attributes) and ListQueueTags (Tags), by r->action;
+ * the member is left out when n is 0. */
+void gw_sqs_reply_string_map(struct gw_sqs_reply *r, const struct gw_sqs_tag *kv, size_t n);
 
 /* What a send did with one message. */
 struct gw_sqs_send_result {
@@ -563,13 +590,34 @@ struct gw_sqs_received {
     const uint8_t *md5_of_attrs;
 };
 
+/* One message move task as ListMessageMoveTasks shows it. NULL strings
+ * and zero numbers marked "absent" are left out of the reply. */
+struct gw_sqs_move_task {
+    const char *task_handle; /* only while RUNNING; NULL otherwise */
+    const char *status;      /* RUNNING, COMPLETED, CANCELLING, CANCELLED, FAILED */
+    const char *source_arn;
+    const char *destination_arn; /* NULL: each message back to its source */
+    int32_t max_per_second;      /* 0: absent */
+    int64_t moved;
+    int64_t to_move;
+    const char *failure_reason; /* FAILED only */
+    uint64_t started_ms;        /* epoch ms, a number (the SQS Smithy model) */
+};
+
+/* StartMessageMoveTask: TaskHandle. */
+void gw_sqs_reply_task_handle(struct gw_sqs_reply *r, const char *handle);
+/* ListMessageMoveTasks: Results, in the order given (newest first). */
+void gw_sqs_reply_move_tasks(struct gw_sqs_reply *r, const struct gw_sqs_move_task *tasks,
+                             size_t n);
+/* CancelMessageMoveTask: ApproximateNumberOfMessagesMoved. */
+void gw_sqs_reply_moved(struct gw_sqs_reply *r, int64_t moved);
+
 /* ---- success replies written directly (the hot message actions) ---------- */
 
 /* Each makes r a 200 reply whose body is written straight into r->body
- * (gw_json.h), with no jansson tree in between. Members are in SQS's order
- * and optional ones are left out when empty. (A string that is not valid
- * UTF-8, which nothing decoded can hold, is written with U+FFFD per bad
- * byte.) */
+ * (gw_json.h, or gw_xml.h for the query protocol), with no tree in between. Members are in SQS's
+ * order and optional ones are left out when empty. (A string that is not valid UTF-8, which nothing
+ * decoded can hold, is written with U+FFFD per bad byte.) */
 
 /* SendMessage: {MessageId, MD5OfMessageBody, MD5OfMessageAttributes?,
  * MD5OfMessageSystemAttributes?, SequenceNumber?}. */
