@@ -117,6 +117,10 @@ size_t gw_sqs_action_max_body(enum gw_sqs_action a);
  * Returns false for anything else. */
 bool gw_sqs_action_from_target(struct sl_slice target, enum gw_sqs_action *out);
 
+/* Finds the action of a bare name ("SendMessage", the query protocol's
+ * Action parameter). Returns false for anything else. */
+bool gw_sqs_action_from_name(struct sl_slice name, enum gw_sqs_action *out);
+
 /* ---- names, URLs, ARNs -------------------------------------------------- */
 
 /* A queue as a QueueUrl names it: http[s]://HOST:PORT/TENANT/QUEUE. */
@@ -481,6 +485,32 @@ int gw_sqs_decode_doc(enum gw_sqs_action action, struct json_t *doc, struct gw_s
                       struct gw_sqs_err *err);
 
 void gw_sqs_request_fini(struct gw_sqs_request *r);
+
+/* ---- the query protocol (gw_sqs_query.c) ---------------------------------- */
+
+/* The API version the query protocol's Version parameter must name. */
+#define GW_SQS_QUERY_VERSION "2012-11-05"
+
+/* Finds the Action of a form (application/x-www-form-urlencoded body or
+ * query string) without decoding the rest, so that the per-action body
+ * cap applies before the form is decoded. Returns SL_OK and sets *out, or
+ * SL_EINVAL with *err: MissingAction (no Action), InvalidAction (not one
+ * of gw_actions.def), MalformedQueryString (bad percent-encoding). */
+int gw_sqs_query_action(struct sl_slice form, enum gw_sqs_action *out, struct gw_sqs_err *err);
+
+/* Decodes a whole query-protocol form into *out with the JSON protocol's
+ * validation: the form's parameters are translated into the JSON
+ * protocol's document (the flattened lists "X.N", maps "X.N.Name/Value",
+ * entry lists "XRequestEntry.N.*" of the SQS query API) and decoded by
+ * gw_sqs_decode_doc. queue_url, when not empty, is the QueueUrl of a form
+ * that names none (a request posted to the queue's URL). Returns SL_OK, or
+ * SL_EINVAL with *err (everything gw_sqs_decode answers, and
+ * MissingParameter for a missing Version, InvalidParameterValue for
+ * another Version or a number that is not one, InvalidQueryParameter for
+ * a bad list index or a repeated parameter, MalformedQueryString), or
+ * SL_ENOMEM. In every case call gw_sqs_request_fini(out) afterwards. */
+int gw_sqs_query_decode(struct sl_slice form, struct sl_slice queue_url, struct gw_sqs_request *out,
+                        struct gw_sqs_err *err);
 
 /* ---- replies ------------------------------------------------------------ */
 
