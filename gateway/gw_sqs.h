@@ -1,7 +1,9 @@
 /*
- * gw_sqs.h -- (gateway-internal) the SQS JSON 1.0 protocol layer: the error
- * and action tables, typed request decoding (jansson), reply encoding, the
- * message MD5s, queue URLs and SQS's name rules.
+ * gw_sqs.h -- (gateway-internal) the SQS protocol layer, JSON 1.0 and the
+ * query protocol: the error and action tables, typed request decoding
+ * (jansson; a query form is translated into the JSON document first),
+ * reply encoding in JSON or XML, the message MD5s, queue URLs and SQS's
+ * name rules.
  *
  * Everything here is pure: no I/O, no libuv, no threads, no clock. It can
  * be driven from a byte array (tests/unit/gateway/test_sqs*.c,
