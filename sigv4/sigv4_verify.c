@@ -95,6 +95,67 @@ static enum sigv4_failure canon_failure(int rc)
     return rc == SL_ENOTFOUND ? SIGV4_FAIL_MISMATCH : SIGV4_FAIL_INCOMPLETE;
 }
 
+/* Resets the outputs, and refuses temporary credentials (every check
+ * starts here). */
+static int begin_check(const struct sigv4_request *req, enum sigv4_failure *failure,
+                       const char **why)
+{
+    tx_set_why(why, "");
+    if (failure) {
+        *failure = SIGV4_FAIL_NONE;
+    }
+    if (sigv4__find_header(req, "x-amz-security-token")) {
+        return tx_refuse(failure, why, SIGV4_FAIL_TOKEN,
+                         "temporary credentials (X-Amz-Security-Token) are not supported");
+    }
+    return SL_OK;
+}
+
+/* The credential scope against the server and the request's date (both
+ * forms). */
+static int check_scope(const struct sigv4_auth *auth, struct sl_slice amz_date, const char *region,
+                       const char *service, enum sigv4_failure *failure, const char **why)
+{
+    if (!sl_slice_eq_cstr(auth->region, region)) {
+        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
+                         "the credential scope names another region");
+    }
+    if (!sl_slice_eq_cstr(auth->service, service)) {
+        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
+                         "the credential scope names another service");
+    }
+    if (auth->date.n != 8 || amz_date.n < 8 || memcmp(auth->date.p, amz_date.p, 8) != 0) {
+        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
+                         "the credential scope date is not the day of the request date");
+    }
+    return SL_OK;
+}
+
+/* What must be signed (host or :authority, date_header unless NULL, every
+ * x-amz-* header), and the signature decoded into given (both forms). */
+static int check_signed(const struct sigv4_request *req, const struct sigv4_auth *auth,
+                        const char *date_header, uint8_t given[SIGV4_KEY_BYTES],
+                        enum sigv4_failure *failure, const char **why)
+{
+    if (!list_has(auth->signed_headers, "host") && !list_has(auth->signed_headers, ":authority")) {
+        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
+                         "SignedHeaders must include host (or :authority)");
+    }
+    if (date_header != NULL && !list_has(auth->signed_headers, date_header)) {
+        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
+                         "SignedHeaders must include the date header");
+    }
+    if (unsigned_amz_header(req, auth->signed_headers) != NULL) {
+        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
+                         "SignedHeaders must include every x-amz-* header of the request, "
+                         "X-Amz-Target among them");
+    }
+    if (!hex_decode32(auth->signature, given)) {
+        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE, "Signature must be 64 hex digits");
+    }
+    return SL_OK;
+}
+
 /* The canonical request, the string to sign and the MAC of a request
  * whose every other check passed; given is the decoded signature. */
 static int check_signature(const struct sigv4_request *req, const struct sigv4_auth *auth,
@@ -138,13 +199,8 @@ int sigv4_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
                  const char *region, const char *service, int64_t now_s,
                  struct sigv4_key_cache *cache, enum sigv4_failure *failure, const char **why)
 {
-    tx_set_why(why, "");
-    if (failure) {
-        *failure = SIGV4_FAIL_NONE;
-    }
-    if (sigv4__find_header(req, "x-amz-security-token")) {
-        return tx_refuse(failure, why, SIGV4_FAIL_TOKEN,
-                         "temporary credentials (X-Amz-Security-Token) are not supported");
+    if (begin_check(req, failure, why) != SL_OK) {
+        return SL_EINVAL;
     }
     const char *date_name = "x-amz-date";
     const struct sigv4_header *date_hdr = sigv4__find_header(req, date_name);
@@ -162,38 +218,16 @@ int sigv4_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
         return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
                          "the request date must be in ISO 8601 basic format, YYYYMMDD'T'HHMMSS'Z'");
     }
-    if (!sl_slice_eq_cstr(auth->region, region)) {
-        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
-                         "the credential scope names another region");
-    }
-    if (!sl_slice_eq_cstr(auth->service, service)) {
-        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
-                         "the credential scope names another service");
-    }
-    if (auth->date.n != 8 || memcmp(auth->date.p, amz_date.p, 8) != 0) {
-        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
-                         "the credential scope date is not the day of the request date");
+    if (check_scope(auth, amz_date, region, service, failure, why) != SL_OK) {
+        return SL_EINVAL;
     }
     if (t > now_s + SIGV4_MAX_SKEW_S || t < now_s - SIGV4_MAX_SKEW_S) {
         return tx_refuse(failure, why, SIGV4_FAIL_EXPIRED,
                          "the request date is more than 15 minutes from the server's clock");
     }
-    if (!list_has(auth->signed_headers, "host") && !list_has(auth->signed_headers, ":authority")) {
-        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
-                         "SignedHeaders must include host (or :authority)");
-    }
-    if (!list_has(auth->signed_headers, date_name)) {
-        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
-                         "SignedHeaders must include the date header");
-    }
-    if (unsigned_amz_header(req, auth->signed_headers) != NULL) {
-        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
-                         "SignedHeaders must include every x-amz-* header of the request, "
-                         "X-Amz-Target among them");
-    }
     uint8_t given[SIGV4_KEY_BYTES];
-    if (!hex_decode32(auth->signature, given)) {
-        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE, "Signature must be 64 hex digits");
+    if (check_signed(req, auth, date_name, given, failure, why) != SL_OK) {
+        return SL_EINVAL;
     }
 
     struct sigv4__crypto *cr = sigv4__key_cache_crypto(cache);
@@ -369,13 +403,8 @@ int sigv4_verify_presigned(const struct sigv4_request *req, const char *secret, 
                            const char *service, int64_t now_s, struct sigv4_key_cache *cache,
                            enum sigv4_failure *failure, const char **why)
 {
-    tx_set_why(why, "");
-    if (failure) {
-        *failure = SIGV4_FAIL_NONE;
-    }
-    if (sigv4__find_header(req, "x-amz-security-token")) {
-        return tx_refuse(failure, why, SIGV4_FAIL_TOKEN,
-                         "temporary credentials (X-Amz-Security-Token) are not supported");
+    if (begin_check(req, failure, why) != SL_OK) {
+        return SL_EINVAL;
     }
     struct presigned ps;
     int rc = parse_presigned(req->query, &ps, failure, why);
@@ -388,17 +417,8 @@ int sigv4_verify_presigned(const struct sigv4_request *req, const char *secret, 
         return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
                          "X-Amz-Date must be in ISO 8601 basic format, YYYYMMDD'T'HHMMSS'Z'");
     }
-    if (!sl_slice_eq_cstr(auth->region, region)) {
-        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
-                         "the credential scope names another region");
-    }
-    if (!sl_slice_eq_cstr(auth->service, service)) {
-        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
-                         "the credential scope names another service");
-    }
-    if (memcmp(auth->date.p, ps.amz_date.p, 8) != 0) {
-        return tx_refuse(failure, why, SIGV4_FAIL_SCOPE,
-                         "the credential scope date is not the day of X-Amz-Date");
+    if (check_scope(auth, ps.amz_date, region, service, failure, why) != SL_OK) {
+        return SL_EINVAL;
     }
     if (now_s > t + ps.expires) {
         return tx_refuse(failure, why, SIGV4_FAIL_EXPIRED,
@@ -408,18 +428,9 @@ int sigv4_verify_presigned(const struct sigv4_request *req, const char *secret, 
         return tx_refuse(failure, why, SIGV4_FAIL_EXPIRED,
                          "X-Amz-Date is more than 15 minutes ahead of the server's clock");
     }
-    if (!list_has(auth->signed_headers, "host") && !list_has(auth->signed_headers, ":authority")) {
-        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
-                         "X-Amz-SignedHeaders must include host (or :authority)");
-    }
-    if (unsigned_amz_header(req, auth->signed_headers) != NULL) {
-        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE,
-                         "X-Amz-SignedHeaders must include every x-amz-* header of the request, "
-                         "X-Amz-Target among them");
-    }
     uint8_t given[SIGV4_KEY_BYTES];
-    if (!hex_decode32(auth->signature, given)) {
-        return tx_refuse(failure, why, SIGV4_FAIL_INCOMPLETE, "Signature must be 64 hex digits");
+    if (check_signed(req, auth, NULL, given, failure, why) != SL_OK) {
+        return SL_EINVAL;
     }
     /* The payload hash is the body's SHA-256, as botocore's SigV4QueryAuth
      * signs it (of the empty body, after it moved a form into the query),
@@ -456,13 +467,8 @@ int sigv4_verify_presigned(const struct sigv4_request *req, const char *secret, 
 int sigv4_authenticate(const struct sigv4_request *req, const struct sigv4_verifier *v,
                        enum sigv4_failure *failure, const char **why)
 {
-    tx_set_why(why, "");
-    if (failure) {
-        *failure = SIGV4_FAIL_NONE;
-    }
-    if (sigv4__find_header(req, "x-amz-security-token")) {
-        return tx_refuse(failure, why, SIGV4_FAIL_TOKEN,
-                         "temporary credentials (X-Amz-Security-Token) are not supported");
+    if (begin_check(req, failure, why) != SL_OK) {
+        return SL_EINVAL;
     }
     const struct sigv4_header *authz = sigv4__find_header(req, "authorization");
     if (!authz && sigv4_query_is_presigned(req->query)) {
