@@ -204,7 +204,7 @@ static const struct qmember remove_permission[] = {STR("QueueUrl"), STR("Label")
 #define list_queue_tags queue_only
 
 static const struct qmember *const action_members[GW_SQS_ACT__COUNT] = {
-#define GW_SQS_ACTION(name, camel, snake, handler) [GW_SQS_ACT_##name] = snake,
+#define GW_SQS_ACTION(name, camel, snake, handler) [GW_SQS_ACT_##name] = (snake),
 #include "gw_actions.def"
 #undef GW_SQS_ACTION
 };
@@ -775,7 +775,7 @@ int gw_sqs_query_decode(struct sl_slice form, struct sl_slice queue_url, struct 
     if (rc != SL_OK) {
         return rc;
     }
-    enum gw_sqs_action action;
+    enum gw_sqs_action action = GW_SQS_ACT__COUNT;
     rc = form_action(&f, &action, err);
     out->action = action;
     const struct qparam *version = rc == SL_OK ? form_get(&f, "Version") : NULL;
@@ -795,6 +795,7 @@ int gw_sqs_query_decode(struct sl_slice form, struct sl_slice queue_url, struct 
         rc = gw_sqs_err_set(err, GW_SQS_E_INTERNAL_ERROR, NULL);
     }
     if (rc == SL_OK) {
+        SL_ASSERT((unsigned)action < GW_SQS_ACT__COUNT); /* form_action found one */
         rc = build_struct(f.params, f.n, action_members[action], doc, err);
     }
     /* A request posted to a queue's URL names its queue by the path when
