@@ -223,7 +223,7 @@ static void queues(void)
     free(got);
     it_response_free(&r);
 
-    create("orders-2", "");
+    free(create("orders-2", ""));
     r = post("Action=ListQueues&" V "&QueueNamePrefix=orders");
     expect_ok(&r, "ListQueues");
     IT_CHECK(xml_count(r.body, "QueueUrl") == 2);
@@ -311,7 +311,9 @@ static void messages(void)
     free(got);
     /* the attribute MD5 is the JSON protocol's for the same attributes */
     char *attr_md5 = xml_get(r.body, "MD5OfMessageAttributes");
-    IT_CHECK(attr_md5 != NULL && xml_get(r.body, "MessageId") != NULL);
+    char *message_id = xml_get(r.body, "MessageId");
+    IT_CHECK(attr_md5 != NULL && message_id != NULL && strlen(message_id) == 36);
+    free(message_id);
     it_response_free(&r);
     json_t *jreq = json_pack("{s:s,s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s}}}", "QueueUrl", url,
                              "MessageBody", "x", "MessageAttributes", "color", "DataType", "String",
