@@ -199,7 +199,7 @@ static void md5_hex(const void *data, size_t n, char out[33])
     unsigned char d[16];
     unsigned int len = 0;
     EVP_Digest(data, n, d, &len, EVP_md5(), NULL);
-    for (int i = 0; i < 16; i++) {
+    for (size_t i = 0; i < 16; i++) {
         snprintf(out + 2 * i, 3, "%02x", d[i]);
     }
 }
@@ -503,7 +503,7 @@ static void sha256_hex(const char *s, char out[65])
     unsigned char d[32];
     unsigned int len = 0;
     EVP_Digest(s, strlen(s), d, &len, EVP_sha256(), NULL);
-    for (int i = 0; i < 32; i++) {
+    for (size_t i = 0; i < 32; i++) {
         snprintf(out + 2 * i, 3, "%02x", d[i]);
     }
 }
@@ -538,7 +538,7 @@ static void presign(const char *path, const char *params, time_t t, int expires,
     hmac(k3, 32, "aws4_request", k4);
     hmac(k4, 32, sts, sig);
     char sig_hex[65];
-    for (int i = 0; i < 32; i++) {
+    for (size_t i = 0; i < 32; i++) {
         snprintf(sig_hex + 2 * i, 3, "%02x", sig[i]);
     }
     snprintf(out, cap, "%s?%s&X-Amz-Signature=%s", path, query, sig_hex);

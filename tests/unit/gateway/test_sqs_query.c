@@ -343,13 +343,12 @@ static void test_message_actions(void **state)
                "&SendMessageBatchRequestEntry.2.Id=a&SendMessageBatchRequestEntry.2.MessageBody=y",
                GW_SQS_E_BATCH_ENTRY_IDS_NOT_DISTINCT, NULL);
     char many[4096] = "Action=SendMessageBatch&" V "&" QU;
+    size_t at = strlen(many);
     for (int i = 1; i <= 11; i++) {
-        char e[128];
-        snprintf(e, sizeof e,
-                 "&SendMessageBatchRequestEntry.%d.Id=i%d&SendMessageBatchRequestEntry.%d."
-                 "MessageBody=x",
-                 i, i, i);
-        strcat(many, e);
+        at += (size_t)snprintf(many + at, sizeof many - at,
+                               "&SendMessageBatchRequestEntry.%d.Id=i%d"
+                               "&SendMessageBatchRequestEntry.%d.MessageBody=x",
+                               i, i, i);
     }
     expect_err(many, GW_SQS_E_TOO_MANY_ENTRIES_IN_BATCH_REQUEST, NULL);
 

@@ -28,8 +28,8 @@
  * self-closing tags but <Detail/>). */
 static void assert_balanced(const char *xml)
 {
-    const char *stack[64];
-    size_t lens[64];
+    const char *stack[64] = {0};
+    size_t lens[64] = {0};
     size_t depth = 0;
     const char *p = strstr(xml, "?>");
     assert_non_null(p);
