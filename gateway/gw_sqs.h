@@ -492,6 +492,11 @@ void gw_sqs_request_fini(struct gw_sqs_request *r);
 
 /* The API version the query protocol's Version parameter must name. */
 #define GW_SQS_QUERY_VERSION "2012-11-05"
+/* The most parameters a form may have: a full SendMessageBatch (10
+ * entries, each with 10 message attributes of 4 parameters and every
+ * other member) has about 500, so this is generous, and it bounds the
+ * decoder's memory to a small multiple of the body. */
+#define GW_SQS_QUERY_MAX_PARAMS 4096u
 
 /* Finds the Action of a form (application/x-www-form-urlencoded body or
  * query string) without decoding the rest, so that the per-action body
@@ -509,7 +514,8 @@ int gw_sqs_query_action(struct sl_slice form, enum gw_sqs_action *out, struct gw
  * SL_EINVAL with *err (everything gw_sqs_decode answers, and
  * MissingParameter for a missing Version, InvalidParameterValue for
  * another Version or a number that is not one, InvalidQueryParameter for
- * a bad list index or a repeated parameter, MalformedQueryString), or
+ * a bad list index, a repeated parameter or more than
+ * GW_SQS_QUERY_MAX_PARAMS parameters, MalformedQueryString), or
  * SL_ENOMEM. In every case call gw_sqs_request_fini(out) afterwards. */
 int gw_sqs_query_decode(struct sl_slice form, struct sl_slice queue_url, struct gw_sqs_request *out,
                         struct gw_sqs_err *err);

@@ -323,6 +323,20 @@ static int form_parse(struct sl_slice form, struct qform *f, struct gw_sqs_err *
     for (size_t i = 0; i < form.n; i++) {
         parts += form.p[i] == '&';
     }
+    if (parts > GW_SQS_QUERY_MAX_PARAMS) {
+        /* counted before anything is allocated: "&&&&..." must not cost
+         * memory in proportion to its length */
+        size_t nonempty = 0;
+        for (size_t i = 0; i < form.n; i++) {
+            nonempty += form.p[i] != '&' && (i + 1 == form.n || form.p[i + 1] == '&');
+        }
+        if (nonempty > GW_SQS_QUERY_MAX_PARAMS) {
+            return gw_sqs_err_set(err, GW_SQS_E_INVALID_QUERY_PARAMETER,
+                                  "The request has %zu parameters; at most %u are accepted.",
+                                  nonempty, GW_SQS_QUERY_MAX_PARAMS);
+        }
+        parts = SL_MAX(nonempty, (size_t)1);
+    }
     f->params = sl_trymalloc(parts * sizeof(*f->params));
     f->text = sl_trymalloc(form.n + 1);
     if (f->params == NULL || f->text == NULL) {

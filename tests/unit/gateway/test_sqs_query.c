@@ -109,6 +109,24 @@ static void test_envelope_errors(void **state)
     expect_err("Action=ListQueues&" V "&MaxResults=", GW_SQS_E_INVALID_PARAMETER_VALUE, NULL);
     expect_err("Action=ListQueues&" V "&MaxResults=1234567890123456789",
                GW_SQS_E_INVALID_PARAMETER_VALUE, NULL);
+    /* a bound on the parameters, counted before anything is allocated;
+     * empty parts do not count */
+    size_t cap = 64 * 1024;
+    char *big = malloc(cap);
+    assert_non_null(big);
+    int at = snprintf(big, cap, "Action=ListQueues&" V);
+    for (unsigned i = 0; i < GW_SQS_QUERY_MAX_PARAMS; i++) {
+        at += snprintf(big + at, cap - (size_t)at, "&a%u=", i);
+    }
+    expect_err(big, GW_SQS_E_INVALID_QUERY_PARAMETER,
+               "The request has 4098 parameters; at most 4096 are accepted.");
+    at = snprintf(big, cap, "Action=ListQueues&" V);
+    memset(big + at, '&', cap - (size_t)at - 1);
+    big[cap - 1] = '\0';
+    struct gw_sqs_request r;
+    expect_ok(big, GW_SQS_ACT_LIST_QUEUES, &r);
+    gw_sqs_request_fini(&r);
+    free(big);
     /* the JSON protocol's range check, on the number the form carried */
     expect_err("Action=ListQueues&" V "&MaxResults=0", GW_SQS_E_INVALID_PARAMETER_VALUE, NULL);
     expect_err("Action=ListQueues&" V "&QueueNamePrefix=%FF", GW_SQS_E_INVALID_PARAMETER_VALUE,
