@@ -18,8 +18,8 @@
  * answers in the client's own protocol (docs/api.md):
  *  - an X-Amz-Target header: JSON 1.0;
  *  - else a POST with Content-Type application/x-www-form-urlencoded
- *    (parameters allowed), or a GET whose query string has an Action
- *    parameter: the query protocol, whose form is the body (or, for a
+ *    (parameters allowed), or a GET or POST whose query string has an
+ *    Action parameter: the query protocol, whose form is the body (or, for a
  *    POST with an empty body, the query string: a presigned POST carries
  *    its form there) or the GET's query string. It may be posted to "/"
  *    or to a queue's URL path "/TENANT/QUEUE", which names the queue when
@@ -254,7 +254,10 @@ static enum gw_sqs_protocol protocol_of(const struct gw_request *req)
     }
     struct sl_slice path, query;
     gw_request_split_path(req->path, &path, &query);
-    if (sl_slice_eq_cstr(req->method, "GET") && query_has_action(query)) {
+    /* botocore presigns a POST by moving its form into the query string */
+    bool get_or_post =
+        sl_slice_eq_cstr(req->method, "GET") || sl_slice_eq_cstr(req->method, "POST");
+    if (get_or_post && query_has_action(query)) {
         return GW_SQS_PROTO_QUERY;
     }
     return GW_SQS_PROTO_JSON;
