@@ -465,6 +465,9 @@ struct gw_sqs_request {
     /* private: what the slices borrow from */
     struct json_t *doc_;
     struct gw_sqs_block *blocks_;
+    /* private: the first escaped lone surrogate of a JSON body, which the
+     * document holds as U+FFFF (gw_sqs_decode), for the error; 0 if none */
+    uint32_t surrogate_;
 };
 
 /* The queue a request names, or NULL for actions without a QueueUrl. */

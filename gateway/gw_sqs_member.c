@@ -274,8 +274,14 @@ static int hex4(const char *p)
     return v;
 }
 
-struct json_t *gw__sqs_load_surrogates(struct sl_slice body, const char *why)
+uint32_t gw__sqs_reported_char(const struct gw_sqs_request *r, uint32_t bad)
 {
+    return bad == 0xFFFF && r->surrogate_ != 0 ? r->surrogate_ : bad;
+}
+
+struct json_t *gw__sqs_load_surrogates(struct sl_slice body, const char *why, uint32_t *first)
+{
+    *first = 0;
     if (why == NULL || strstr(why, "invalid Unicode") == NULL) {
         return NULL;
     }
@@ -304,6 +310,9 @@ struct json_t *gw__sqs_load_surrogates(struct sl_slice body, const char *why)
             }
         }
         if (high || low) {
+            if (*first == 0) {
+                *first = (uint32_t)v;
+            }
             memcpy(copy + i + 2, "FFFF", 4);
         }
         i += 5;

@@ -423,7 +423,10 @@ static void test_send_message_errors(void **state)
     /* a lone surrogate arriving as a JSON escape is a character SQS does
      * not allow, not a malformed body; a proper pair is a character */
     expect_err(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"a\\uD800b\"}",
-               GW_SQS_E_INVALID_MESSAGE_CONTENTS, NULL);
+               GW_SQS_E_INVALID_MESSAGE_CONTENTS,
+               "Invalid binary character '#xD800' was found in the message body, the set of "
+               "allowed characters is #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | "
+               "#x10000 to #x10FFFF");
     expect_err(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"\\udc00\"}",
                GW_SQS_E_INVALID_MESSAGE_CONTENTS, NULL);
     expect_err(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"\\uD800\\u0041\"}",
