@@ -347,7 +347,7 @@ static int form_parse(struct sl_slice form, struct qform *f, struct gw_sqs_err *
     char *out = f->text;
     size_t at = 0;
     while (at <= form.n) {
-        const char *amp = memchr(form.p + at, '&', form.n - at);
+        const char *amp = at < form.n ? memchr(form.p + at, '&', form.n - at) : NULL;
         size_t end = amp != NULL ? (size_t)(amp - form.p) : form.n;
         struct sl_slice part = {form.p + at, end - at};
         if (part.n > 0) {

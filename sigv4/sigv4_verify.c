@@ -254,6 +254,20 @@ int sigv4_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
 #define PRESIGNED_VALUE_MAX 512
 #define PRESIGNED_MAX_EXPIRES ((int64_t)7 * 24 * 3600) /* a week, as AWS allows */
 
+/* The next '&'-separated piece of a query from *at (which it advances);
+ * false once the query is used up. Pieces may be empty. */
+static bool next_param(struct sl_slice query, size_t *at, struct sl_slice *piece)
+{
+    if (*at > query.n) {
+        return false;
+    }
+    const char *amp = *at < query.n ? memchr(query.p + *at, '&', query.n - *at) : NULL;
+    size_t end = amp != NULL ? (size_t)(amp - query.p) : query.n;
+    *piece = (struct sl_slice){query.p + *at, end - *at};
+    *at = end + 1;
+    return true;
+}
+
 /* Percent-decodes the value of the first query parameter named name into
  * buf[cap] ('+' stays itself, as SigV4 reads it). Returns 1 when found
  * (*out set), 0 when absent, -1 when over cap or badly encoded. */
@@ -261,13 +275,9 @@ static int query_value(struct sl_slice query, const char *name, char *buf, size_
                        struct sl_slice *out)
 {
     size_t nl = strlen(name);
-    size_t start = 0;
-    for (size_t j = 0; j <= query.n; j++) {
-        if (j < query.n && query.p[j] != '&') {
-            continue;
-        }
-        struct sl_slice piece = {query.p + start, j - start};
-        start = j + 1;
+    size_t at = 0;
+    struct sl_slice piece;
+    while (next_param(query, &at, &piece)) {
         if (piece.n <= nl || memcmp(piece.p, name, nl) != 0 || piece.p[nl] != '=') {
             continue;
         }
@@ -375,13 +385,9 @@ static bool query_without_signature(struct sl_slice query, char *buf, size_t cap
 {
     static const char name[] = "X-Amz-Signature=";
     size_t o = 0;
-    size_t start = 0;
-    for (size_t j = 0; j <= query.n; j++) {
-        if (j < query.n && query.p[j] != '&') {
-            continue;
-        }
-        struct sl_slice piece = {query.p + start, j - start};
-        start = j + 1;
+    size_t at = 0;
+    struct sl_slice piece;
+    while (next_param(query, &at, &piece)) {
         if (piece.n == 0 ||
             (piece.n >= sizeof name - 1 && memcmp(piece.p, name, sizeof name - 1) == 0)) {
             continue;

@@ -93,6 +93,13 @@ static void test_envelope_errors(void **state)
 {
     (void)state;
     expect_err(V, GW_SQS_E_MISSING_ACTION, "The request must contain the parameter Action.");
+    struct gw_sqs_request none;
+    struct gw_sqs_err err;
+    assert_int_equal(
+        gw_sqs_query_decode((struct sl_slice){NULL, 0}, (struct sl_slice){NULL, 0}, &none, &err),
+        SL_EINVAL);
+    assert_int_equal(err.code, GW_SQS_E_MISSING_ACTION);
+    gw_sqs_request_fini(&none);
     expect_err("Action=Frobnicate&" V, GW_SQS_E_UNKNOWN_OPERATION,
                "The action Frobnicate is not valid for this endpoint.");
     expect_err("Action=ListQueues", GW_SQS_E_MISSING_PARAMETER,

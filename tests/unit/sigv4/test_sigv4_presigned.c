@@ -162,6 +162,7 @@ static void test_authenticate_dispatch(void **state)
     (void)state;
     assert_true(sigv4_query_is_presigned(SL_SLICE_LIT(GET_QUERY)));
     assert_false(sigv4_query_is_presigned(SL_SLICE_LIT("Action=ListQueues&Version=2012-11-05")));
+    assert_false(sigv4_query_is_presigned((struct sl_slice){NULL, 0}));
     char buf[64];
     struct sl_slice key;
     enum sigv4_failure f;
