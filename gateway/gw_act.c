@@ -115,7 +115,7 @@ void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
         ctx->charged = true;
     }
     struct gw_sqs_reply reply;
-    gw_sqs_reply_init(&reply);
+    gw__act_reply_init(ctx, &reply);
     gw_sqs_reply_error(&reply, err);
     gw__act_finish(ctx, &reply);
     gw_sqs_reply_fini(&reply);
@@ -139,11 +139,16 @@ void gw__act_no_iam(struct gw_act_ctx *ctx)
     gw__act_fail(ctx, &err);
 }
 
-void gw__act_reply(struct gw_act_ctx *ctx, struct json_t *body)
+void gw__act_reply_init(const struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
+{
+    gw_sqs_reply_init_for(reply, ctx->protocol, ctx->action, ctx->http->request_id);
+}
+
+void gw__act_reply_empty(struct gw_act_ctx *ctx)
 {
     struct gw_sqs_reply reply;
-    gw_sqs_reply_init(&reply);
-    gw_sqs_reply_ok(&reply, body);
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_empty(&reply);
     gw__act_finish(ctx, &reply);
     gw_sqs_reply_fini(&reply);
 }

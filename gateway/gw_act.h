@@ -116,6 +116,7 @@ struct gw_act_ctx {
     struct cfg_snapshot *snap;      /* one reference, held until finish */
     struct cfg_principal principal; /* borrows from snap */
     enum gw_sqs_action action;
+    enum gw_sqs_protocol protocol;   /* what the request spoke; the reply speaks it too */
     struct gw_sqs_request req;       /* decoded; fini'd by finish */
     uint64_t queue_id;               /* the queue it named, once resolved; 0 before */
     bool charged;                    /* its tokens are settled (admitted, refused or charged) */
@@ -136,9 +137,14 @@ void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply);
  * the same budget as good ones. Always takes ownership of ctx. */
 void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err);
 
-/* Sends a 200 with body (stolen; NULL = empty body). Always takes
- * ownership of ctx and body. */
-void gw__act_reply(struct gw_act_ctx *ctx, struct json_t *body);
+/* Starts a reply to ctx's request in its protocol (gw_sqs_reply_init_for);
+ * the caller writes it with a gw_sqs_reply_*() function, finishes and
+ * fini's it. */
+void gw__act_reply_init(const struct gw_act_ctx *ctx, struct gw_sqs_reply *reply);
+
+/* Sends the 200 of an action without output. Always takes ownership of
+ * ctx. */
+void gw__act_reply_empty(struct gw_act_ctx *ctx);
 
 /* Sends InternalError / ServiceUnavailable / QueueDoesNotExist for an
  * engine status. Always takes ownership of ctx. */

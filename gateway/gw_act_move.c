@@ -490,7 +490,11 @@ void gw__act_start_message_move_task(struct gw_act_ctx *ctx)
     uv_timer_init(ctx->loop->loop, &r->timer);
     r->timer.data = r;
     uv_timer_start(&r->timer, runner_tick, 0, 0);
-    gw__act_reply(ctx, gw_sqs_encode_task_handle(rec->handle));
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_task_handle(&reply, rec->handle);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
 }
 
 /* ---- ListMessageMoveTasks ---------------------------------------------------- */
@@ -507,8 +511,12 @@ void gw__act_list_message_move_tasks(struct gw_act_ctx *ctx)
         return;
     }
     struct gw_move_registry *reg = registry_if_any(ctx->api);
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
     if (reg == NULL) {
-        gw__act_reply(ctx, gw_sqs_encode_move_tasks(NULL, 0));
+        gw_sqs_reply_move_tasks(&reply, NULL, 0);
+        gw__act_finish(ctx, &reply);
+        gw_sqs_reply_fini(&reply);
         return;
     }
     struct gw_sqs_move_task out[MOVE_HISTORY];
@@ -533,9 +541,10 @@ void gw__act_list_message_move_tasks(struct gw_act_ctx *ctx)
     }
     /* Encoded under the lock: the strings belong to records a concurrent
      * start may prune. */
-    json_t *body = gw_sqs_encode_move_tasks(out, n);
+    gw_sqs_reply_move_tasks(&reply, out, n);
     pthread_mutex_unlock(&reg->mu);
-    gw__act_reply(ctx, body);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
 }
 
 /* ---- CancelMessageMoveTask --------------------------------------------------- */
@@ -585,7 +594,11 @@ void gw__act_cancel_message_move_task(struct gw_act_ctx *ctx)
         fail(ctx, GW_SQS_E_RESOURCE_NOT_FOUND, "Task does not exist.");
         return;
     }
-    gw__act_reply(ctx, gw_sqs_encode_moved(moved));
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_moved(&reply, moved);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
 }
 
 /* ---- shutdown ---------------------------------------------------------------- */

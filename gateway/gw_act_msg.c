@@ -124,7 +124,7 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
         gw_sqs_send_result_fill(&ctx->req.u.send_message.msg, &b->digests[0], &r);
         free(b);
         struct gw_sqs_reply reply;
-        gw_sqs_reply_init(&reply);
+        gw__act_reply_init(ctx, &reply);
         gw_sqs_reply_send_result(&reply, &r);
         gw__act_finish(ctx, &reply);
         gw_sqs_reply_fini(&reply);
@@ -148,7 +148,7 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
         }
     }
     struct gw_sqs_reply reply;
-    gw_sqs_reply_init(&reply);
+    gw__act_reply_init(ctx, &reply);
     gw_sqs_reply_send_batch(&reply, ok, n_ok, failed, n_failed);
     free(b);
     gw__act_finish(ctx, &reply);
@@ -348,7 +348,7 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
     struct gw_act_ctx *ctx = b->ctx;
     receive_finish(b);
     if (status == SL_ECLOSED && gw_exchange_cancelled(ctx->ex)) {
-        gw__act_reply(ctx, NULL); /* the client is gone; this only frees */
+        gw__act_reply_empty(ctx); /* the client is gone; this only frees */
         return;
     }
     if (status != SL_OK) {
@@ -399,7 +399,7 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
         }
     }
     struct gw_sqs_reply reply;
-    gw_sqs_reply_init(&reply);
+    gw__act_reply_init(ctx, &reply);
     gw_sqs_reply_messages(&reply, out, n);
     for (size_t i = 0; i < n; i++) {
         sl_buf_free(&arns[i]);
@@ -448,7 +448,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
                                     inflight > 0 ? (uint64_t)inflight : 0, max);
         if (max == 0) {
             struct gw_sqs_reply reply;
-            gw_sqs_reply_init(&reply);
+            gw__act_reply_init(ctx, &reply);
             gw_sqs_reply_messages(&reply, NULL, 0);
             gw__act_finish(ctx, &reply);
             gw_sqs_reply_fini(&reply);
@@ -605,7 +605,7 @@ static void receipts_done(struct part_cookie cookie, int status, const struct pa
             return;
         }
         free(b);
-        gw__act_reply(ctx, NULL);
+        gw__act_reply_empty(ctx);
         return;
     }
     struct sl_slice ok[PART_MAX_BATCH];
@@ -620,7 +620,7 @@ static void receipts_done(struct part_cookie cookie, int status, const struct pa
         }
     }
     struct gw_sqs_reply reply;
-    gw_sqs_reply_init(&reply);
+    gw__act_reply_init(ctx, &reply);
     gw_sqs_reply_id_batch(&reply, ok, n_ok, failed, n_failed);
     free(b);
     gw__act_finish(ctx, &reply);

@@ -281,7 +281,11 @@ static void reply_queue_url(struct gw_act_ctx *ctx, const char *tenant, const ch
     struct sl_buf url;
     sl_buf_init(&url);
     gw__act_queue_url(ctx, tenant, name, &url);
-    gw__act_reply(ctx, gw_sqs_encode_queue_url((struct sl_slice){url.p, url.n}));
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_queue_url(&reply, (struct sl_slice){url.p, url.n});
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
     sl_buf_free(&url);
 }
 
@@ -294,7 +298,7 @@ static void done_empty(struct part_cookie cookie, int status, const struct part_
         gw__act_fail_storage(ctx, status);
         return;
     }
-    gw__act_reply(ctx, NULL);
+    gw__act_reply_empty(ctx);
 }
 
 /* Submit functions that refuse a job leave the completion unrun. */
@@ -499,7 +503,7 @@ static int compare_ref_to_token(const struct part_queue_ref *q, const char *toke
 }
 
 static void list_reply(struct gw_act_ctx *ctx, const struct part_queue_list *list, size_t first,
-                       bool paged, int32_t max_results, const char *member)
+                       bool paged, int32_t max_results)
 {
     size_t cap = paged ? (size_t)max_results : LIST_QUEUES_CAP;
     size_t n = SL_MIN(list->count - first, cap);
@@ -518,7 +522,11 @@ static void list_reply(struct gw_act_ctx *ctx, const struct part_queue_list *lis
         int len = snprintf(key, sizeof key, "%s/%s", last->tenant, last->name);
         sl_base64url_encode((const uint8_t *)key, (size_t)len, token);
     }
-    gw__act_reply(ctx, gw_sqs_encode_queue_urls(slices, n, member, sl_slice_cstr(token)));
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_queue_urls(&reply, slices, n, sl_slice_cstr(token));
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
     for (size_t i = 0; i < n; i++) {
         sl_buf_free(&urls[i]);
     }
@@ -566,7 +574,7 @@ void gw__act_list_queues(struct gw_act_ctx *ctx)
         gw__act_fail(ctx, &err);
         return;
     }
-    list_reply(ctx, &list, first, r->has_max_results, r->max_results, "QueueUrls");
+    list_reply(ctx, &list, first, r->has_max_results, r->max_results);
     part_queue_list_free(&list);
 }
 
@@ -590,7 +598,7 @@ void gw__act_list_dead_letter_source_queues(struct gw_act_ctx *ctx)
         gw__act_fail(ctx, &err);
         return;
     }
-    list_reply(ctx, &list, first, r->has_max_results, r->max_results, "queueUrls");
+    list_reply(ctx, &list, first, r->has_max_results, r->max_results);
     part_queue_list_free(&list);
 }
 
@@ -651,34 +659,38 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
         gw__act_fail_storage(ctx, SL_ENOTFOUND);
         return;
     }
-    json_t *attrs = json_object();
-    char num[32];
+    /* values live until the reply is written: numbers and the ARN in
+     * per-attribute buffers */
+    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT];
+    char nums[GW_SQS_QATTR__COUNT][32];
+    size_t n_attrs = 0;
+    struct sl_buf arn;
+    sl_buf_init(&arn);
     for (int a = 0; a < GW_SQS_QATTR__COUNT; a++) {
         if ((r->wanted & (1u << a)) == 0) {
             continue;
         }
         const char *value = NULL;
-        struct sl_buf arn;
-        sl_buf_init(&arn);
+        char *num = nums[a];
         switch ((enum gw_sqs_qattr)a) {
         case GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES:
-            snprintf(num, sizeof num, "%lld", (long long)SL_MAX(counts.ready, 0));
+            snprintf(num, sizeof nums[a], "%lld", (long long)SL_MAX(counts.ready, 0));
             value = num;
             break;
         case GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE:
-            snprintf(num, sizeof num, "%lld", (long long)SL_MAX(counts.inflight, 0));
+            snprintf(num, sizeof nums[a], "%lld", (long long)SL_MAX(counts.inflight, 0));
             value = num;
             break;
         case GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES_DELAYED:
-            snprintf(num, sizeof num, "%lld", (long long)SL_MAX(counts.delayed, 0));
+            snprintf(num, sizeof nums[a], "%lld", (long long)SL_MAX(counts.delayed, 0));
             value = num;
             break;
         case GW_SQS_QATTR_CREATED_TIMESTAMP:
-            snprintf(num, sizeof num, "%llu", (unsigned long long)(qi->created_ms / 1000));
+            snprintf(num, sizeof nums[a], "%llu", (unsigned long long)(qi->created_ms / 1000));
             value = num;
             break;
         case GW_SQS_QATTR_LAST_MODIFIED_TIMESTAMP:
-            snprintf(num, sizeof num, "%llu", (unsigned long long)(qi->modified_ms / 1000));
+            snprintf(num, sizeof nums[a], "%llu", (unsigned long long)(qi->modified_ms / 1000));
             value = num;
             break;
         case GW_SQS_QATTR_QUEUE_ARN:
@@ -690,18 +702,17 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
             break;
         }
         if (value != NULL) {
-            json_object_set_new(attrs, gw_sqs_qattr_name((enum gw_sqs_qattr)a), json_string(value));
+            attrs[n_attrs++] = (struct gw_sqs_tag){
+                sl_slice_cstr(gw_sqs_qattr_name((enum gw_sqs_qattr)a)), sl_slice_cstr(value)};
         }
-        sl_buf_free(&arn);
     }
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_string_map(&reply, attrs, n_attrs);
     part_queue_info_free(qi);
-    json_t *body = json_object();
-    if (json_object_size(attrs) > 0) {
-        json_object_set_new(body, "Attributes", attrs);
-    } else {
-        json_decref(attrs);
-    }
-    gw__act_reply(ctx, body);
+    sl_buf_free(&arn);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
 }
 
 /* ---- SetQueueAttributes ------------------------------------------------------- */
@@ -805,9 +816,11 @@ void gw__act_list_queue_tags(struct gw_act_ctx *ctx)
         tags[i].key = sl_slice_cstr(qi->tags[i].key);
         tags[i].value = sl_slice_cstr(qi->tags[i].value);
     }
-    json_t *body =
-        qi->tag_count > 0 ? gw_sqs_encode_string_map("Tags", tags, qi->tag_count) : json_object();
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_string_map(&reply, tags, qi->tag_count);
     free(tags);
     part_queue_info_free(qi);
-    gw__act_reply(ctx, body);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
 }

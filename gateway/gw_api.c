@@ -1,15 +1,34 @@
 /*
  * gw_api.c -- the dispatcher behind the SQS listener: per request it
- * authenticates (SigV4, against the configuration snapshot the request
- * started with), routes the AWS JSON 1.0 call by X-Amz-Target, decodes it
- * (gw_sqs_decode.c) and dispatches it through the action table
+ * tells the protocol (AWS JSON 1.0 or the SQS query protocol), authenticates
+ * (SigV4, header or presigned, against the configuration snapshot the
+ * request started with), routes the call (X-Amz-Target, or the form's
+ * Action), decodes it (gw_sqs_decode.c, gw_sqs_query.c) and dispatches it
+ * through the action table
  * (gw_actions.def) to a handler (gw_act_<group>.h), which answers now or
  * later through the action services (gw_act.h). It also owns the api's
  * and each loop's lifetime, running the action groups' hooks
  * (struct gw_act_hooks) without knowing what they do.
  *
- * Request life: HEADERS+BODY (gw_h2) -> healthz? -> AUTH -> ROUTE ->
- * DECODE -> HANDLER -> gw__act_finish (respond, log, free).
+ * Request life: HEADERS+BODY (gw_h2) -> healthz? -> PROTOCOL -> AUTH ->
+ * ROUTE -> DECODE -> HANDLER -> gw__act_finish (respond, log, free). The
+ * HTTP version is invisible here (struct gw_request).
+ *
+ * The protocol, from the headers alone, so even an authentication failure
+ * answers in the client's own protocol (docs/api.md):
+ *  - an X-Amz-Target header: JSON 1.0;
+ *  - else a POST with Content-Type application/x-www-form-urlencoded
+ *    (parameters allowed), or a GET or POST whose query string has an
+ *    Action parameter: the query protocol, whose form is the body (or, for a
+ *    POST with an empty body, the query string: a presigned POST carries
+ *    its form there) or the GET's query string. It may be posted to "/"
+ *    or to a queue's URL path "/TENANT/QUEUE", which names the queue when
+ *    the form has no QueueUrl (a QueueUrl in the form wins);
+ *  - else JSON, whose routing answers the error below.
+ * A query request's body cap is the protocol layer's until Action is
+ * known, then the action's (checked before the rest of the form is
+ * decoded); the token precheck runs after that, before the decode, as for
+ * JSON.
  *
  * Routing choices where AWS is silent (see also docs/api.md):
  *  - GET /healthz answers 200 "ok" without authentication (docs/api.md).
@@ -53,6 +72,7 @@
 #define SIGV4_KEY_CACHE_SLOTS 256
 #define SIGV4_SERVICE "sqs"
 #define JSON_CONTENT_TYPE "application/x-amz-json-1.0"
+#define FORM_CONTENT_TYPE "application/x-www-form-urlencoded"
 
 static const struct {
     gw_act_fn *handler;
@@ -195,14 +215,64 @@ static void loop_stop(void *loop_ctx)
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static bool content_type_is_json(struct sl_slice v)
+static bool content_type_is(struct sl_slice v, const char *type)
 {
-    size_t n = sizeof(JSON_CONTENT_TYPE) - 1;
-    if (v.n < n || strncasecmp(v.p, JSON_CONTENT_TYPE, n) != 0) {
+    size_t n = strlen(type);
+    if (v.n < n || strncasecmp(v.p, type, n) != 0) {
         return false;
     }
     /* allow parameters: "application/x-amz-json-1.0; charset=utf-8" */
     return v.n == n || v.p[n] == ';' || v.p[n] == ' ';
+}
+
+static bool content_type_is_json(struct sl_slice v)
+{
+    return content_type_is(v, JSON_CONTENT_TYPE);
+}
+
+/* True if a raw query string has a parameter named Action. */
+static bool query_has_action(struct sl_slice q)
+{
+    for (size_t i = 0; i + 7 <= q.n; i++) {
+        if ((i == 0 || q.p[i - 1] == '&') && memcmp(q.p + i, "Action=", 7) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The protocol of a request, from its headers (see the top of the file). */
+static enum gw_sqs_protocol protocol_of(const struct gw_request *req)
+{
+    if (gw_request_header(req, "x-amz-target") != NULL) {
+        return GW_SQS_PROTO_JSON;
+    }
+    const struct gw_header *ctype = gw_request_header(req, "content-type");
+    if (sl_slice_eq_cstr(req->method, "POST") && ctype != NULL &&
+        content_type_is(ctype->value, FORM_CONTENT_TYPE)) {
+        return GW_SQS_PROTO_QUERY;
+    }
+    struct sl_slice path, query;
+    gw_request_split_path(req->path, &path, &query);
+    /* botocore presigns a POST by moving its form into the query string */
+    bool get_or_post =
+        sl_slice_eq_cstr(req->method, "GET") || sl_slice_eq_cstr(req->method, "POST");
+    if (get_or_post && query_has_action(query)) {
+        return GW_SQS_PROTO_QUERY;
+    }
+    return GW_SQS_PROTO_JSON;
+}
+
+/* A query request's form: a GET's query string; a POST's body, or its
+ * query string when the body is empty (a presigned POST). */
+static struct sl_slice query_form(const struct gw_request *req)
+{
+    struct sl_slice path, query;
+    gw_request_split_path(req->path, &path, &query);
+    if (sl_slice_eq_cstr(req->method, "POST") && req->body.n > 0) {
+        return req->body;
+    }
+    return query;
 }
 
 /* ---- authentication --------------------------------------------------------- */
@@ -286,13 +356,20 @@ static int preauthenticate(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
         return auth_fail(SIGV4_FAIL_TOKEN, NULL, err);
     }
     const struct gw_header *authz = gw_request_header(req, "authorization");
-    if (authz == NULL) {
-        return auth_fail(SIGV4_FAIL_MISSING, NULL, err);
-    }
+    struct sl_slice path, query;
+    gw_request_split_path(req->path, &path, &query);
     struct sigv4_auth auth;
     enum sigv4_failure failure;
     const char *why = NULL;
-    if (sigv4_parse_authorization(authz->value, &auth, &failure, &why) != SL_OK) {
+    char key_buf[256];
+    if (authz == NULL && sigv4_query_is_presigned(query)) {
+        if (sigv4_presigned_access_key(query, key_buf, sizeof key_buf, &auth.access_key_id,
+                                       &failure, &why) != SL_OK) {
+            return auth_fail(failure, why, err);
+        }
+    } else if (authz == NULL) {
+        return auth_fail(SIGV4_FAIL_MISSING, NULL, err);
+    } else if (sigv4_parse_authorization(authz->value, &auth, &failure, &why) != SL_OK) {
         return auth_fail(failure, why, err);
     }
     const char *secret;
@@ -306,13 +383,37 @@ static int preauthenticate(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
 
 /* ---- the request path -------------------------------------------------------- */
 
+static int body_cap(struct gw_act_ctx *ctx, size_t n, struct gw_sqs_err *err)
+{
+    size_t max_body = gw_sqs_action_max_body(ctx->action);
+    if (n > max_body) {
+        return gw_sqs_err_set(err, GW_SQS_E_REQUEST_TOO_LARGE,
+                              "The request body is %zu bytes; %s takes at most %zu.", n,
+                              gw_sqs_action_name(ctx->action), max_body);
+    }
+    return SL_OK;
+}
+
+/* The query protocol: the Action of the form, then its cap. */
+static int route_query(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
+{
+    struct sl_slice form = query_form(ctx->http);
+    int rc = gw_sqs_query_action(form, &ctx->action, err);
+    return rc != SL_OK ? rc : body_cap(ctx, form.n, err);
+}
+
 static int route(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
 {
     const struct gw_request *req = ctx->http;
+    if (ctx->protocol == GW_SQS_PROTO_QUERY) {
+        return route_query(ctx, err);
+    }
     if (!sl_slice_eq_cstr(req->method, "POST")) {
         return gw_sqs_err_set(err, GW_SQS_E_UNKNOWN_OPERATION,
                               "Only POST requests with X-Amz-Target: AmazonSQS.<Action> and "
-                              "Content-Type: " JSON_CONTENT_TYPE " are supported.");
+                              "Content-Type: " JSON_CONTENT_TYPE
+                              ", or query-protocol requests (a form with Action=<Action>), are "
+                              "supported.");
     }
     const struct gw_header *target = gw_request_header(req, "x-amz-target");
     if (target == NULL) {
@@ -330,13 +431,40 @@ static int route(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
         return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
                               "The Content-Type must be " JSON_CONTENT_TYPE ".");
     }
-    size_t max_body = gw_sqs_action_max_body(ctx->action);
-    if (req->body.n > max_body) {
-        return gw_sqs_err_set(err, GW_SQS_E_REQUEST_TOO_LARGE,
-                              "The request body is %zu bytes; %s takes at most %zu.", req->body.n,
-                              gw_sqs_action_name(ctx->action), max_body);
+    return body_cap(ctx, req->body.n, err);
+}
+
+/* The queue URL a query request was posted to ("http://HOST/TENANT/QUEUE"),
+ * or nothing when it went to "/". */
+static void posted_queue_url(const struct gw_request *req, struct sl_buf *out)
+{
+    struct sl_slice path, query;
+    gw_request_split_path(req->path, &path, &query);
+    if (path.n <= 1) {
+        return;
     }
-    return SL_OK;
+    sl_buf_append_cstr(out, req->tls ? "https://" : "http://");
+    sl_buf_append(out, req->authority.p, req->authority.n);
+    sl_buf_append(out, path.p, path.n);
+}
+
+static int decode(struct gw_act_ctx *ctx, struct gw_sqs_err *err)
+{
+    const struct gw_request *req = ctx->http;
+    if (ctx->protocol == GW_SQS_PROTO_JSON) {
+        return gw_sqs_decode(ctx->action, req->body, &ctx->req, err);
+    }
+    struct sl_buf url;
+    sl_buf_init(&url);
+    posted_queue_url(req, &url);
+    int rc = gw_sqs_query_decode(query_form(req), (struct sl_slice){url.p, url.n}, &ctx->req, err);
+    sl_buf_free(&url);
+    if (rc == SL_OK && ctx->req.action != ctx->action) {
+        /* routing read the first literal "Action="; the form must agree */
+        return gw_sqs_err_set(err, GW_SQS_E_INVALID_QUERY_PARAMETER,
+                              "The parameter Action is given more than once.");
+    }
+    return rc;
 }
 
 /* The actions whose handlers call gw__act_admit themselves, with the
@@ -380,6 +508,7 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     ctx->ex = ex;
     ctx->http = req;
     ctx->action = GW_SQS_ACT__COUNT; /* "-" in the log until routed */
+    ctx->protocol = protocol_of(req);
     ctx->snap = cfg_holder_get(l->api->holder);
 
     struct gw_sqs_err err;
@@ -393,7 +522,7 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     if (gw__act_precheck(ctx) != SL_OK) {
         return;
     }
-    if (gw_sqs_decode(ctx->action, req->body, &ctx->req, &err) != SL_OK) {
+    if (decode(ctx, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }
@@ -422,6 +551,7 @@ static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex
     ctx->ex = ex;
     ctx->http = partial;
     ctx->action = GW_SQS_ACT__COUNT;
+    ctx->protocol = protocol_of(partial);
     ctx->snap = cfg_holder_get(l->api->holder);
     struct gw_sqs_err err;
     if (preauthenticate(ctx, &err) != SL_OK) {

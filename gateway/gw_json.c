@@ -55,7 +55,7 @@ static const uint8_t byte_kind[256] = {
 /* The length of the well-formed UTF-8 sequence at p (n > 0 bytes left), or
  * 0 if there is none: the rules of RFC 3629 section 4, which are also
  * jansson's. */
-static size_t utf8_sequence(const uint8_t *p, size_t n)
+size_t gw_utf8_sequence(const uint8_t *p, size_t n)
 {
     uint8_t lead = p[0];
     size_t len;
@@ -95,7 +95,7 @@ bool gw_json_utf8_valid(struct sl_slice s)
     const uint8_t *p = (const uint8_t *)s.p;
     size_t i = 0;
     while (i < s.n) {
-        size_t len = utf8_sequence(p + i, s.n - i);
+        size_t len = gw_utf8_sequence(p + i, s.n - i);
         if (len == 0) {
             return false;
         }
@@ -182,7 +182,7 @@ void gw_json_quote(struct sl_buf *out, struct sl_slice s)
             continue;
         }
         if (kind == MULTI) {
-            size_t len = utf8_sequence(p + i, s.n - i);
+            size_t len = gw_utf8_sequence(p + i, s.n - i);
             if (len > 0) {
                 i += len;
                 continue;

@@ -63,6 +63,11 @@ bool gw_json_value(struct gw_json *w, const struct json_t *v);
 /* Appends s to out as a quoted, escaped JSON string. */
 void gw_json_quote(struct sl_buf *out, struct sl_slice s);
 
+/* The length of the well-formed UTF-8 sequence at p (n > 0 bytes left),
+ * or 0 if none starts there (RFC 3629: no overlong forms, no surrogates,
+ * nothing above U+10FFFF). */
+size_t gw_utf8_sequence(const uint8_t *p, size_t n);
+
 /* True if s is well-formed UTF-8 (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF). */
 bool gw_json_utf8_valid(struct sl_slice s);

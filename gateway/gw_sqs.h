@@ -1,7 +1,9 @@
 /*
- * gw_sqs.h -- (gateway-internal) the SQS JSON 1.0 protocol layer: the error
- * and action tables, typed request decoding (jansson), reply encoding, the
- * message MD5s, queue URLs and SQS's name rules.
+ * gw_sqs.h -- (gateway-internal) the SQS protocol layer, JSON 1.0 and the
+ * query protocol: the error and action tables, typed request decoding
+ * (jansson; a query form is translated into the JSON document first),
+ * reply encoding in JSON or XML, the message MD5s, queue URLs and SQS's
+ * name rules.
  *
  * Everything here is pure: no I/O, no libuv, no threads, no clock. It can
  * be driven from a byte array (tests/unit/gateway/test_sqs*.c,
@@ -116,6 +118,10 @@ size_t gw_sqs_action_max_body(enum gw_sqs_action a);
 /* Finds the action of an X-Amz-Target value ("AmazonSQS.SendMessage").
  * Returns false for anything else. */
 bool gw_sqs_action_from_target(struct sl_slice target, enum gw_sqs_action *out);
+
+/* Finds the action of a bare name ("SendMessage", the query protocol's
+ * Action parameter). Returns false for anything else. */
+bool gw_sqs_action_from_name(struct sl_slice name, enum gw_sqs_action *out);
 
 /* ---- names, URLs, ARNs -------------------------------------------------- */
 
@@ -459,6 +465,9 @@ struct gw_sqs_request {
     /* private: what the slices borrow from */
     struct json_t *doc_;
     struct gw_sqs_block *blocks_;
+    /* private: the first escaped lone surrogate of a JSON body, which the
+     * document holds as U+FFFF (gw_sqs_decode), for the error; 0 if none */
+    uint32_t surrogate_;
 };
 
 /* The queue a request names, or NULL for actions without a QueueUrl. */
@@ -473,41 +482,100 @@ const struct gw_sqs_queue_ref *gw_sqs_request_queue(const struct gw_sqs_request 
 int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs_request *out,
                   struct gw_sqs_err *err);
 
+/* The same for a parsed JSON document (the JSON protocol's, or the one the
+ * query protocol's form was translated into, gw_sqs_query_decode). Always
+ * takes ownership of doc (one reference); a doc that is not an object is
+ * SerializationException. Returns as gw_sqs_decode. */
+int gw_sqs_decode_doc(enum gw_sqs_action action, struct json_t *doc, struct gw_sqs_request *out,
+                      struct gw_sqs_err *err);
+
 void gw_sqs_request_fini(struct gw_sqs_request *r);
+
+/* ---- the query protocol (gw_sqs_query.c) ---------------------------------- */
+
+/* The API version the query protocol's Version parameter must name. */
+#define GW_SQS_QUERY_VERSION "2012-11-05"
+/* The most parameters a form may have: a full SendMessageBatch (10
+ * entries, each with 10 message attributes of 4 parameters and every
+ * other member) has about 500, so this is generous, and it bounds the
+ * decoder's memory to a small multiple of the body. */
+#define GW_SQS_QUERY_MAX_PARAMS 4096u
+
+/* Finds the Action of a form (application/x-www-form-urlencoded body or
+ * query string) without decoding the rest, so that the per-action body
+ * cap applies before the form is decoded. Returns SL_OK and sets *out, or
+ * SL_EINVAL with *err: MissingAction (no Action), InvalidAction (not one
+ * of gw_actions.def), MalformedQueryString (bad percent-encoding). */
+int gw_sqs_query_action(struct sl_slice form, enum gw_sqs_action *out, struct gw_sqs_err *err);
+
+/* Decodes a whole query-protocol form into *out with the JSON protocol's
+ * validation: the form's parameters are translated into the JSON
+ * protocol's document (the flattened lists "X.N", maps "X.N.Name/Value",
+ * entry lists "XRequestEntry.N.*" of the SQS query API) and decoded by
+ * gw_sqs_decode_doc. queue_url, when not empty, is the QueueUrl of a form
+ * that names none (a request posted to the queue's URL). Returns SL_OK, or
+ * SL_EINVAL with *err (everything gw_sqs_decode answers, and
+ * MissingParameter for a missing Version, InvalidParameterValue for
+ * another Version or a number that is not one, InvalidQueryParameter for
+ * a bad list index, a repeated parameter or more than
+ * GW_SQS_QUERY_MAX_PARAMS parameters, MalformedQueryString), or
+ * SL_ENOMEM. In every case call gw_sqs_request_fini(out) afterwards. */
+int gw_sqs_query_decode(struct sl_slice form, struct sl_slice queue_url, struct gw_sqs_request *out,
+                        struct gw_sqs_err *err);
 
 /* ---- replies ------------------------------------------------------------ */
 
-/* A whole answer: status, the two SQS headers and the body. */
+/* The wire protocol of a request, which its reply speaks too. */
+enum gw_sqs_protocol {
+    GW_SQS_PROTO_JSON,  /* AWS JSON 1.0 (X-Amz-Target) */
+    GW_SQS_PROTO_QUERY, /* the SQS query API: a form in, XML out */
+};
+
+/* A whole answer: status, the SQS headers and the body. */
 struct gw_sqs_reply {
     int status;
     enum gw_sqs_error error; /* GW_SQS_OK on success */
-    struct sl_buf body;      /* empty for actions without output */
+    struct sl_buf body;      /* empty for JSON actions without output */
     char query_error[96];    /* "<code>;Sender" when error != GW_SQS_OK */
+    /* What the body is written in and for (gw_sqs_reply_init_for): XML
+     * names the action ("<ActionResponse>") and carries the request id. */
+    enum gw_sqs_protocol protocol;
+    enum gw_sqs_action action;
+    const char *request_id; /* borrowed; may be NULL */
 };
 
+/* A JSON reply. */
 void gw_sqs_reply_init(struct gw_sqs_reply *r);
+/* A reply in protocol to action (GW_SQS_ACT__COUNT before the action is
+ * known), whose XML carries request_id (borrowed, must outlive r). */
+void gw_sqs_reply_init_for(struct gw_sqs_reply *r, enum gw_sqs_protocol protocol,
+                           enum gw_sqs_action action, const char *request_id);
 void gw_sqs_reply_fini(struct gw_sqs_reply *r);
 
-/* An error reply: {"__type": ..., "message": ...}, status from the table. */
+/* An error reply, status from the table: {"__type": ..., "message": ...}
+ * in JSON, <ErrorResponse><Error><Type/><Code/><Message/>... in XML. */
 void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err);
 
-/* A 200 reply with body (steals the reference), or with an empty body when
- * body is NULL (actions whose output is Unit in the SQS Smithy model). */
-void gw_sqs_reply_ok(struct gw_sqs_reply *r, struct json_t *body);
+/* A 200 reply for an action without output (Unit in the SQS Smithy
+ * model): an empty body in JSON, <ActionResponse> with only its
+ * ResponseMetadata in XML. */
+void gw_sqs_reply_empty(struct gw_sqs_reply *r);
 
-/* The headers of a reply (content-type, and x-amzn-query-error for errors),
- * borrowing from r. Returns how many were written to out. */
+/* The headers of a reply (content-type, and x-amzn-query-error for JSON
+ * errors), borrowing from r. Returns how many were written to out. */
 size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r, struct gw_header out[2]);
 
-/* ---- success bodies ------------------------------------------------------ */
+/* ---- success replies of the queue actions -------------------------------- */
 
-/* Each returns a new JSON object (one reference) for gw_sqs_reply_ok. */
-
-struct json_t *gw_sqs_encode_queue_url(struct sl_slice queue_url); /* CreateQueue, GetQueueUrl */
-struct json_t *gw_sqs_encode_queue_urls(const struct sl_slice *urls, size_t n,
-                                        const char *member, /* "QueueUrls" or "queueUrls" */
-                                        struct sl_slice next_token);
-struct json_t *gw_sqs_encode_string_map(const char *member, const struct gw_sqs_tag *kv, size_t n);
+/* CreateQueue, GetQueueUrl: QueueUrl. */
+void gw_sqs_reply_queue_url(struct gw_sqs_reply *r, struct sl_slice queue_url);
+/* ListQueues (QueueUrls, left out when empty) and ListDeadLetterSourceQueues
+ * (queueUrls, always there), by r->action; NextToken when not empty. */
+void gw_sqs_reply_queue_urls(struct gw_sqs_reply *r, const struct sl_slice *urls, size_t n,
+                             struct sl_slice next_token);
+/* GetQueueAttributes (Attributes) and ListQueueTags (Tags), by r->action;
+ * the member is left out when n is 0. */
+void gw_sqs_reply_string_map(struct gw_sqs_reply *r, const struct gw_sqs_tag *kv, size_t n);
 
 /* What a send did with one message. */
 struct gw_sqs_send_result {
@@ -563,13 +631,34 @@ struct gw_sqs_received {
     const uint8_t *md5_of_attrs;
 };
 
+/* One message move task as ListMessageMoveTasks shows it. NULL strings
+ * and zero numbers marked "absent" are left out of the reply. */
+struct gw_sqs_move_task {
+    const char *task_handle; /* only while RUNNING; NULL otherwise */
+    const char *status;      /* RUNNING, COMPLETED, CANCELLING, CANCELLED, FAILED */
+    const char *source_arn;
+    const char *destination_arn; /* NULL: each message back to its source */
+    int32_t max_per_second;      /* 0: absent */
+    int64_t moved;
+    int64_t to_move;
+    const char *failure_reason; /* FAILED only */
+    uint64_t started_ms;        /* epoch ms, a number (the SQS Smithy model) */
+};
+
+/* StartMessageMoveTask: TaskHandle. */
+void gw_sqs_reply_task_handle(struct gw_sqs_reply *r, const char *handle);
+/* ListMessageMoveTasks: Results, in the order given (newest first). */
+void gw_sqs_reply_move_tasks(struct gw_sqs_reply *r, const struct gw_sqs_move_task *tasks,
+                             size_t n);
+/* CancelMessageMoveTask: ApproximateNumberOfMessagesMoved. */
+void gw_sqs_reply_moved(struct gw_sqs_reply *r, int64_t moved);
+
 /* ---- success replies written directly (the hot message actions) ---------- */
 
 /* Each makes r a 200 reply whose body is written straight into r->body
- * (gw_json.h), with no jansson tree in between. Members are in SQS's order
- * and optional ones are left out when empty. (A string that is not valid
- * UTF-8, which nothing decoded can hold, is written with U+FFFD per bad
- * byte.) */
+ * (gw_json.h, or gw_xml.h for the query protocol), with no tree in between. Members are in SQS's
+ * order and optional ones are left out when empty. (A string that is not valid UTF-8, which nothing
+ * decoded can hold, is written with U+FFFD per bad byte.) */
 
 /* SendMessage: {MessageId, MD5OfMessageBody, MD5OfMessageAttributes?,
  * MD5OfMessageSystemAttributes?, SequenceNumber?}. */

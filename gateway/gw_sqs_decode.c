@@ -642,13 +642,35 @@ static action_decoder *const decoders[GW_SQS_ACT__COUNT] = {
 
 /* ---- entry points -------------------------------------------------------------------- */
 
-int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs_request *out,
-                  struct gw_sqs_err *err)
+static int decode_doc(enum gw_sqs_action action, struct json_t *doc, uint32_t surrogate,
+                      struct gw_sqs_request *out, struct gw_sqs_err *err)
 {
     SL_ASSERT((unsigned)action < GW_SQS_ACT__COUNT);
     memset(out, 0, sizeof(*out));
     out->action = action;
+    out->doc_ = doc;
+    out->surrogate_ = surrogate;
+    if (!json_is_object(doc)) {
+        return gw__sqs_type_error(doc, "a Structure", err);
+    }
+    struct gw_sqs_dec d = {.r = out, .err = err};
+    int rc = decoders[action](&d, doc);
+    SL_ASSERT(rc == SL_OK || rc == SL_EINVAL || rc == SL_ENOMEM);
+    return rc;
+}
+
+int gw_sqs_decode_doc(enum gw_sqs_action action, struct json_t *doc, struct gw_sqs_request *out,
+                      struct gw_sqs_err *err)
+{
+    return decode_doc(action, doc, 0, out, err);
+}
+
+int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs_request *out,
+                  struct gw_sqs_err *err)
+{
+    SL_ASSERT((unsigned)action < GW_SQS_ACT__COUNT);
     json_t *doc;
+    uint32_t surrogate = 0;
     if (body.n == 0) {
         doc = json_object();
     } else {
@@ -657,19 +679,15 @@ int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs
          * syntax error */
         doc = json_loadb(body.p, body.n, JSON_ALLOW_NUL, &jerr);
         if (doc == NULL) {
+            doc = gw__sqs_load_surrogates(body, jerr.text, &surrogate);
+        }
+        if (doc == NULL) {
+            memset(out, 0, sizeof(*out));
+            out->action = action;
             return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION, NULL);
         }
-        if (!json_is_object(doc)) {
-            int rc = gw__sqs_type_error(doc, "a Structure", err);
-            json_decref(doc);
-            return rc;
-        }
     }
-    out->doc_ = doc;
-    struct gw_sqs_dec d = {.r = out, .err = err};
-    int rc = decoders[action](&d, doc);
-    SL_ASSERT(rc == SL_OK || rc == SL_EINVAL || rc == SL_ENOMEM);
-    return rc;
+    return decode_doc(action, doc, surrogate, out, err);
 }
 
 const struct gw_sqs_queue_ref *gw_sqs_request_queue(const struct gw_sqs_request *r)

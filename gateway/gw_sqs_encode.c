@@ -7,62 +7,23 @@
  * x-amzn-errortype header is sent: the AWS SDK for JavaScript v3 would
  * take the error name from it.
  *
- * Two ways to a body: the gw_sqs_reply_<shape>() functions of the hot
- * message actions (send, send batch, receive, id batches) write it
- * straight into the reply with gw_json.h; the gw_sqs_encode_<shape>()
- * functions of the cold actions build a jansson tree, which
- * gw_sqs_reply_ok() writes with the same writer.
- * tests/unit/gateway/test_sqs_encode.c pins the exact bytes of each shape.
+ * Every reply is typed: each gw_sqs_reply_<shape>() writes its body
+ * straight into the reply with gw_json.h, or, when the reply's protocol is
+ * the query protocol, hands it to the XML encoder of the same shape
+ * (gw_sqs_xml.c). tests/unit/gateway/test_sqs_encode.c and
+ * test_sqs_query_xml.c pin the exact bytes of each shape.
  *
- * Threading: pure; any thread. Ownership: the encoders return new jansson
- * objects (one reference each); gw_sqs_reply_ok() steals it.
+ * Threading: pure; any thread.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "gw_json.h"
 #include "gw_sqs.h"
+#include "gw_sqs_xml.h"
 
 #define CONTENT_TYPE "application/x-amz-json-1.0"
-
-static json_t *slice_json(struct sl_slice s)
-{
-    json_t *j = json_stringn(s.p != NULL ? s.p : "", s.n);
-    /* Only invalid UTF-8 can fail, and every slice we encode came from
-     * decoded JSON or from sluice itself. Fall back rather than crash. */
-    return j != NULL ? j : json_string("");
-}
-
-static void set_slice(json_t *obj, const char *key, struct sl_slice s)
-{
-    json_object_set_new(obj, key, slice_json(s));
-}
-
-/* Keys are slices (jansson 2.14 json_object_setn_new); value is stolen. */
-static void set_slice_key(json_t *obj, struct sl_slice key, json_t *value)
-{
-    /* on failure (invalid UTF-8) jansson has already released value */
-    (void)json_object_setn_new(obj, key.p != NULL ? key.p : "", key.n, value);
-}
-
-/* A tree as compact JSON: one pass with gw_json.h, or jansson's own
- * dump for a tree holding a real (no reply has one today). */
-static void dump_into(struct sl_buf *b, const json_t *j)
-{
-    sl_buf_reset(b);
-    struct gw_json w;
-    gw_json_init(&w, b);
-    if (gw_json_value(&w, j)) {
-        return;
-    }
-    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
-    sl_buf_reserve(b, n + 1);
-    SL_ASSERT(json_dumpb(j, b->p, n, JSON_COMPACT) == n);
-    b->n = n;
-    b->p[n] = '\0';
-}
+#define XML_CONTENT_TYPE "text/xml"
 
 /* Makes r a 200 reply with an empty body, ready for a writer. */
 static void reply_ok_begin(struct gw_sqs_reply *r, struct gw_json *w)
@@ -86,9 +47,23 @@ static void write_message(struct gw_json *w, const struct gw_sqs_err *err,
 
 void gw_sqs_reply_init(struct gw_sqs_reply *r)
 {
+    gw_sqs_reply_init_for(r, GW_SQS_PROTO_JSON, GW_SQS_ACT__COUNT, NULL);
+}
+
+void gw_sqs_reply_init_for(struct gw_sqs_reply *r, enum gw_sqs_protocol protocol,
+                           enum gw_sqs_action action, const char *request_id)
+{
     memset(r, 0, sizeof(*r));
     sl_buf_init(&r->body);
     r->status = 200;
+    r->protocol = protocol;
+    r->action = action;
+    r->request_id = request_id;
+}
+
+static bool is_xml(const struct gw_sqs_reply *r)
+{
+    return r->protocol == GW_SQS_PROTO_QUERY;
 }
 
 void gw_sqs_reply_fini(struct gw_sqs_reply *r)
@@ -103,6 +78,10 @@ void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err)
     r->error = err->code;
     snprintf(r->query_error, sizeof(r->query_error), "%s;%s", info->query_code,
              info->sender ? "Sender" : "Receiver");
+    if (is_xml(r)) {
+        gw__sqs_xml_error(r, err);
+        return;
+    }
     sl_buf_reset(&r->body);
     struct gw_json w;
     gw_json_init(&w, &r->body);
@@ -114,66 +93,31 @@ void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err)
     gw_json_object_end(&w);
 }
 
-void gw_sqs_reply_ok(struct gw_sqs_reply *r, json_t *body)
+void gw_sqs_reply_empty(struct gw_sqs_reply *r)
 {
+    if (is_xml(r)) {
+        gw__sqs_xml_empty(r);
+        return;
+    }
     r->status = 200;
     r->error = GW_SQS_OK;
     r->query_error[0] = '\0';
     sl_buf_reset(&r->body);
-    if (body != NULL) {
-        dump_into(&r->body, body);
-        json_decref(body);
-    }
 }
 
 size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r, struct gw_header out[2])
 {
     size_t n = 0;
+    if (is_xml(r)) {
+        out[n++] = (struct gw_header){SL_SLICE_LIT("content-type"), SL_SLICE_LIT(XML_CONTENT_TYPE)};
+        return n;
+    }
     out[n++] = (struct gw_header){SL_SLICE_LIT("content-type"), SL_SLICE_LIT(CONTENT_TYPE)};
     if (r->error != GW_SQS_OK) {
         out[n++] =
             (struct gw_header){SL_SLICE_LIT("x-amzn-query-error"), sl_slice_cstr(r->query_error)};
     }
     return n;
-}
-
-json_t *gw_sqs_encode_queue_url(struct sl_slice queue_url)
-{
-    json_t *o = json_object();
-    set_slice(o, "QueueUrl", queue_url);
-    return o;
-}
-
-json_t *gw_sqs_encode_queue_urls(const struct sl_slice *urls, size_t n, const char *member,
-                                 struct sl_slice next_token)
-{
-    json_t *o = json_object();
-    /* ListQueues omits an empty QueueUrls; ListDeadLetterSourceQueues'
-     * queueUrls is required by the model, so it is always present. */
-    if (n > 0 || strcmp(member, "queueUrls") == 0) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < n; i++) {
-            json_array_append_new(a, slice_json(urls[i]));
-        }
-        json_object_set_new(o, member, a);
-    }
-    if (next_token.n > 0) {
-        set_slice(o, "NextToken", next_token);
-    }
-    return o;
-}
-
-json_t *gw_sqs_encode_string_map(const char *member, const struct gw_sqs_tag *kv, size_t n)
-{
-    json_t *o = json_object();
-    if (n > 0) {
-        json_t *m = json_object();
-        for (size_t i = 0; i < n; i++) {
-            set_slice_key(m, kv[i].key, slice_json(kv[i].value));
-        }
-        json_object_set_new(o, member, m);
-    }
-    return o;
 }
 
 void gw_sqs_send_result_fill(const struct gw_sqs_send_entry *msg, const struct gw_sqs_digests *d,
@@ -205,6 +149,140 @@ static void write_member(struct gw_json *w, const char *key, struct sl_slice val
     gw_json_key(w, sl_slice_cstr(key));
     gw_json_string(w, value);
 }
+
+/* ---- the queue actions' replies -------------------------------------------- */
+
+void gw_sqs_reply_queue_url(struct gw_sqs_reply *r, struct sl_slice queue_url)
+{
+    if (is_xml(r)) {
+        gw__sqs_xml_queue_url(r, queue_url);
+        return;
+    }
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    gw_json_object_begin(&w);
+    write_member(&w, "QueueUrl", queue_url);
+    gw_json_object_end(&w);
+}
+
+void gw_sqs_reply_queue_urls(struct gw_sqs_reply *r, const struct sl_slice *urls, size_t n,
+                             struct sl_slice next_token)
+{
+    if (is_xml(r)) {
+        gw__sqs_xml_queue_urls(r, urls, n, next_token);
+        return;
+    }
+    /* ListQueues omits an empty QueueUrls; ListDeadLetterSourceQueues'
+     * queueUrls is required by the model, so it is always present. */
+    bool dlq_sources = r->action == GW_SQS_ACT_LIST_DEAD_LETTER_SOURCE_QUEUES;
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    gw_json_object_begin(&w);
+    if (n > 0 || dlq_sources) {
+        gw_json_key(&w, dlq_sources ? SL_SLICE_LIT("queueUrls") : SL_SLICE_LIT("QueueUrls"));
+        gw_json_array_begin(&w);
+        for (size_t i = 0; i < n; i++) {
+            gw_json_string(&w, urls[i]);
+        }
+        gw_json_array_end(&w);
+    }
+    if (next_token.n > 0) {
+        write_member(&w, "NextToken", next_token);
+    }
+    gw_json_object_end(&w);
+}
+
+void gw_sqs_reply_string_map(struct gw_sqs_reply *r, const struct gw_sqs_tag *kv, size_t n)
+{
+    if (is_xml(r)) {
+        gw__sqs_xml_string_map(r, kv, n);
+        return;
+    }
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    gw_json_object_begin(&w);
+    if (n > 0) {
+        gw_json_key(&w, r->action == GW_SQS_ACT_LIST_QUEUE_TAGS ? SL_SLICE_LIT("Tags")
+                                                                : SL_SLICE_LIT("Attributes"));
+        gw_json_object_begin(&w);
+        for (size_t i = 0; i < n; i++) {
+            gw_json_key(&w, kv[i].key);
+            gw_json_string(&w, kv[i].value);
+        }
+        gw_json_object_end(&w);
+    }
+    gw_json_object_end(&w);
+}
+
+void gw_sqs_reply_task_handle(struct gw_sqs_reply *r, const char *handle)
+{
+    if (is_xml(r)) {
+        gw__sqs_xml_task_handle(r, handle);
+        return;
+    }
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    gw_json_object_begin(&w);
+    write_member(&w, "TaskHandle", sl_slice_cstr(handle));
+    gw_json_object_end(&w);
+}
+
+void gw_sqs_reply_move_tasks(struct gw_sqs_reply *r, const struct gw_sqs_move_task *tasks, size_t n)
+{
+    if (is_xml(r)) {
+        gw__sqs_xml_move_tasks(r, tasks, n);
+        return;
+    }
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    gw_json_object_begin(&w);
+    gw_json_key_lit(&w, "Results");
+    gw_json_array_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_sqs_move_task *t = &tasks[i];
+        gw_json_object_begin(&w);
+        if (t->task_handle != NULL) {
+            write_member(&w, "TaskHandle", sl_slice_cstr(t->task_handle));
+        }
+        write_member(&w, "Status", sl_slice_cstr(t->status));
+        write_member(&w, "SourceArn", sl_slice_cstr(t->source_arn));
+        if (t->destination_arn != NULL) {
+            write_member(&w, "DestinationArn", sl_slice_cstr(t->destination_arn));
+        }
+        if (t->max_per_second > 0) {
+            gw_json_key_lit(&w, "MaxNumberOfMessagesPerSecond");
+            gw_json_int(&w, t->max_per_second);
+        }
+        gw_json_key_lit(&w, "ApproximateNumberOfMessagesMoved");
+        gw_json_int(&w, t->moved);
+        gw_json_key_lit(&w, "ApproximateNumberOfMessagesToMove");
+        gw_json_int(&w, t->to_move);
+        if (t->failure_reason != NULL) {
+            write_member(&w, "FailureReason", sl_slice_cstr(t->failure_reason));
+        }
+        gw_json_key_lit(&w, "StartedTimestamp");
+        gw_json_int(&w, (int64_t)t->started_ms);
+        gw_json_object_end(&w);
+    }
+    gw_json_array_end(&w);
+    gw_json_object_end(&w);
+}
+
+void gw_sqs_reply_moved(struct gw_sqs_reply *r, int64_t moved)
+{
+    if (is_xml(r)) {
+        gw__sqs_xml_moved(r, moved);
+        return;
+    }
+    struct gw_json w;
+    reply_ok_begin(r, &w);
+    gw_json_object_begin(&w);
+    gw_json_key_lit(&w, "ApproximateNumberOfMessagesMoved");
+    gw_json_int(&w, moved);
+    gw_json_object_end(&w);
+}
+
+/* ---- the message actions' replies ------------------------------------------ */
 
 /* One send result, in SQS's member order (SendMessageResult, and an entry
  * of SendMessageBatchResult with its Id first). */
@@ -249,6 +327,10 @@ static void write_failed(struct gw_json *w, const struct gw_sqs_batch_failure *f
 
 void gw_sqs_reply_send_result(struct gw_sqs_reply *r, const struct gw_sqs_send_result *res)
 {
+    if (is_xml(r)) {
+        gw__sqs_xml_send_result(r, res);
+        return;
+    }
     struct gw_json w;
     reply_ok_begin(r, &w);
     write_send_result(&w, res, false);
@@ -258,6 +340,10 @@ void gw_sqs_reply_send_batch(struct gw_sqs_reply *r, const struct gw_sqs_send_re
                              size_t n_ok, const struct gw_sqs_batch_failure *failed,
                              size_t n_failed)
 {
+    if (is_xml(r)) {
+        gw__sqs_xml_send_batch(r, ok, n_ok, failed, n_failed);
+        return;
+    }
     struct gw_json w;
     reply_ok_begin(r, &w);
     sl_buf_reserve(&r->body, 32 + 160 * (n_ok + n_failed));
@@ -275,6 +361,10 @@ void gw_sqs_reply_send_batch(struct gw_sqs_reply *r, const struct gw_sqs_send_re
 void gw_sqs_reply_id_batch(struct gw_sqs_reply *r, const struct sl_slice *ok_ids, size_t n_ok,
                            const struct gw_sqs_batch_failure *failed, size_t n_failed)
 {
+    if (is_xml(r)) {
+        gw__sqs_xml_id_batch(r, ok_ids, n_ok, failed, n_failed);
+        return;
+    }
     struct gw_json w;
     reply_ok_begin(r, &w);
     gw_json_object_begin(&w);
@@ -343,6 +433,10 @@ static void write_received(struct gw_json *w, const struct gw_sqs_received *m)
 
 void gw_sqs_reply_messages(struct gw_sqs_reply *r, const struct gw_sqs_received *msgs, size_t n)
 {
+    if (is_xml(r)) {
+        gw__sqs_xml_messages(r, msgs, n);
+        return;
+    }
     struct gw_json w;
     reply_ok_begin(r, &w);
     /* one allocation for the usual reply: the bodies and handles plus the

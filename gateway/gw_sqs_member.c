@@ -254,3 +254,71 @@ void gw_sqs_request_fini(struct gw_sqs_request *r)
     json_decref(r->doc_);
     r->doc_ = NULL;
 }
+
+/* ---- escaped surrogates ---------------------------------------------------- */
+
+static int hex4(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0) {
+            return -1;
+        }
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+uint32_t gw__sqs_reported_char(const struct gw_sqs_request *r, uint32_t bad)
+{
+    return bad == 0xFFFF && r->surrogate_ != 0 ? r->surrogate_ : bad;
+}
+
+struct json_t *gw__sqs_load_surrogates(struct sl_slice body, const char *why, uint32_t *first)
+{
+    *first = 0;
+    if (why == NULL || strstr(why, "invalid Unicode") == NULL) {
+        return NULL;
+    }
+    char *copy = sl_trymalloc(body.n + 1);
+    if (copy == NULL) {
+        return NULL;
+    }
+    memcpy(copy, body.p, body.n);
+    copy[body.n] = '\0';
+    for (size_t i = 0; i + 1 < body.n; i++) {
+        if (copy[i] != '\\') {
+            continue;
+        }
+        if (copy[i + 1] != 'u' || i + 6 > body.n) {
+            i++; /* "\\", "\"" ...: the escaped character is not an escape */
+            continue;
+        }
+        int v = hex4(copy + i + 2);
+        bool high = v >= 0xD800 && v <= 0xDBFF;
+        bool low = v >= 0xDC00 && v <= 0xDFFF;
+        if (high && i + 12 <= body.n && copy[i + 6] == '\\' && copy[i + 7] == 'u') {
+            int next = hex4(copy + i + 8);
+            if (next >= 0xDC00 && next <= 0xDFFF) {
+                i += 11; /* a proper pair */
+                continue;
+            }
+        }
+        if (high || low) {
+            if (*first == 0) {
+                *first = (uint32_t)v;
+            }
+            memcpy(copy + i + 2, "FFFF", 4);
+        }
+        i += 5;
+    }
+    json_error_t jerr;
+    json_t *doc = json_loadb(copy, body.n, JSON_ALLOW_NUL, &jerr);
+    free(copy);
+    return doc;
+}

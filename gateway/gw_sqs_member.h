@@ -66,4 +66,17 @@ int gw__sqs_member_string_list(struct gw_sqs_dec *d, const struct json_t *obj, c
 int gw__sqs_member_string_map(struct gw_sqs_dec *d, const struct json_t *obj, const char *name,
                               bool required, struct gw_sqs_tag **out, size_t *n);
 
+/* A JSON body jansson refused (why: its error text) for an escaped lone
+ * UTF-16 surrogate ("\uD800"), parsed again with each such escape read as
+ * U+FFFF, a character outside SQS's allowed set: a message body holding
+ * one then answers InvalidMessageContents as SQS does, not
+ * SerializationException. *first gets the first surrogate replaced.
+ * Returns the document, or NULL when the body fails for another reason. */
+struct json_t *gw__sqs_load_surrogates(struct sl_slice body, const char *why, uint32_t *first);
+
+/* The character to name in an InvalidMessageContents message for the
+ * invalid character bad of r: a lone surrogate the body escaped rather
+ * than the U+FFFF it was read as. */
+uint32_t gw__sqs_reported_char(const struct gw_sqs_request *r, uint32_t bad);
+
 #endif

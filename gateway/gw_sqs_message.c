@@ -315,7 +315,7 @@ static int decode_attr_value(struct gw_sqs_dec *d, const json_t *v, struct gw_sq
         return entry_fail(fail, GW_SQS_E_INVALID_MESSAGE_CONTENTS,
                           "Invalid binary character '#x%X' was found in the message attribute "
                           "'%.*s', the set of allowed characters is " CHARSET_TEXT,
-                          bad, nl, a->name.p);
+                          gw__sqs_reported_char(d->r, bad), nl, a->name.p);
     }
     a->value = sv;
     return SL_OK;
@@ -451,7 +451,7 @@ int gw__sqs_decode_send_entry(struct gw_sqs_dec *d, const json_t *obj, struct gw
         return entry_fail(fail, GW_SQS_E_INVALID_MESSAGE_CONTENTS,
                           "Invalid binary character '#x%X' was found in the message body, the set "
                           "of allowed characters is " CHARSET_TEXT,
-                          bad);
+                          gw__sqs_reported_char(d->r, bad));
     }
     e->size = e->body.n;
     if (attrs != NULL) {

@@ -1,11 +1,8 @@
 /*
- * gw_sqs_move.c -- reply bodies and the TaskHandle of SQS message move
- * tasks (see gw_sqs_move.h). Shapes follow the SQS Smithy model:
- * ListMessageMoveTasksResultEntry has StartedTimestamp as an epoch-ms
- * number and the counters as numbers.
+ * gw_sqs_move.c -- the TaskHandle of SQS message move tasks (see
+ * gw_sqs_move.h).
  *
- * Threading: any thread. Ownership: every encoder returns one new
- * reference.
+ * Threading: any thread.
  */
 #include "gw_sqs_move.h"
 
@@ -13,50 +10,6 @@
 #include <string.h>
 
 #include <jansson.h>
-
-json_t *gw_sqs_encode_task_handle(const char *handle)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "TaskHandle", json_string(handle));
-    return o;
-}
-
-json_t *gw_sqs_encode_moved(int64_t moved)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "ApproximateNumberOfMessagesMoved", json_integer(moved));
-    return o;
-}
-
-json_t *gw_sqs_encode_move_tasks(const struct gw_sqs_move_task *tasks, size_t n)
-{
-    json_t *list = json_array();
-    for (size_t i = 0; i < n; i++) {
-        const struct gw_sqs_move_task *t = &tasks[i];
-        json_t *o = json_object();
-        if (t->task_handle != NULL) {
-            json_object_set_new(o, "TaskHandle", json_string(t->task_handle));
-        }
-        json_object_set_new(o, "Status", json_string(t->status));
-        json_object_set_new(o, "SourceArn", json_string(t->source_arn));
-        if (t->destination_arn != NULL) {
-            json_object_set_new(o, "DestinationArn", json_string(t->destination_arn));
-        }
-        if (t->max_per_second > 0) {
-            json_object_set_new(o, "MaxNumberOfMessagesPerSecond", json_integer(t->max_per_second));
-        }
-        json_object_set_new(o, "ApproximateNumberOfMessagesMoved", json_integer(t->moved));
-        json_object_set_new(o, "ApproximateNumberOfMessagesToMove", json_integer(t->to_move));
-        if (t->failure_reason != NULL) {
-            json_object_set_new(o, "FailureReason", json_string(t->failure_reason));
-        }
-        json_object_set_new(o, "StartedTimestamp", json_integer((json_int_t)t->started_ms));
-        json_array_append_new(list, o);
-    }
-    json_t *body = json_object();
-    json_object_set_new(body, "Results", list);
-    return body;
-}
 
 void gw_sqs_move_handle_encode(const char *task_id, const char *source_arn, struct sl_buf *out)
 {

@@ -1,7 +1,7 @@
 /*
- * gw_sqs_move.h -- (gateway-internal) the wire side of SQS message move
- * tasks (DLQ redrive): reply bodies of StartMessageMoveTask,
- * ListMessageMoveTasks and CancelMessageMoveTask, and the TaskHandle.
+ * gw_sqs_move.h -- (gateway-internal) the TaskHandle of SQS message move
+ * tasks (DLQ redrive). Their replies are typed like every other
+ * (gw_sqs_reply_task_handle and the others in gw_sqs.h).
  *
  * Pure like gw_sqs.h: no I/O, no clock. Any thread.
  *
@@ -18,29 +18,6 @@
 #include <stdint.h>
 
 #include "sl.h"
-
-struct json_t;
-
-/* One task as ListMessageMoveTasks shows it. NULL strings and zero
- * numbers marked "absent" are left out of the reply. */
-struct gw_sqs_move_task {
-    const char *task_handle; /* only while RUNNING; NULL otherwise */
-    const char *status;      /* RUNNING, COMPLETED, CANCELLING, CANCELLED, FAILED */
-    const char *source_arn;
-    const char *destination_arn; /* NULL: each message back to its source */
-    int32_t max_per_second;      /* 0: absent */
-    int64_t moved;
-    int64_t to_move;
-    const char *failure_reason; /* FAILED only */
-    uint64_t started_ms;        /* epoch ms, a JSON number */
-};
-
-/* {"TaskHandle": handle} */
-struct json_t *gw_sqs_encode_task_handle(const char *handle);
-/* {"Results": [...]} in the order given (newest first). */
-struct json_t *gw_sqs_encode_move_tasks(const struct gw_sqs_move_task *tasks, size_t n);
-/* {"ApproximateNumberOfMessagesMoved": moved} */
-struct json_t *gw_sqs_encode_moved(int64_t moved);
 
 #define GW_SQS_TASK_ID_LEN 36
 

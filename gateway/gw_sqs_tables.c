@@ -80,7 +80,11 @@ bool gw_sqs_action_from_target(struct sl_slice target, enum gw_sqs_action *out)
     if (target.n <= plen || memcmp(target.p, TARGET_PREFIX, plen) != 0) {
         return false;
     }
-    struct sl_slice name = {target.p + plen, target.n - plen};
+    return gw_sqs_action_from_name((struct sl_slice){target.p + plen, target.n - plen}, out);
+}
+
+bool gw_sqs_action_from_name(struct sl_slice name, enum gw_sqs_action *out)
+{
     for (size_t i = 0; i < GW_SQS_ACT__COUNT; i++) {
         if (sl_slice_eq_cstr(name, action_names[i])) {
             *out = (enum gw_sqs_action)i;

@@ -130,8 +130,38 @@ struct sigv4_verifier {
     void *arg; /* passed to find_secret */
 };
 
+/* True if a raw query string carries query-string authentication (any of
+ * X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature): a presigned URL. */
+bool sigv4_query_is_presigned(struct sl_slice query);
+
+/* The access key id of a presigned query, copied into buf[cap] (so a
+ * server can refuse an unknown key before reading the body). Returns SL_OK
+ * with *access_key_id borrowing buf, or SL_EINVAL with *failure
+ * (INCOMPLETE: a parameter missing; MALFORMED: one malformed; TOKEN:
+ * X-Amz-Security-Token) and *why. */
+int sigv4_presigned_access_key(struct sl_slice query, char *buf, size_t cap,
+                               struct sl_slice *access_key_id, enum sigv4_failure *failure,
+                               const char **why);
+
+/* Verifies a presigned request (query-string authentication) with the
+ * principal's secret: the X-Amz-* parameters parsed as the header form's
+ * parts, the scope (SCOPE), X-Amz-Date no more than 15 minutes ahead and
+ * now no later than X-Amz-Date + X-Amz-Expires (EXPIRED; at most a week),
+ * host or :authority and every x-amz-* header signed (INCOMPLETE), the
+ * payload hash the body's SHA-256 (as botocore signs it), or an
+ * X-Amz-Content-Sha256 query parameter equal to it (UNSIGNED-PAYLOAD only
+ * for an empty body: a body is never left unsigned; MISMATCH), then the
+ * signature over the canonical request whose query leaves out
+ * X-Amz-Signature (MISMATCH). Returns SL_OK or SL_EINVAL as
+ * sigv4_verify. */
+int sigv4_verify_presigned(const struct sigv4_request *req, const char *secret, const char *region,
+                           const char *service, int64_t now_s, struct sigv4_key_cache *cache,
+                           enum sigv4_failure *failure, const char **why);
+
 /* A server's whole check of one request: refuses X-Amz-Security-Token
- * (TOKEN), takes the first "authorization" header (MISSING when absent),
+ * (TOKEN), takes the first "authorization" header (MISSING when absent;
+ * a request without one whose query is presigned goes to
+ * sigv4_verify_presigned instead),
  * parses it (MISSING, MALFORMED), asks v->find_secret for the access key's
  * secret (UNKNOWN_KEY), then verifies (see sigv4_verify). Returns SL_OK;
  * SL_ENOTFOUND for an unknown key; SL_EINVAL for any other refusal. On a

@@ -420,6 +420,25 @@ static void test_send_message_errors(void **state)
                GW_SQS_E_INVALID_MESSAGE_CONTENTS, NULL);
     expect_err(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"\\uffff\"}",
                GW_SQS_E_INVALID_MESSAGE_CONTENTS, NULL);
+    /* a lone surrogate arriving as a JSON escape is a character SQS does
+     * not allow, not a malformed body; a proper pair is a character */
+    expect_err(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"a\\uD800b\"}",
+               GW_SQS_E_INVALID_MESSAGE_CONTENTS,
+               "Invalid binary character '#xD800' was found in the message body, the set of "
+               "allowed characters is #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | "
+               "#x10000 to #x10FFFF");
+    expect_err(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"\\udc00\"}",
+               GW_SQS_E_INVALID_MESSAGE_CONTENTS, NULL);
+    expect_err(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"\\uD800\\u0041\"}",
+               GW_SQS_E_INVALID_MESSAGE_CONTENTS, NULL);
+    struct gw_sqs_request pair;
+    expect_ok(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"\\\\uD800\\uD83D\\uDE00\"}",
+              &pair);
+    assert_int_equal(pair.u.send_message.msg.body.n, 10); /* "\\uD800" and U+1F600 */
+    gw_sqs_request_fini(&pair);
+    /* other syntax errors stay SerializationException */
+    expect_err(GW_SQS_ACT_SEND_MESSAGE, "{" Q ",\"MessageBody\":\"\\uD800\",}",
+               GW_SQS_E_SERIALIZATION, NULL);
     expect_err(GW_SQS_ACT_SEND_MESSAGE,
                "{" Q ",\"MessageBody\":\"x\",\"MessageGroupId\":\"has space\"}",
                GW_SQS_E_INVALID_PARAMETER_VALUE,

@@ -131,42 +131,81 @@ static void test_empty_ok_reply(void **state)
     (void)state;
     struct gw_sqs_reply r;
     gw_sqs_reply_init(&r);
-    gw_sqs_reply_ok(&r, NULL);
+    gw_sqs_reply_empty(&r);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.body.n, 0);
     struct gw_header h[2];
     assert_int_equal(gw_sqs_reply_headers(&r, h), 1);
-    gw_sqs_reply_ok(&r, gw_sqs_encode_queue_url(SL_SLICE_LIT("http://h:1/acme/q")));
+    gw_sqs_reply_queue_url(&r, SL_SLICE_LIT("http://h:1/acme/q"));
     assert_string_equal(r.body.p, "{\"QueueUrl\":\"http://h:1/acme/q\"}");
     gw_sqs_reply_fini(&r);
 }
 
-static char *dump(json_t *j)
+/* The JSON body of a cold reply written for action. */
+static void expect_cold(struct gw_sqs_reply *r, enum gw_sqs_action action, const char *want)
 {
-    char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(j);
-    return s;
-}
-
-static void expect_json(json_t *j, const char *want)
-{
-    char *s = dump(j);
-    assert_string_equal(s, want);
-    free(s);
+    assert_int_equal(r->status, 200);
+    assert_int_equal(r->action, action);
+    assert_string_equal(r->body.p, want);
+    gw_sqs_reply_fini(r);
 }
 
 static void test_success_bodies(void **state)
 {
     (void)state;
+    struct gw_sqs_reply r;
     struct sl_slice urls[] = {SL_SLICE_LIT("u1"), SL_SLICE_LIT("u2")};
-    expect_json(gw_sqs_encode_queue_urls(urls, 2, "QueueUrls", SL_SLICE_LIT("")),
-                "{\"QueueUrls\":[\"u1\",\"u2\"]}");
-    expect_json(gw_sqs_encode_queue_urls(NULL, 0, "QueueUrls", SL_SLICE_LIT("")), "{}");
-    expect_json(gw_sqs_encode_queue_urls(NULL, 0, "queueUrls", SL_SLICE_LIT("t")),
-                "{\"NextToken\":\"t\",\"queueUrls\":[]}");
-    struct gw_sqs_tag tags[] = {{SL_SLICE_LIT("k"), SL_SLICE_LIT("v")}};
-    expect_json(gw_sqs_encode_string_map("Tags", tags, 1), "{\"Tags\":{\"k\":\"v\"}}");
-    expect_json(gw_sqs_encode_string_map("Tags", NULL, 0), "{}");
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_LIST_QUEUES, NULL);
+    gw_sqs_reply_queue_urls(&r, urls, 2, SL_SLICE_LIT(""));
+    expect_cold(&r, GW_SQS_ACT_LIST_QUEUES, "{\"QueueUrls\":[\"u1\",\"u2\"]}");
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_LIST_QUEUES, NULL);
+    gw_sqs_reply_queue_urls(&r, NULL, 0, SL_SLICE_LIT(""));
+    expect_cold(&r, GW_SQS_ACT_LIST_QUEUES, "{}");
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_LIST_DEAD_LETTER_SOURCE_QUEUES, NULL);
+    gw_sqs_reply_queue_urls(&r, NULL, 0, SL_SLICE_LIT("t"));
+    expect_cold(&r, GW_SQS_ACT_LIST_DEAD_LETTER_SOURCE_QUEUES,
+                "{\"queueUrls\":[],\"NextToken\":\"t\"}");
+    struct gw_sqs_tag tags[] = {{SL_SLICE_LIT("k"), SL_SLICE_LIT("v")},
+                                {SL_SLICE_LIT("a"), SL_SLICE_LIT("\"")}};
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_LIST_QUEUE_TAGS, NULL);
+    gw_sqs_reply_string_map(&r, tags, 2);
+    expect_cold(&r, GW_SQS_ACT_LIST_QUEUE_TAGS, "{\"Tags\":{\"k\":\"v\",\"a\":\"\\\"\"}}");
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_LIST_QUEUE_TAGS, NULL);
+    gw_sqs_reply_string_map(&r, NULL, 0);
+    expect_cold(&r, GW_SQS_ACT_LIST_QUEUE_TAGS, "{}");
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_GET_QUEUE_ATTRIBUTES, NULL);
+    gw_sqs_reply_string_map(&r, tags, 1);
+    expect_cold(&r, GW_SQS_ACT_GET_QUEUE_ATTRIBUTES, "{\"Attributes\":{\"k\":\"v\"}}");
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_START_MESSAGE_MOVE_TASK, NULL);
+    gw_sqs_reply_task_handle(&r, "h");
+    expect_cold(&r, GW_SQS_ACT_START_MESSAGE_MOVE_TASK, "{\"TaskHandle\":\"h\"}");
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_CANCEL_MESSAGE_MOVE_TASK, NULL);
+    gw_sqs_reply_moved(&r, 7);
+    expect_cold(&r, GW_SQS_ACT_CANCEL_MESSAGE_MOVE_TASK,
+                "{\"ApproximateNumberOfMessagesMoved\":7}");
+    struct gw_sqs_move_task tasks[] = {
+        {.task_handle = "h",
+         .status = "RUNNING",
+         .source_arn = "s",
+         .destination_arn = "d",
+         .max_per_second = 5,
+         .moved = 1,
+         .to_move = 2,
+         .started_ms = 1700000000000},
+        {.status = "FAILED", .source_arn = "s", .failure_reason = "gone", .started_ms = 1},
+    };
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_LIST_MESSAGE_MOVE_TASKS, NULL);
+    gw_sqs_reply_move_tasks(&r, tasks, 2);
+    expect_cold(&r, GW_SQS_ACT_LIST_MESSAGE_MOVE_TASKS,
+                "{\"Results\":[{\"TaskHandle\":\"h\",\"Status\":\"RUNNING\",\"SourceArn\":\"s\","
+                "\"DestinationArn\":\"d\",\"MaxNumberOfMessagesPerSecond\":5,"
+                "\"ApproximateNumberOfMessagesMoved\":1,\"ApproximateNumberOfMessagesToMove\":2,"
+                "\"StartedTimestamp\":1700000000000},{\"Status\":\"FAILED\",\"SourceArn\":\"s\","
+                "\"ApproximateNumberOfMessagesMoved\":0,\"ApproximateNumberOfMessagesToMove\":0,"
+                "\"FailureReason\":\"gone\",\"StartedTimestamp\":1}]}");
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_JSON, GW_SQS_ACT_LIST_MESSAGE_MOVE_TASKS, NULL);
+    gw_sqs_reply_move_tasks(&r, NULL, 0);
+    expect_cold(&r, GW_SQS_ACT_LIST_MESSAGE_MOVE_TASKS, "{\"Results\":[]}");
 }
 
 /* A directly written reply is a 200 with the content-type header only and
