@@ -4,7 +4,21 @@ end to end against a real sluiced: this process sends them through kombu's
 producer (boto3, query protocol over HTTP/1.1), a `celery worker --pool
 solo` subprocess long-polls, runs and acknowledges them (its receives are
 kombu's own signed form POSTs through pycurl; its deletes go through
-boto3), and afterwards the queue holds nothing, visible or in flight."""
+boto3), and afterwards the queue holds nothing, visible or in flight.
+
+What the worker's long poll puts on the wire is kombu's, not botocore's
+(kombu/asynchronous/aws/connection.py, make_request):
+
+    POST /alpha/celery-compat HTTP/1.1
+    Content-Type: application/x-www-form-urlencoded
+    Authorization: AWS4-HMAC-SHA256 ... SignedHeaders=host;x-amz-date ...
+
+    MaxNumberOfMessages=N&AttributeName.1=ApproximateReceiveCount&
+    WaitTimeSeconds=1&Action=ReceiveMessage          (one line on the wire)
+
+It has no Version parameter: a server that requires Version refuses every
+receive (kombu's _on_list_ready raises on a 4xx answer) and the tasks never
+run, so this test fails against it, in the step that waits for them."""
 
 import json
 import os
