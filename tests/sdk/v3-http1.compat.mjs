@@ -24,6 +24,9 @@ test("v3 with its default HTTP/1.1 handler runs the common flow", async () => {
   });
   const handler = sqs.config.requestHandler;
   assert.equal(handler?.constructor?.name, "NodeHttpHandler", "the default handler is the HTTP/1.1 one");
-  await runFlow(v3Adapter(sqs), server.endpoint, { prefix: "v3h1" });
-  sqs.destroy();
+  try {
+    await runFlow(v3Adapter(sqs), server.endpoint, { prefix: "v3h1" });
+  } finally {
+    sqs.destroy(); // its keep-alive sockets
+  }
 });
