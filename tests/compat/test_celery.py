@@ -40,6 +40,15 @@ def log_tail(path, n=3000):
         return f.read()[-n:].decode("utf-8", "replace")
 
 
+def first_error(path):
+    """The worker log's first ERROR or CRITICAL record, or None."""
+    with open(path, "rb") as f:
+        for line in f.read().decode("utf-8", "replace").splitlines():
+            if "ERROR/" in line or "CRITICAL/" in line:
+                return line.strip()
+    return None
+
+
 def stop_worker(worker, log_path):
     """Warm shutdown (SIGTERM: finish the current task, then exit 0)."""
     if worker.poll() is None:
@@ -94,6 +103,11 @@ def body(steps):
                 done = {f for f in os.listdir(out) if f in sent}
                 if len(done) == TASKS or worker.poll() is not None:
                     break
+                # An error in kombu's polling stops the worker's consumer
+                # for good: waiting longer would only hide the reason.
+                error = first_error(log_path)
+                if error:
+                    fail(f"the worker logged an error after {len(done)}/{TASKS} tasks: {error}")
                 time.sleep(0.2)
             if worker.poll() is not None:
                 fail(f"the worker exited ({worker.returncode}) after {len(done)}/{TASKS} "
