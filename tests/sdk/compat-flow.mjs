@@ -10,9 +10,24 @@
 // checks MD5OfMessageAttributes, which neither SDK verifies.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { after, before } from "node:test";
+import { startSluiced } from "./harness.mjs";
 
 const TRACE = "Root=1-5759e988-bd862e3fe1be46a994272793";
 const region = "us-east-1";
+
+// One sluiced for the calling test file: started before its tests and
+// stopped after them, when it must exit 0 on SIGTERM. The returned object's
+// server is set once it runs.
+export function sluicedPerFile() {
+  const ctx = { server: null };
+  before(async () => { ctx.server = await startSluiced(); });
+  after(async () => {
+    const { code } = await ctx.server.stop();
+    assert.equal(code, 0, "sluiced exits 0 on SIGTERM");
+  });
+  return ctx;
+}
 
 const md5 = (data) => createHash("md5").update(data).digest("hex");
 

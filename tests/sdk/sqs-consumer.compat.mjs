@@ -3,22 +3,18 @@
 // SQSClient with the default HTTP/1.1 handler, takes the endpoint from the
 // queue URL (useQueueUrlAsEndpoint) and the credentials from the
 // environment, like any deployed worker.
-import { test, after, before } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as S from "@aws-sdk/client-sqs";
 import { Consumer } from "sqs-consumer";
-import { startSluiced, sqsClient, tenants } from "./harness.mjs";
+import { sqsClient, tenants } from "./harness.mjs";
+import { sluicedPerFile } from "./compat-flow.mjs";
 
-let server;
-before(async () => { server = await startSluiced(); });
-after(async () => {
-  const { code } = await server.stop();
-  assert.equal(code, 0, "sluiced exits 0 on SIGTERM");
-});
+const ctx = sluicedPerFile();
 
 test("an sqs-consumer worker with its own client drains a queue", async () => {
   // Seeded over HTTP/2, so that only the consumer depends on HTTP/1.1.
-  const seed = sqsClient(server);
+  const seed = sqsClient(ctx.server);
   const { QueueUrl: url } = await seed.send(new S.CreateQueueCommand({ QueueName: "consumed" }));
   const total = 15;
   for (let i = 0; i < total; i += 5) {

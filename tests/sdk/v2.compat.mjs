@@ -3,22 +3,17 @@
 // model speaks the query protocol; later ones speak JSON 1.0). It sends
 // form bodies over HTTP/1.1 and reads SQS's XML. computeChecksums stays on
 // (the default), so the SDK checks every body digest itself.
-import { test, after, before } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import AWS from "aws-sdk";
-import { startSluiced, tenants } from "./harness.mjs";
-import { runFlow } from "./compat-flow.mjs";
+import { tenants } from "./harness.mjs";
+import { runFlow, sluicedPerFile } from "./compat-flow.mjs";
 
-let server;
-before(async () => { server = await startSluiced(); });
-after(async () => {
-  const { code } = await server.stop();
-  assert.equal(code, 0, "sluiced exits 0 on SIGTERM");
-});
+const ctx = sluicedPerFile();
 
 function v2Client(cred) {
   return new AWS.SQS({
-    endpoint: server.endpoint,
+    endpoint: ctx.server.endpoint,
     region: "us-east-1",
     credentials: new AWS.Credentials(cred.key, cred.secret),
     maxRetries: 0,
@@ -53,7 +48,7 @@ test("the SDK speaks the query protocol", () => {
 test("v2 runs the common flow", async () => {
   const sqs = v2Client(tenants.alpha);
   assert.equal(sqs.config.computeChecksums, true, "MD5 checks on");
-  await runFlow(v2Adapter(sqs), server.endpoint, { prefix: "v2" });
+  await runFlow(v2Adapter(sqs), ctx.server.endpoint, { prefix: "v2" });
 });
 
 test("v2 reports a wrong secret as SignatureDoesNotMatch", async () => {
