@@ -98,7 +98,10 @@ export async function runFlow(client, endpoint, { tenant = "alpha", prefix = "co
   try {
     await flow(client, endpoint, tenant, prefix, step);
   } catch (err) {
-    err.message = `in step '${current}': ${err.message}`;
+    // An answer the SDK could not parse (say a 505 from a server without
+    // HTTP/1.1) hides its status in $response: show it.
+    const status = err.$response?.statusCode ? ` (HTTP ${err.$response.statusCode})` : "";
+    err.message = `in step '${current}': ${err.message}${status}`;
     throw err;
   }
 }
