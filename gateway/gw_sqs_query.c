@@ -24,8 +24,10 @@
  * from 1 (0, "01", "x") and a parameter given twice are
  * InvalidQueryParameter; bad percent-encoding is MalformedQueryString; a
  * number that is not one is InvalidParameterValue ("Value x for parameter
- * MaxNumberOfMessages is invalid."); a missing Version is MissingParameter
- * and another Version InvalidParameterValue. Parameters the action does
+ * MaxNumberOfMessages is invalid."); a Version other than 2012-11-05 is
+ * InvalidParameterValue. A missing Version is taken as 2012-11-05: kombu's
+ * SQS transport (Celery) builds its ReceiveMessage long poll by hand
+ * without one, and SQS serves it. Parameters the action does
  * not have (the presigned URL's X-Amz-*, AUTHPARAMS) are ignored, as the
  * JSON decoder ignores unknown members.
  *
@@ -793,10 +795,7 @@ int gw_sqs_query_decode(struct sl_slice form, struct sl_slice queue_url, struct 
     rc = form_action(&f, &action, err);
     out->action = action;
     const struct qparam *version = rc == SL_OK ? form_get(&f, "Version") : NULL;
-    if (rc == SL_OK && version == NULL) {
-        rc = gw_sqs_err_set(err, GW_SQS_E_MISSING_PARAMETER,
-                            "The request must contain the parameter Version.");
-    } else if (rc == SL_OK && !sl_slice_eq_cstr(version->value, GW_SQS_QUERY_VERSION)) {
+    if (rc == SL_OK && version != NULL && !sl_slice_eq_cstr(version->value, GW_SQS_QUERY_VERSION)) {
         rc = gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
                             "Value %.*s for parameter Version is invalid. Reason: the version "
                             "of this API is " GW_SQS_QUERY_VERSION ".",

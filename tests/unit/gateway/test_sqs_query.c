@@ -102,9 +102,11 @@ static void test_envelope_errors(void **state)
     gw_sqs_request_fini(&none);
     expect_err("Action=Frobnicate&" V, GW_SQS_E_UNKNOWN_OPERATION,
                "The action Frobnicate is not valid for this endpoint.");
-    expect_err("Action=ListQueues", GW_SQS_E_MISSING_PARAMETER,
-               "The request must contain the parameter Version.");
     expect_err("Action=ListQueues&Version=2008-01-01", GW_SQS_E_INVALID_PARAMETER_VALUE, NULL);
+    /* kombu's long poll carries no Version: it is 2012-11-05. */
+    struct gw_sqs_request unversioned;
+    expect_ok("Action=ListQueues", GW_SQS_ACT_LIST_QUEUES, &unversioned);
+    gw_sqs_request_fini(&unversioned);
     expect_err("Action=ListQueues&" V "&QueueNamePrefix=%zz", GW_SQS_E_MALFORMED_QUERY_STRING,
                NULL);
     expect_err("Action=ListQueues&" V "&QueueNamePrefix=%4", GW_SQS_E_MALFORMED_QUERY_STRING, NULL);
