@@ -298,6 +298,15 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_stop(h->loop);
 }
 
+/* Stops the signal handles and closes their loop. */
+static void close_signals(uv_loop_t *loop, uv_signal_t *const *handles, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        uv_close((uv_handle_t *)handles[i], NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static int run(struct process *p)
@@ -360,12 +369,10 @@ static int run(struct process *p)
     log_budgets(p->budget, "");
     sl_log(SL_LOG_INFO, "main", "connections: at most %u, %u per peer address (%llu descriptors)",
            max_total, max_peer, (unsigned long long)p->fd_limit);
-    struct gw_server *server = NULL;
-    if (gw_server_start(specs, n, threads, tls, &server, err, sizeof(err)) != SL_OK) {
-        sl_log(SL_LOG_ERROR, "main", "%s", err);
-        goto out_api;
-    }
-
+    /* The handlers go in before the listeners open: a client (or a test)
+     * that sees the port may send SIGTERM at once, and the default action
+     * would kill the process before storage is committed. A signal that
+     * arrives before uv_run waits in libuv's pipe until then. */
     uv_loop_t loop;
     SL_ASSERT(uv_loop_init(&loop) == 0);
     uv_signal_t *handles[] = {&p->sigterm, &p->sigint, &p->sighup};
@@ -374,6 +381,12 @@ static int run(struct process *p)
         uv_signal_init(&loop, handles[i]);
         handles[i]->data = p;
         uv_signal_start(handles[i], on_signal, signums[i]);
+    }
+    struct gw_server *server = NULL;
+    if (gw_server_start(specs, n, threads, tls, &server, err, sizeof(err)) != SL_OK) {
+        sl_log(SL_LOG_ERROR, "main", "%s", err);
+        close_signals(&loop, handles, SL_ARRAY_LEN(handles));
+        goto out_api;
     }
     uv_run(&loop, UV_RUN_DEFAULT); /* until SIGTERM or SIGINT */
 
@@ -384,10 +397,7 @@ static int run(struct process *p)
         pthread_detach(watchdog);
     gw_server_stop(server, SHUTDOWN_GRACE_MS);
     gw_server_free(server);
-    for (size_t i = 0; i < SL_ARRAY_LEN(handles); i++)
-        uv_close((uv_handle_t *)handles[i], NULL);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
+    close_signals(&loop, handles, SL_ARRAY_LEN(handles));
     status = 0;
 out_api:
     gw_api_free(p->api); /* commits and closes storage */
