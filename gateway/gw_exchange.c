@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gw_budget.h"
 #include "gw_exchange.h"
@@ -401,6 +402,34 @@ void gw_request_split_path(struct sl_slice full, struct sl_slice *path, struct s
         *path = (struct sl_slice){full.p, (size_t)(q - full.p)};
         *query = (struct sl_slice){q + 1, full.n - (size_t)(q + 1 - full.p)};
     }
+}
+
+size_t gw__http_date_now(char out[GW_HTTP_DATE_CAP])
+{
+    static _Thread_local time_t cached_at = (time_t)-1;
+    static _Thread_local char cached[GW_HTTP_DATE_CAP];
+    static _Thread_local size_t cached_len;
+    time_t now = time(NULL);
+    if (now != cached_at) {
+        cached_len = sl_http_date((int64_t)now, cached, sizeof(cached));
+        cached_at = now;
+    }
+    memcpy(out, cached, cached_len + 1);
+    return cached_len;
+}
+
+size_t gw__format_u64(uint64_t v, char out[24])
+{
+    char rev[24];
+    size_t n = 0;
+    do {
+        rev[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = rev[n - 1 - i];
+    out[n] = '\0';
+    return n;
 }
 
 void gw__output_consume(struct sl_buf *out, size_t n)

@@ -172,20 +172,33 @@ static void refuse_headers(struct gw_h1c *c)
 static void scan_headers(struct gw_h1c *c)
 {
     while (!c->scan_done && c->scan_off < c->in.n) {
-        char ch = c->in.p[c->scan_off++];
+        const char *p = c->in.p + c->scan_off;
+        size_t left = c->in.n - c->scan_off;
+        if (!c->scan_line_start) {
+            /* Inside a line only its end and a NUL matter: memchr finds
+             * both faster than a byte loop, which showed in profiles. */
+            const char *nl = memchr(p, '\n', left);
+            size_t span = nl != NULL ? (size_t)(nl - p) : left;
+            if (memchr(p, '\0', span) != NULL)
+                c->scan_bad = true;
+            c->scan_off += span;
+            if (nl == NULL)
+                break;
+            c->scan_off++;
+            c->scan_line_start = true;
+            continue;
+        }
+        char ch = *p;
+        c->scan_off++;
         if (ch == '\0') {
             c->scan_bad = true;
         } else if (ch == '\n') {
-            if (c->scan_line_start && c->scan_lines > 0)
+            if (c->scan_lines > 0)
                 c->scan_done = true; /* the empty line */
-            c->scan_line_start = true;
-        } else if (ch == '\r') {
-            /* part of the line end */
-        } else {
-            if (c->scan_line_start && (ch == ' ' || ch == '\t') && c->scan_lines > 0)
+        } else if (ch != '\r') {     /* a CR is part of the line end */
+            if ((ch == ' ' || ch == '\t') && c->scan_lines > 0)
                 c->scan_bad = true; /* obs-fold, or whitespace before a field name */
-            if (c->scan_line_start)
-                c->scan_lines++;
+            c->scan_lines++;
             c->scan_line_start = false;
         }
     }
@@ -596,14 +609,23 @@ static void submit_head(struct gw_exchange *ex, int status, const struct gw_head
     c->phase = H1_SENDING;
     c->progress_ns = c->now_ns;
 
-    char date_s[40];
-    sl_http_date((int64_t)time(NULL), date_s, sizeof(date_s));
-    sl_buf_printf(&c->out, "HTTP/1.1 %d %s\r\n", status, reason_phrase(status));
+    /* Appended piece by piece: printf for every head showed in profiles. */
+    char status_s[24], date_s[GW_HTTP_DATE_CAP], length_s[24];
+    size_t status_n =
+        gw__format_u64((uint64_t)(status >= 100 && status <= 999 ? status : 500), status_s);
+    size_t date_n = gw__http_date_now(date_s);
+    size_t length_n = gw__format_u64(ex->resp_len, length_s);
+    sl_buf_append(&c->out, "HTTP/1.1 ", 9);
+    sl_buf_append(&c->out, status_s, status_n);
+    sl_buf_append(&c->out, " ", 1);
+    sl_buf_append_cstr(&c->out, reason_phrase(status));
+    sl_buf_append(&c->out, "\r\n", 2);
     for (size_t i = 0; i < header_count; i++)
         if (field_ok(headers[i].name) && field_ok(headers[i].value))
             append_header(&c->out, headers[i].name, headers[i].value);
-    sl_buf_printf(&c->out, "x-amzn-requestid: %s\r\ndate: %s\r\ncontent-length: %zu\r\n",
-                  ex->request_id, date_s, ex->resp_len);
+    append_header(&c->out, SL_SLICE_LIT("x-amzn-requestid"), sl_slice_cstr(ex->request_id));
+    append_header(&c->out, SL_SLICE_LIT("date"), (struct sl_slice){date_s, date_n});
+    append_header(&c->out, SL_SLICE_LIT("content-length"), (struct sl_slice){length_s, length_n});
     if (c->close_after)
         sl_buf_append_cstr(&c->out, "connection: close\r\n");
     else if (c->parser.http_minor == 0)

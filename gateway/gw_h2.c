@@ -533,10 +533,10 @@ static void submit_head(struct gw_exchange *ex, int status, const struct gw_head
 {
     struct gw_h2c *c = ex->owner;
     size_t body_len = ex->resp_len;
-    char status_s[8], length_s[24], date_s[40];
-    snprintf(status_s, sizeof(status_s), "%d", status);
-    snprintf(length_s, sizeof(length_s), "%zu", body_len);
-    sl_http_date((int64_t)time(NULL), date_s, sizeof(date_s));
+    char status_s[24], length_s[24], date_s[GW_HTTP_DATE_CAP];
+    gw__format_u64((uint64_t)status, status_s);
+    gw__format_u64(body_len, length_s);
+    gw__http_date_now(date_s);
 
     nghttp2_nv *nva = sl_xcalloc(header_count + 4, sizeof(*nva));
     size_t n = 0;
