@@ -162,15 +162,23 @@ void sl_buf_append_byte(struct sl_buf *b, char c)
 
 void sl_buf_vprintf(struct sl_buf *b, const char *fmt, va_list ap)
 {
+    /* Format once into the room the buffer already has; only text that
+     * does not fit is formatted a second time, after growing. (Measuring
+     * first, then writing, formatted every text twice.) */
+    sl_buf_reserve(b, 64);
+    size_t room = b->cap - b->n;
     va_list ap2;
     va_copy(ap2, ap);
-    int len = vsnprintf(NULL, 0, fmt, ap2);
+    int len = vsnprintf(b->p + b->n, room, fmt, ap2);
     va_end(ap2);
     if (len < 0) {
+        b->p[b->n] = '\0';
         return;
     }
-    sl_buf_reserve(b, (size_t)len);
-    vsnprintf(b->p + b->n, (size_t)len + 1, fmt, ap);
+    if ((size_t)len >= room) {
+        sl_buf_reserve(b, (size_t)len);
+        vsnprintf(b->p + b->n, (size_t)len + 1, fmt, ap);
+    }
     b->n += (size_t)len;
 }
 

@@ -101,10 +101,12 @@ int sigv4_parse_authorization(struct sl_slice value, struct sigv4_auth *out,
     struct sl_slice credential = {NULL, 0};
     bool have_credential = false, have_signed = false, have_signature = false;
     size_t start = 0;
-    for (size_t j = 0; j <= rest.n; j++) {
-        if (j < rest.n && rest.p[j] != ',') {
-            continue;
-        }
+    for (bool last = false; !last;) {
+        /* Part by part (memchr, not a byte loop: this runs twice per
+         * request, at headers time and at authentication). */
+        const char *comma = start < rest.n ? memchr(rest.p + start, ',', rest.n - start) : NULL;
+        size_t j = comma != NULL ? (size_t)(comma - rest.p) : rest.n;
+        last = comma == NULL;
         struct sl_slice item = tx_trim((struct sl_slice){rest.p + start, j - start});
         start = j + 1;
         const char *eq = item.n ? memchr(item.p, '=', item.n) : NULL;
