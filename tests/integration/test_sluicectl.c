@@ -292,6 +292,24 @@ static void check_admin_commands(const char *src)
     IT_CHECK(json_array_size(json_object_get(doc, "queues")) == 2);
     json_decref(doc);
 
+    /* the admin's SigV4 keys instead of the token: a signed query string
+     * (watch, peek) and a signed body (pause) */
+    v = ctl("--access-key-id " IT_ADMIN_KEY " --secret-access-key " IT_ADMIN_SECRET
+            " watch acme --count 1");
+    IT_CHECK(v.status == 0);
+    CHECK_HAS(v, "ctl-dlq      2");
+    v = ctl("--access-key-id " IT_ADMIN_KEY " --secret-access-key " IT_ADMIN_SECRET
+            " dlq peek acme/ctl-dlq 1");
+    IT_CHECK(v.status == 0);
+    CHECK_HAS(v, "1 message(s) shown");
+    v = ctl("--access-key-id " IT_ADMIN_KEY " --secret-access-key " IT_ADMIN_SECRET
+            " pause acme/ctl-src");
+    IT_CHECK(v.status == 0);
+    CHECK_HAS(v, "acme/ctl-src: paused both");
+    v = ctl("--access-key-id " IT_ADMIN_KEY " --secret-access-key wrong tenants");
+    IT_CHECK(v.status == 1);
+    CHECK_HAS(v, "error: AccessDenied: ");
+
     v = ctl_admin("resume acme/ctl-src");
     IT_CHECK(v.status == 0);
     CHECK_HAS(v, "acme/ctl-src: paused nothing (serving)");
