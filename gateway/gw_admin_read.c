@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gw_admin_routes.h"
+#include "gw_metrics.h"
 #include "gw_pause.h"
 
 /* ---- GET /tenants ------------------------------------------------------------------ */
@@ -239,13 +240,14 @@ static json_t *queue_json(struct gw_admin_req *r, uint64_t id, bool full,
         part_queue_info_free(dlq);
     }
     unsigned paused = gw__pause_flags(r->api, id);
+    double first_attempt_s = (double)gw_metrics_queue_first_attempt(r->api->metrics, id) / 1e3;
     json_t *o =
-        json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:{s:b, s:b}}",
+        json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:f, s:o, s:o, s:{s:b, s:b}}",
                   "tenant", qi->tenant, "name", qi->name, "url", url.p, "arn", arn.p, "fifo",
                   qi->cfg.fifo, "ready", (json_int_t)SL_MAX(c.ready, 0), "inflight",
                   (json_int_t)SL_MAX(c.inflight, 0), "delayed", (json_int_t)SL_MAX(c.delayed, 0),
                   "overflow", (json_int_t)SL_MAX(c.overflow_ready + c.overflow_delayed, 0),
-                  "oldest_age_s", (json_int_t)oldest_s, "age_of_first_attempt_s", (json_int_t)0,
+                  "oldest_age_s", (json_int_t)oldest_s, "age_of_first_attempt_s", first_attempt_s,
                   "dlq_of", dlq_of, "redrive_target", target, "paused", "enqueue",
                   (paused & GW_PAUSE_ENQUEUE) != 0, "dequeue", (paused & GW_PAUSE_DEQUEUE) != 0);
     sl_buf_free(&url);
