@@ -812,7 +812,7 @@ static void render_budgets(struct sl_buf *out, struct gw_budget *b)
 
 static void render_partitions(struct sl_buf *out, struct part_engine *e)
 {
-    enum { DEPTH, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, TIMERS, NVALS };
+    enum { DEPTH, LOAD, BACKLOG, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, TIMERS, NVALS };
     uint32_t np = part_engine_partitions(e);
     double *v[NVALS];
     for (size_t i = 0; i < NVALS; i++) {
@@ -822,6 +822,8 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
         struct part_partition_stats st = {0};
         part_engine_stats(e, p, &st);
         v[DEPTH][p] = (double)part_engine_partition_queued(e, p);
+        v[LOAD][p] = (double)part_engine_partition_load(e, p);
+        v[BACKLOG][p] = (double)st.backlog;
         v[COMMITS][p] = (double)st.commits;
         v[JOBS][p] = (double)st.jobs;
         v[AVG][p] = st.commits > 0 ? (double)st.jobs / (double)st.commits : 0.0;
@@ -832,6 +834,13 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
     }
     partition_family(out, "sluice_partition_writer_queue_depth", "gauge",
                      "Jobs waiting at the partition's writer thread.", v[DEPTH], np);
+    partition_family(out, "sluice_partition_load_messages", "gauge",
+                     "The send choice's load of the partition: its backlog plus the messages of "
+                     "the jobs waiting at its writer.",
+                     v[LOAD], np);
+    partition_family(out, "sluice_partition_backlog_messages", "gauge",
+                     "Ready and delayed messages of every queue stored in the partition.",
+                     v[BACKLOG], np);
     partition_family(out, "sluice_partition_commits_total", "counter",
                      "Group commits of the partition.", v[COMMITS], np);
     partition_family(out, "sluice_partition_committed_jobs_total", "counter",

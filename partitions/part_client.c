@@ -44,6 +44,11 @@ static void writer_submit_list(struct part_writer *w, struct part_job *head, str
     bool dead = !w->started || w->exited;
     if (!dead) {
         tail->next = NULL;
+        int64_t cost = 0;
+        for (struct part_job *j = head; j != NULL; j = j->next) {
+            j->cost = part__job_cost(j);
+            cost += j->cost;
+        }
         if (w->tail) {
             w->tail->next = head;
         } else {
@@ -51,6 +56,7 @@ static void writer_submit_list(struct part_writer *w, struct part_job *head, str
         }
         w->tail = tail;
         atomic_fetch_add(&w->queued, (int64_t)n);
+        atomic_fetch_add_explicit(&w->queued_cost, cost, memory_order_relaxed);
         pthread_cond_signal(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);

@@ -225,6 +225,9 @@ struct part_job {
     struct part_queue *dest_q;
     uint64_t move_after;
     uint32_t move_max;
+    /* set when the job reaches a writer's queue (under its mu) */
+    uint32_t cost;   /* part__job_cost */
+    uint64_t enq_ns; /* sl_mono_ns */
 };
 
 struct part_heap_item {
@@ -270,7 +273,13 @@ struct part_writer {
     _Atomic bool failed;
     _Atomic bool full_seen;  /* a write failed for lack of space since the open */
     _Atomic bool open_later; /* the open found the disk full: db is NULL, retried */
-    _Atomic int64_t queued;  /* jobs waiting: "least busy writer" hint */
+    _Atomic int64_t queued;  /* jobs waiting */
+    /* The send choice's load signal (part_engine_partition_load), relaxed:
+     * ready + delayed messages of every queue stored here as of the last
+     * commit (written by the writer thread), and the cost (part__job_cost)
+     * of the jobs waiting (changed under mu). */
+    _Atomic int64_t backlog;
+    _Atomic int64_t queued_cost;
     /* part_engine_stats: written by the writer thread after each COMMIT,
      * read from any thread; relaxed (monotonic counters, no ordering). */
     _Atomic uint64_t stat_commits;
@@ -359,6 +368,34 @@ struct part_engine {
 };
 
 /* Inline helpers over the types above; any thread. */
+
+/* What a job weighs at its writer, in messages: those a send stores, a
+ * receive may lease, a move may look at, or the receipts a delete or
+ * visibility change names; 1 for anything else. The load signal of the
+ * send choice and the writer's fair share (part_sched.c) count in it. */
+static inline uint32_t part__job_cost(const struct part_job *j)
+{
+    size_t cost = 1;
+    switch (j->op) {
+    case PART_OP_SEND:
+        cost = j->nmsgs;
+        break;
+    case PART_OP_RECEIVE:
+        cost = j->recv != NULL ? j->recv->max : 1;
+        break;
+    case PART_OP_DELETE:
+    case PART_OP_CHANGE_VIS:
+    case PART_OP_RELEASE:
+        cost = j->nrh;
+        break;
+    case PART_OP_MOVE:
+        cost = j->move_max;
+        break;
+    default:
+        break;
+    }
+    return cost > 0 ? (uint32_t)cost : 1;
+}
 
 static inline uint64_t part__now(const struct part_engine *e)
 {

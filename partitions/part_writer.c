@@ -111,15 +111,18 @@ static void publish_head(struct part_writer *w, struct part_queue *q)
 /* After a COMMIT: the batch's counters, statistics and group counts. */
 static void batch_apply(struct part_writer *w, struct part_batch *b)
 {
+    int64_t backlog = 0;
     for (size_t i = 0; i < b->n; i++) {
         struct part_delta *d = &b->d[i];
         struct part_tenant *t = d->q->tenant;
         part__counts_add(d->q, w->index, &d->c);
+        backlog += d->c.ready + d->c.delayed;
         atomic_fetch_add_explicit(&t->expired, d->expired, memory_order_relaxed);
         atomic_fetch_add_explicit(&t->aged, d->aged, memory_order_relaxed);
         atomic_fetch_add_explicit(&t->dead_lettered, d->dead_lettered, memory_order_relaxed);
         publish_head(w, d->q);
     }
+    atomic_fetch_add_explicit(&w->backlog, backlog, memory_order_relaxed);
     part__batch_groups_apply(w, b);
     for (size_t i = 0; i < b->ngone; i++) {
         part__heap_forget_row(&w->timers, b->gone[i]);
@@ -457,6 +460,7 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
             .overflow_delayed = overflow && state == PART_STATE_DELAYED,
         };
         part__counts_add(q, w->index, &d);
+        atomic_fetch_add_explicit(&w->backlog, d.ready + d.delayed, memory_order_relaxed);
         const char *group = (const char *)sqlite3_column_text(st, 6);
         if (state == PART_STATE_INFLIGHT && group != NULL) {
             struct part_qcount *qc = &q->per[w->index];
@@ -631,9 +635,11 @@ static void *writer_main(void *arg)
         w->kicked = false;
         struct part_job *jobs = w->head, *last = NULL;
         size_t n = 0;
+        int64_t cost = 0;
         for (struct part_job *j = w->head; j != NULL && n < max; j = j->next) {
             last = j;
             n++;
+            cost += j->cost;
         }
         if (last != NULL) {
             w->head = last->next;
@@ -642,6 +648,7 @@ static void *writer_main(void *arg)
             }
             last->next = NULL;
             atomic_fetch_sub(&w->queued, (int64_t)n);
+            atomic_fetch_sub_explicit(&w->queued_cost, cost, memory_order_relaxed);
         } else {
             jobs = NULL;
         }

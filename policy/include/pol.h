@@ -4,7 +4,7 @@
  * What it decides (docs/policy.md has the rules, keys and arithmetic):
  *   1. placement: which k of the P partitions hold a tenant (keyed
  *      rendezvous hashing = shuffle sharding), which of them a send goes to
- *      (the one with the fewest ready messages, as AWS Lambda does) and which
+ *      (the least loaded counting every tenant, as AWS Lambda does) and which
  *      partitions a receive must read;
  *   2. per-tenant rate limits (GCRA, lock-free), with optional per-queue
  *      and per-action buckets inside a tenant, and the registry that keeps
@@ -66,14 +66,18 @@
 int pol_shard_place(const uint8_t *key, size_t key_len, const char *tenant, size_t tenant_len,
                     uint32_t partitions, uint32_t k, uint32_t *out);
 
+/* Loads within this many messages of each other, or within 1/8 of the
+ * larger, are a tie for pol_pick_send_partition. */
+#define POL_SEND_TIE_MESSAGES 16u
+
 /* Picks the partition a send goes to among the shard's k partitions
- * (shard[0..k), in shard order). ready[i] is the queue's ready messages in
- * shard[i]; writer_depth[i] is the depth of shard[i]'s writer job queue.
- * The fewest ready wins; ties go to the least busy writer, then to the
- * earlier in shard order. Returns the partition number (a member of shard).
- * k must be >= 1. */
-uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64_t *ready,
-                                 const uint32_t *writer_depth);
+ * (shard[0..k), in shard order). load[i] is shard[i]'s load counting every
+ * tenant (part_engine_partition_load: messages stored there plus the
+ * messages queued at its writer). The least loaded wins; loads that are
+ * within POL_SEND_TIE_MESSAGES or 1/8 of each other are a tie, and a tie
+ * goes to the earlier partition in shard order (docs/policy.md says why).
+ * Returns the partition number (a member of shard). k must be >= 1. */
+uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64_t *load);
 
 /* The partitions a receive must read: the tenant's shard (in shard order),
  * then every other partition p with messages[p] > 0 in ascending order
