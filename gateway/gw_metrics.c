@@ -45,6 +45,8 @@ static const uint64_t age_bounds_us[] = {
     300000000, 900000000, 1800000000, 3600000000, 21600000000, 86400000000,
 };
 
+_Static_assert(PART_WAIT_BUCKETS - 1 <= HIST_MAX_BOUNDS, "the writer wait histogram fits");
+
 struct hist_spec {
     const uint64_t *bounds_us;
     size_t n;
@@ -542,6 +544,24 @@ static void render_tenant_stats(struct sl_buf *out, const struct gw_metrics_sour
             uint64_t v = f == 0 ? st[i].expired : f == 1 ? st[i].aged : st[i].dead_lettered;
             const char *l[] = {"tenant", s->tenants[i].name, NULL};
             sample_u64(out, fam[f].name, l, v);
+        }
+    }
+    const struct hist_spec wait_spec = {part_wait_bounds_us(), PART_WAIT_BUCKETS - 1};
+    family(out, "sluice_writer_queue_wait_seconds", "histogram",
+           "Time the tenant's jobs waited at partition writers before a group commit took "
+           "them, by tenant.");
+    for (size_t i = 0; i < s->tenant_count; i++) {
+        struct hist h;
+        uint64_t n = 0;
+        for (size_t b = 0; b <= HIST_MAX_BOUNDS; b++) {
+            uint64_t v = b < PART_WAIT_BUCKETS ? st[i].wait_bucket[b] : 0;
+            atomic_init(&h.bucket[b], v);
+            n += v;
+        }
+        atomic_init(&h.sum_us, st[i].wait_sum_us);
+        if (n > 0) {
+            hist_render(out, "sluice_writer_queue_wait_seconds", "tenant", s->tenants[i].name, &h,
+                        &wait_spec);
         }
     }
     free(st);

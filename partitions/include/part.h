@@ -219,12 +219,24 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
 void part_tenant_counts(struct part_engine *e, const char *tenant, int64_t *backlog,
                         int64_t *inflight);
 
+/* Buckets of the writer queueing-delay histogram: PART_WAIT_BUCKETS - 1
+ * upper bounds (part_wait_bounds_us) and +Inf. */
+#define PART_WAIT_BUCKETS 16
+/* The PART_WAIT_BUCKETS - 1 finite upper bounds, in microseconds,
+ * ascending (static storage). */
+const uint64_t *part_wait_bounds_us(void);
+
 /* What the timers and the receive path did to a tenant's messages since
  * the engine opened (counters only grow). */
 struct part_tenant_stats {
     uint64_t expired;       /* dropped at the end of their queue's retention */
     uint64_t aged;          /* moved from the main to the overflow lane for age */
     uint64_t dead_lettered; /* moved to a dead-letter queue past maxReceiveCount */
+    /* How long its jobs waited at partition writers, from reaching a
+     * writer's queue to being taken into a group commit: per bucket (not
+     * cumulative; the last is +Inf) and the sum. */
+    uint64_t wait_bucket[PART_WAIT_BUCKETS];
+    uint64_t wait_sum_us;
 };
 /* Unknown tenants count zero. Any thread. */
 void part_tenant_stats(struct part_engine *e, const char *tenant, struct part_tenant_stats *out);
