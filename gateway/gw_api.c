@@ -519,7 +519,7 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
         gw__act_fail(ctx, &err);
         return;
     }
-    if (gw__act_precheck(ctx) != SL_OK) {
+    if (gw__act_enter(ctx) != SL_OK || gw__act_precheck(ctx) != SL_OK) {
         return;
     }
     if (decode(ctx, &err) != SL_OK) {

@@ -611,6 +611,16 @@ static void render_tenants(struct sl_buf *out, const struct gw_metrics_sources *
             sample_u64(out, "sluice_tenant_long_polls", l,
                        t != NULL ? pol_slots_used(&t->long_polls) : 0);
         }
+        family(out, "sluice_tenant_requests_in_progress", "gauge",
+               "Requests of the tenant being served now, all connections "
+               "(limits.max_concurrent_requests caps them).");
+        for (size_t i = 0; i < s->tenant_count; i++) {
+            const char *name = s->tenants[i].name;
+            struct pol_tenant_state *t = pol_limiter_find(src->limiter, name, strlen(name));
+            const char *l[] = {"tenant", name, NULL};
+            sample_u64(out, "sluice_tenant_requests_in_progress", l,
+                       t != NULL ? pol_slots_used(&t->requests) : 0);
+        }
     }
 }
 

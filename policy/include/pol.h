@@ -186,6 +186,7 @@ struct pol_tenant_state {
     char name[65];               /* NUL-terminated; read-only */
     struct pol_gcra rate;        /* limits.requests_per_second / burst */
     struct pol_slots long_polls; /* limits.max_long_polls (0 = unlimited) */
+    struct pol_slots requests;   /* limits.max_concurrent_requests (0 = unlimited) */
     /* limits.actions, by key; use pol_tenant_action_rate() */
     struct pol_rate_rule actions[CFG_ACTION_KEY_COUNT];
     /* private: limits.queues, sorted by queue name, each rule allocated
@@ -356,5 +357,17 @@ uint64_t pol_aging_ms(const struct cfg_spill *spill);
  * pol_slots_release() when it ends. These name that use. */
 bool pol_long_poll_acquire(struct pol_tenant_state *t);
 void pol_long_poll_release(struct pol_tenant_state *t);
+
+/* ==== 7. concurrent requests ============================================ */
+
+/* A tenant's requests in progress, over all its connections and I/O
+ * threads, are capped by state->requests (limits.max_concurrent_requests):
+ * pol_request_acquire() once the request is authenticated (on false it is
+ * answered RequestThrottled and does no work), pol_request_release() when
+ * it is answered. Since every job a request submits waits for its previous
+ * one, the cap also bounds the tenant's jobs waiting at any one partition
+ * writer (docs/policy.md, "Concurrency"). Lock-free, any thread. */
+bool pol_request_acquire(struct pol_tenant_state *t);
+void pol_request_release(struct pol_tenant_state *t);
 
 #endif
