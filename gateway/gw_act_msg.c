@@ -325,10 +325,14 @@ static void receive_finish(struct msg_batch *b)
     free(b);
 }
 
-/* AgeOfFirstAttempt (the article's signal of a backlog building up) and
- * how long the receive took, long-poll wait included. */
+/* AgeOfFirstAttempt (the article's signal of a backlog building up), how
+ * long the receive took, long-poll wait included, and whether it came
+ * back empty (a consumer polling more than the queue needs). */
 static void observe_receive(struct gw_act_ctx *ctx, const struct part_result *res)
 {
+    if (res->message_count == 0) {
+        gw_metrics_count_empty_receive(ctx->api->metrics, ctx->queue_id);
+    }
     const char *tenant = ctx->principal.tenant != NULL ? ctx->principal.tenant->name : "(admin)";
     for (size_t i = 0; i < res->message_count; i++) {
         const struct part_message *m = &res->messages[i];

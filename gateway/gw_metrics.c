@@ -82,6 +82,7 @@ enum queue_outcome { QO_OK, QO_THROTTLED, QO_CLIENT_ERROR, QO_SERVER_ERROR, QO_C
 struct queue_block {
     struct block head; /* the queue id, in decimal */
     _Atomic uint64_t requests[GW_SQS_ACT__COUNT][QO_COUNT_];
+    _Atomic uint64_t empty_receives; /* ReceiveMessage answered with no message */
 };
 
 struct table {
@@ -298,6 +299,11 @@ void gw_metrics_count_queue_request(struct gw_metrics *m, uint64_t queue_id,
     }
     atomic_fetch_add_explicit(&queue_get(m, queue_id)->requests[action][queue_outcome_of(outcome)],
                               1, memory_order_relaxed);
+}
+
+void gw_metrics_count_empty_receive(struct gw_metrics *m, uint64_t queue_id)
+{
+    atomic_fetch_add_explicit(&queue_get(m, queue_id)->empty_receives, 1, memory_order_relaxed);
 }
 
 void gw_metrics_count_admin_auth(struct gw_metrics *m, bool throttled)
@@ -673,6 +679,15 @@ static void render_queue_requests(struct sl_buf *out, struct gw_metrics *m,
                 }
             }
         }
+    }
+    family(out, "sluice_queue_empty_receives_total", "counter",
+           "ReceiveMessage calls answered with no message (after any long-poll wait), by "
+           "queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        struct queue_block *b = queue_find(m, ql->items[i].id);
+        const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+        sample_u64(out, "sluice_queue_empty_receives_total", l,
+                   b != NULL ? load(&b->empty_receives) : 0);
     }
 }
 

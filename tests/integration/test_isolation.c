@@ -12,7 +12,10 @@
  *  - limits.max_inflight: a receive past it answers OverLimit;
  *  - limits.max_long_polls: the excess long polls run as short polls;
  *  - spill.aged_after_seconds: aged ready messages move to the overflow
- *    lane.
+ *    lane;
+ *  - the metrics of the Builders' Library's article: empty receives per
+ *    queue, AgeOfFirstAttempt through a real receive, and the oldest
+ *    message's age within a second of the truth, measured by the client.
  *
  * Each block starts its own server with the configuration it needs, the
  * admin listener on for /metrics and /tenants. Rates that must not refill
@@ -458,6 +461,63 @@ static void aging(void)
     stop(&srv, url);
 }
 
+/* ---- the Builders' Library's metrics -------------------------------------- */
+
+static void metrics_from_outside(void)
+{
+    struct it_server srv;
+    char *url = start_with_queue(&srv, NULL, "watched", 0);
+    const char *empty =
+        "sluice_queue_empty_receives_total{tenant=\"" IT_TENANT "\",queue=\"watched\"}";
+    IT_CHECK(it_metric(&srv, empty) == 0);
+    struct it_reply r = it_receive(&srv, url, NULL);
+    IT_CHECK(r.status == 200 && it_message_count(&r) == 0);
+    it_reply_free(&r);
+    r = it_receive(&srv, url, json_pack("{s:i}", "WaitTimeSeconds", 1));
+    IT_CHECK(r.status == 200 && it_message_count(&r) == 0);
+    it_reply_free(&r);
+    IT_CHECK(it_metric(&srv, empty) == 2);
+
+    /* The oldest message's age, against the client's clock: the message
+     * was sent between before and after, the gauge read after that. */
+    long long before = it_now_ms();
+    char *id = it_send(&srv, url, "aging");
+    long long after = it_now_ms();
+    IT_CHECK(id != NULL);
+    free(id);
+    it_sleep_ms(2500);
+    long long read_at = it_now_ms();
+    double age = it_metric(&srv, "sluice_queue_oldest_message_age_seconds{tenant=\"" IT_TENANT
+                                 "\",queue=\"watched\"}");
+    double lo = (double)(read_at - after) / 1000.0, hi = (double)(it_now_ms() - before) / 1000.0;
+    printf("oldest message age %.3f s; the truth is between %.3f and %.3f s\n", age, lo, hi);
+    IT_CHECK(age >= lo - 1.0 && age <= hi + 1.0 && age >= 2.0);
+
+    /* AgeOfFirstAttempt through a real receive. */
+    const char *count = "sluice_first_receive_age_seconds_count{tenant=\"" IT_TENANT "\"}";
+    const char *sum = "sluice_first_receive_age_seconds_sum{tenant=\"" IT_TENANT "\"}";
+    IT_CHECK(it_metric(&srv, count) == -1); /* no series before the first */
+    long long recv_before = it_now_ms();
+    r = it_receive(&srv, url, NULL);
+    long long recv_after = it_now_ms();
+    IT_CHECK(it_message_count(&r) == 1);
+    it_reply_free(&r);
+    IT_CHECK(it_metric(&srv, count) == 1);
+    double first = it_metric(&srv, sum);
+    lo = (double)(recv_before - after) / 1000.0;
+    hi = (double)(recv_after - before) / 1000.0;
+    printf("AgeOfFirstAttempt %.3f s; the truth is between %.3f and %.3f s\n", first, lo, hi);
+    IT_CHECK(first >= lo - 1.0 && first <= hi + 1.0);
+    IT_CHECK(it_metric(&srv, empty) == 2); /* that receive was not empty */
+
+    /* Every job of acme that reached a writer was counted: the send and
+     * the receive that leased it. The empty receives found nothing ready
+     * in the counters and never went to a writer. */
+    IT_CHECK(it_metric(&srv, "sluice_writer_queue_wait_seconds_count{tenant=\"" IT_TENANT "\"}") ==
+             2);
+    stop(&srv, url);
+}
+
 int main(void)
 {
     concurrency_cap();
@@ -466,5 +526,6 @@ int main(void)
     inflight_cap();
     long_poll_cap();
     aging();
+    metrics_from_outside();
     return it_summary();
 }
