@@ -15,7 +15,8 @@
  *   4. fair dequeue inside a queue: noisy message groups go last (SQS fair
  *      queues);
  *   5. aged spill and retention predicates;
- *   6. the per-tenant cap on concurrent long polls.
+ *   6. the per-tenant cap on concurrent long polls;
+ *   7. the per-tenant cap on requests in progress.
  *
  * Policy does no I/O, starts no thread and never reads a clock: time is
  * always a parameter (now_ns from sl_mono_ns() for rates, wall-clock
