@@ -97,11 +97,11 @@ void part__sched_push(struct part_sched *s, struct part_job *job)
     f->tail = job;
     f->jobs++;
     if (!f->active) {
-        /* A newcomer starts with no credit at the back of the ring: it
-         * waits for one turn of the flows already there, as they will
-         * wait for it. */
+        /* A newcomer joins at the back of the ring with one quantum of
+         * credit, as Linux's sch_drr does: it is served when the ring
+         * reaches it, not a whole turn later. */
         f->active = true;
-        f->deficit = 0;
+        f->deficit = PART_SCHED_QUANTUM;
         f->next_active = NULL;
         if (s->ring_tail != NULL) {
             s->ring_tail->next_active = f;

@@ -180,10 +180,10 @@ static void test_fence(void **state)
     for (struct part_job *j = batch; j != NULL; j = j->next) {
         assert_ptr_not_equal(j, fence);
     }
-    assert_int_equal(list_free(batch), 3); /* a, b, b: a's second is still waiting */
+    assert_int_equal(list_free(batch), 3); /* a, b, a: a's third still waits */
     assert_false(part__sched_empty(&s));
     batch = part__sched_take(&s, 2, &n, &cost);
-    assert_int_equal(n, 3); /* a, a, and the fence beyond the limit */
+    assert_int_equal(n, 3); /* b, a, and the fence beyond the limit */
     struct part_job *last = batch;
     while (last->next != NULL) {
         last = last->next;
@@ -235,6 +235,80 @@ static void test_load_counts_everyone(void **state)
     assert_int_equal(part_engine_partition_load(t->e, 1), 1);
 }
 
+/* Through a real writer: one tenant's 60 single-message sends and then
+ * another tenant's one reach the writer in one hand-over (submitted from
+ * a completion, so corked together: fewer than the 64 a cork holds). In
+ * arrival order the quiet send would be the 61st to commit; shared by
+ * deficit round robin with batches of 8 jobs it commits in the second
+ * batch, after the flooder's first quantum (10 sends). */
+#define FLOOD_SENDS 60
+
+struct ordered {
+    struct t_done d;
+    int at; /* completion order */
+};
+
+struct fair_seed {
+    struct t_env *t;
+    uint64_t flood_q;
+    uint64_t quiet_q;
+    struct t_done seed;
+    int completed;
+    struct ordered flood[FLOOD_SENDS];
+    struct ordered quiet;
+};
+
+static struct fair_seed *fair;
+
+static void on_ordered(struct part_cookie ck, int status, const struct part_result *res)
+{
+    struct ordered *o = ck.ptr;
+    t_on_done((struct part_cookie){&o->d, 0, 0}, status, res);
+    o->at = fair->completed++;
+}
+
+static void on_fair_seed(struct part_cookie ck, int status, const struct part_result *res)
+{
+    t_on_done((struct part_cookie){&fair->seed, 0, 0}, status, res);
+    struct part_send_entry en = {.body = SL_SLICE_LIT("m"), .delay_s = -1};
+    for (int i = 0; i < FLOOD_SENDS; i++) {
+        assert_int_equal(part_send(fair->t->c, fair->flood_q, 0, &en, 1,
+                                   (struct part_cookie){&fair->flood[i], 0, 0}, on_ordered),
+                         SL_OK);
+    }
+    assert_int_equal(part_send(fair->t->c, fair->quiet_q, 0, &en, 1,
+                               (struct part_cookie){&fair->quiet, 0, 0}, on_ordered),
+                     SL_OK);
+}
+
+static void test_writer_serves_quiet_tenant_next_batch(void **state)
+{
+    struct t_env *t = *state;
+    t_close(t);
+    t->max_batch_jobs = 8;
+    t_open(t);
+    fair = calloc(1, sizeof *fair);
+    fair->t = t;
+    fair->flood_q = t_create(t, "flood", "f", NULL);
+    fair->quiet_q = t_create(t, "quiet", "q", NULL);
+    struct part_send_entry en = {.body = SL_SLICE_LIT("seed"), .delay_s = -1};
+    assert_int_equal(
+        part_send(t->c, fair->flood_q, 1, &en, 1, (struct part_cookie){0}, on_fair_seed), SL_OK);
+    t_wait(t, &fair->seed);
+    t_wait(t, &fair->quiet.d);
+    for (int i = 0; i < FLOOD_SENDS; i++) {
+        t_wait(t, &fair->flood[i].d);
+        assert_int_equal(fair->flood[i].d.status, SL_OK);
+        if (i > 0) { /* the flooder's own sends keep their order */
+            assert_true(fair->flood[i].at > fair->flood[i - 1].at);
+        }
+    }
+    assert_int_equal(fair->quiet.d.status, SL_OK);
+    assert_int_equal(fair->quiet.at, PART_SCHED_QUANTUM);
+    free(fair);
+    fair = NULL;
+}
+
 /* Every job of a tenant that reached a writer is in its wait histogram. */
 static void test_wait_histogram(void **state)
 {
@@ -274,6 +348,8 @@ int main(void)
         cmocka_unit_test(test_fence),
         cmocka_unit_test_setup_teardown(test_load_counts_everyone, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_wait_histogram, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_writer_serves_quiet_tenant_next_batch, t_setup,
+                                        t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
