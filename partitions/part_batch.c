@@ -8,6 +8,7 @@
  * part_groups.c.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "part_batch.h"
 #include "part_catalog.h"
@@ -68,6 +69,18 @@ void part__note_group(struct part_batch *b, struct part_queue *q, const char *gr
     }
     part__delta_of(b, q); /* keeps q referenced until the batch is applied */
     b->g[b->ng++] = (struct part_group_delta){q, sl_xstrdup(group), inflight};
+}
+
+int64_t part__batch_group_delta(const struct part_batch *b, const struct part_queue *q,
+                                const char *group)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < b->ng; i++) {
+        if (b->g[i].q == q && strcmp(b->g[i].group, group) == 0) {
+            sum += b->g[i].inflight;
+        }
+    }
+    return sum;
 }
 
 void part__note_gone(struct part_batch *b, int64_t rowid)
