@@ -149,6 +149,8 @@ void gw__act_reply_empty(struct gw_act_ctx *ctx);
 /* Sends InternalError / ServiceUnavailable / QueueDoesNotExist for an
  * engine status. Always takes ownership of ctx. */
 void gw__act_fail_storage(struct gw_act_ctx *ctx, int status);
+/* The error gw__act_fail_storage answers for status (a batch entry's). */
+void gw__act_storage_err(int status, struct gw_sqs_err *err);
 
 /* The handler of every action not implemented yet: UnsupportedOperation,
  * "<Action> is not implemented yet". Always takes ownership of ctx. */
