@@ -16,6 +16,7 @@
 #include "gw_act_msg.h"
 
 #include "gw_act_fifo.h"
+#include "gw_attempts.h"
 #include "gw_attrs.h"
 #include "gw_metrics.h"
 
@@ -462,6 +463,7 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
 {
     struct msg_batch *b = cookie.ptr;
     struct gw_act_ctx *ctx = b->ctx;
+    bool fifo = b->fifo;
     receive_finish(b);
     if (status == SL_ECLOSED && gw_exchange_cancelled(ctx->ex)) {
         gw__act_reply_empty(ctx); /* the client is gone; this only frees */
@@ -472,6 +474,10 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
         return;
     }
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
+    if (fifo && r->has_receive_request_attempt_id && res->message_count > 0) {
+        gw_attempts_put(ctx->api->attempts, ctx->queue_id, r->receive_request_attempt_id,
+                        sl_wall_ms(), res);
+    }
     size_t n = res->message_count;
     SL_ASSERT(n <= PART_MAX_BATCH);
     observe_receive(ctx, res);
@@ -555,6 +561,16 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     if (gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_RECEIVE, 1, &spill_unused) != SL_OK) {
         return;
     }
+    struct part_result replay;
+    if (q.cfg.fifo && r->has_receive_request_attempt_id &&
+        gw_attempts_get(ctx->api->attempts, q.id, r->receive_request_attempt_id, sl_wall_ms(),
+                        &replay)) {
+        /* A retry of a receive within SQS's five minutes: the same
+         * messages and receipt handles, nothing leased again. */
+        receive_done(cookie_of(batch_new(ctx, 0)), SL_OK, &replay);
+        gw_attempts_result_free(&replay);
+        return;
+    }
     uint32_t max = (uint32_t)r->max_number_of_messages;
     if (ctx->principal.tenant != NULL) {
         int64_t backlog = 0;
@@ -575,6 +591,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         r->has_wait_time_seconds ? (uint32_t)r->wait_time_seconds : q.cfg.receive_wait_s;
     struct msg_batch *b = batch_new(ctx, 0);
     b->queue_id = q.id;
+    b->fifo = q.cfg.fifo;
     if (ctx->loop->draining) {
         wait_s = 0;
     }
@@ -626,6 +643,22 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     gw_exchange_on_cancel(ctx->ex, receive_cancelled, b);
 }
+
+static void attempts_init(struct gw_api *api)
+{
+    api->attempts = gw_attempts_new();
+}
+
+static void attempts_free(struct gw_api *api)
+{
+    gw_attempts_free(api->attempts);
+    api->attempts = NULL;
+}
+
+const struct gw_act_hooks gw__act_msg_hooks = {
+    .api_init = attempts_init,
+    .api_free = attempts_free,
+};
 
 /* ---- DeleteMessage(Batch), ChangeMessageVisibility(Batch) --------------------- */
 

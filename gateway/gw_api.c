@@ -86,6 +86,7 @@ static const struct {
 static const struct gw_act_hooks *const hooks[] = {
     &gw__act_queue_hooks,
     &gw__act_move_hooks,
+    &gw__act_msg_hooks,
 };
 
 #define RUN_HOOKS(name, arg)                                                                       \

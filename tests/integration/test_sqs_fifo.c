@@ -325,6 +325,43 @@ static void group_order_and_lock(void)
     free(url);
 }
 
+static void receive_attempts(void)
+{
+    char *url = it_create_queue(&srv, "attempt.fifo", fifo_attrs(NULL, NULL));
+    IT_REQUIRE(url != NULL);
+    struct it_reply s = fsend(url, "a1", "a", "1");
+    it_reply_free(&s);
+    s = fsend(url, "a2", "a", "2");
+    it_reply_free(&s);
+    json_t *extra = all_sys(1, 30);
+    json_object_set_new(extra, "ReceiveRequestAttemptId", json_string("try-1"));
+    struct it_reply r1 = it_receive(&srv, url, json_deep_copy(extra));
+    IT_CHECK(it_message_count(&r1) == 1);
+    /* the retry gets the same message and handle, leasing nothing more */
+    struct it_reply r2 = it_receive(&srv, url, extra);
+    IT_CHECK(it_message_count(&r2) == 1);
+    json_t *m1 = json_array_get(it_messages(&r1), 0);
+    json_t *m2 = json_array_get(it_messages(&r2), 0);
+    IT_STREQ(it_jstr(m2, "Body"), "a1");
+    IT_STREQ(it_jstr(m2, "ReceiptHandle"), it_jstr(m1, "ReceiptHandle"));
+    IT_STREQ(msg_sys(&r2, 0, "ApproximateReceiveCount"), "1");
+    IT_CHECK(it_queue_attr_int(&srv, url, "ApproximateNumberOfMessagesNotVisible") == 1);
+    it_reply_free(&r2);
+    /* another attempt is a new receive: the group is locked */
+    extra = all_sys(1, 30);
+    json_object_set_new(extra, "ReceiveRequestAttemptId", json_string("try-2"));
+    r2 = it_receive(&srv, url, extra);
+    IT_CHECK(it_message_count(&r2) == 0);
+    it_reply_free(&r2);
+    /* an invalid attempt id is refused */
+    extra = json_pack("{s:s}", "ReceiveRequestAttemptId", "bad id with spaces\x01");
+    r2 = it_receive(&srv, url, extra);
+    IT_ERR(&r2, 400, IPV, IPV_SHAPE, NULL);
+    it_reply_free(&r2);
+    it_reply_free(&r1);
+    free(url);
+}
+
 static void fifo_dlq(void)
 {
     char *dlq = it_create_queue(&srv, "dead.fifo", fifo_attrs(NULL, NULL));
@@ -521,6 +558,7 @@ int main(void)
     sequence_and_duplicates();
     batch_order();
     group_order_and_lock();
+    receive_attempts();
     fifo_dlq();
     query_protocol();
     groups_over_partitions_and_kill9();
