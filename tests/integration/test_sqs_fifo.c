@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "it_sqs.h"
 
@@ -396,12 +397,30 @@ static void fifo_dlq(void)
         IT_CHECK(it_message_count(&r) == 0);
         it_reply_free(&r);
     }
-    r = it_receive(&srv, dlq, all_sys(10, 30));
+    r = it_receive(&srv, dlq, all_sys(10, 0));
     char got[64];
     bodies(&r, got, sizeof got);
     IT_STREQ(got, "m1 m2");
     IT_STREQ(msg_sys(&r, 0, "MessageGroupId"), "g");
     IT_STREQ(msg_sys(&r, 0, "MessageDeduplicationId"), "x1");
+    it_reply_free(&r);
+    /* redrive back to the source: in order, sequenced anew */
+    r = it_call(
+        &srv, "StartMessageMoveTask",
+        json_pack("{s:s}", "SourceArn", "arn:aws:sqs:" IT_REGION ":" IT_TENANT ":dead.fifo"));
+    IT_OK(&r);
+    it_reply_free(&r);
+    for (int i = 0; i < 200 && it_queue_attr_int(&srv, src, "ApproximateNumberOfMessages") < 2;
+         i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    r = it_receive(&srv, src, all_sys(10, 30));
+    bodies(&r, got, sizeof got);
+    IT_STREQ(got, "m1 m2");
+    const char *s0 = msg_sys(&r, 0, "SequenceNumber");
+    const char *s1 = msg_sys(&r, 1, "SequenceNumber");
+    IT_CHECK(s0 != NULL && s1 != NULL && strcmp(s1, s0) > 0);
     it_reply_free(&r);
     free(src);
     free(dlq);
