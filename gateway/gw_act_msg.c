@@ -125,6 +125,13 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
     if (b->spilled) {
         gw_metrics_count_spill(ctx->api->metrics, ctx->principal.tenant->name, b->job_count);
     }
+    uint64_t duplicates = 0;
+    for (size_t j = 0; j < res->sent_count; j++) {
+        duplicates += res->sent[j].duplicate;
+    }
+    if (duplicates > 0) {
+        gw_metrics_count_deduplicated(ctx->api->metrics, ctx->queue_id, duplicates);
+    }
     char seq[PART_MAX_BATCH][GW_FIFO_SEQ_LEN + 1];
     if (ctx->action == GW_SQS_ACT_SEND_MESSAGE) {
         struct gw_sqs_send_result r = {0};

@@ -136,6 +136,9 @@ void part__batch_groups_apply(struct part_writer *w, struct part_batch *b)
         }
         part__groups_add(qc->groups, b->g[i].group, b->g[i].inflight);
     }
+    for (size_t i = 0; i < b->n; i++) {
+        part__groups_publish(b->d[i].q, w->index);
+    }
 }
 
 void part__batch_clear(struct part_batch *b)

@@ -46,6 +46,9 @@ struct part_qcount {
     _Atomic int64_t overflow_delayed; /* of delayed, in the overflow lane */
     /* best ready priority per lane, INT64_MAX if none (per partition only) */
     _Atomic int64_t head_priority[2];
+    /* message groups with something in flight (FIFO's locked groups),
+     * mirrored from groups after each commit for readers on any thread */
+    _Atomic int64_t groups_inflight;
     /* partition p's writer only (per[p]; unused in total): */
     uint64_t age_due;           /* the pending PART_TIMER_AGE check, 0: none */
     struct part_groups *groups; /* in-flight count per message group */

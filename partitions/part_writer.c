@@ -474,6 +474,7 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
                 qc->groups = part__groups_new();
             }
             part__groups_add(qc->groups, group, 1);
+            part__groups_publish(q, w->index);
         }
         if (state != PART_STATE_READY) {
             /* in flight after a crash: ready again when its lease would

@@ -209,6 +209,7 @@ struct part_counts {
     int64_t overflow_ready;
     int64_t overflow_delayed;
     uint64_t oldest_ready_ms; /* send time of the oldest ready message; 0: none */
+    int64_t groups_inflight;  /* message groups with a message in flight (FIFO: locked) */
 };
 /* partition == PART_ALL_PARTITIONS: summed over partitions. Returns SL_OK,
  * SL_ENOTFOUND (no such queue) or SL_EINVAL (bad partition). */

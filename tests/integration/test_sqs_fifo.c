@@ -326,6 +326,33 @@ static void group_order_and_lock(void)
     free(url);
 }
 
+/* /metrics on the admin listener: locked groups and deduplicated sends
+ * per FIFO queue (after the tests above). */
+static void fifo_metrics(void)
+{
+    struct it_request req = {
+        .method = "GET",
+        .path = "/metrics",
+        .access_key = IT_ADMIN_KEY,
+        .secret = IT_ADMIN_SECRET,
+        .admin = true,
+    };
+    struct it_response r;
+    IT_REQUIRE(it_request(&srv, &req, &r) == 0);
+    IT_CHECK(r.status == 200);
+    const char *b = r.body != NULL ? r.body : "";
+    /* lock.fifo holds a2, b1 b2 and c1 in flight: three groups locked */
+    IT_CHECK(strstr(b, "sluice_fifo_groups_inflight{tenant=\"acme\",queue=\"lock.fifo\"} 3\n") !=
+             NULL);
+    IT_CHECK(strstr(b, "sluice_fifo_deduplicated_sends_total{tenant=\"acme\",queue=\"seq.fifo\"} "
+                       "2\n") != NULL);
+    IT_CHECK(strstr(b, "sluice_fifo_deduplicated_sends_total{tenant=\"acme\",queue=\"cb.fifo\"} "
+                       "1\n") != NULL);
+    /* no FIFO series for a standard queue */
+    IT_CHECK(strstr(b, "sluice_fifo_groups_inflight{tenant=\"acme\",queue=\"std-dedup\"}") == NULL);
+    it_response_free(&r);
+}
+
 static void receive_attempts(void)
 {
     char *url = it_create_queue(&srv, "attempt.fifo", fifo_attrs(NULL, NULL));
@@ -486,7 +513,7 @@ static void restart(bool kill9, bool wide)
         IT_CHECK(it_server_stop(&srv) == 0);
     }
     if (wide) {
-        struct it_options opt = {.tls = false};
+        struct it_options opt = {.tls = false, .admin = true};
         char yaml[4096];
         it_config_yaml(&srv, &opt, yaml, sizeof yaml);
         char *k = strstr(yaml, "shard_size: 1");
@@ -570,13 +597,14 @@ static void groups_over_partitions_and_kill9(void)
 
 int main(void)
 {
-    struct it_options opt = {.tls = false};
+    struct it_options opt = {.tls = false, .admin = true};
     IT_REQUIRE(it_server_start(&srv, &opt) == 0);
     queue_attributes();
     send_rules();
     sequence_and_duplicates();
     batch_order();
     group_order_and_lock();
+    fifo_metrics();
     receive_attempts();
     fifo_dlq();
     query_protocol();
