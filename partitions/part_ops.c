@@ -520,11 +520,32 @@ static bool group_free(const struct part_batch *b, const struct part_job *job,
     return held <= 0;
 }
 
-/* FIFO: the best ready rows of groups with nothing in flight, in sequence
- * order, several consecutive ones of a group if they come so. Rows of a
- * locked group are passed over (the scan reads only msg_ready, which
- * covers the group id); a group free at its first row is free for all of
- * its rows, so no group's order is broken. */
+/* A group's ready rows in order, up to max, appended to ids[*n]. */
+static bool group_rows(struct part_writer *w, struct part_batch *b, const struct part_job *job,
+                       const char *group, size_t max, int64_t *ids, size_t *n)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_GROUP_ROWS);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        ids[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        b->sql_failed = true;
+        return false;
+    }
+    return true;
+}
+
+/* FIFO: as SQS does, as many messages of one group as there are, then of
+ * the next: the free group whose head is best first (a walk of msg_ready,
+ * which carries the group id, passing over locked groups' rows), then its
+ * rows in order through msg_group, then the next free group. Filling from
+ * few groups leaves the others to other consumers. A group's rows are
+ * taken from its head on, so no group's order is broken. */
 static bool pick_fifo(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
                       uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
                       struct candidate *cand, size_t *ncand)
@@ -532,34 +553,38 @@ static bool pick_fifo(struct part_writer *w, struct part_batch *b, struct part_j
     struct part_qcount *qc = &job->q->per[w->index];
     int64_t chosen[PART_MAX_BATCH];
     size_t nchosen = 0;
-    /* The last group seen and whether it was free: rows of one group often
-     * come in runs, and this spares the lookups for them. */
-    char last[PART_GROUP_ID_MAX + 1] = "";
-    bool last_free = false;
-    bool have_last = false;
+    char taken[PART_MAX_BATCH][PART_GROUP_ID_MAX + 1]; /* groups already filled from */
+    size_t ntaken = 0;
+    /* The last group passed over: locked groups' rows often come in runs. */
+    char skip[PART_GROUP_ID_MAX + 1] = "";
     sqlite3_stmt *st = part__stmt(w, ST_FAIR_SCAN);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     sqlite3_bind_int(st, 2, lane);
-    sqlite3_bind_int(st, 3, -1); /* no limit: locked groups' rows are skipped */
+    sqlite3_bind_int(st, 3, -1); /* no limit: locked groups' rows are passed over */
     int rc = SQLITE_DONE;
-    while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
+    bool ok = true;
+    while (ok && nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *group = (const char *)sqlite3_column_text(st, 1);
         if (group == NULL) {
-            chosen[nchosen++] = id;
+            chosen[nchosen++] = sqlite3_column_int64(st, 0); /* cannot be: FIFO rows have one */
             continue;
         }
-        if (!have_last || strcmp(group, last) != 0) {
-            snprintf(last, sizeof last, "%s", group);
-            have_last = true;
-            last_free = group_free(b, job, qc, group);
+        bool seen = strcmp(group, skip) == 0;
+        for (size_t k = 0; !seen && k < ntaken; k++) {
+            seen = strcmp(group, taken[k]) == 0;
         }
-        if (last_free) {
-            chosen[nchosen++] = id;
+        if (seen) {
+            continue;
         }
+        if (!group_free(b, job, qc, group)) {
+            snprintf(skip, sizeof skip, "%s", group);
+            continue;
+        }
+        snprintf(taken[ntaken++], sizeof taken[0], "%s", group);
+        ok = group_rows(w, b, job, taken[ntaken - 1], want - nchosen, chosen, &nchosen);
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    if (!ok || (rc != SQLITE_DONE && rc != SQLITE_ROW)) {
         b->sql_failed = true;
         return false;
     }

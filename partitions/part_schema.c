@@ -77,6 +77,9 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_DEDUP_SWEEP] = "DELETE FROM dedup WHERE rowid IN (SELECT rowid FROM dedup"
                        " WHERE expires_at<=?1 ORDER BY expires_at LIMIT ?2)",
     [ST_DEDUP_PURGE] = "DELETE FROM dedup WHERE queue_id=?1",
+    /* A FIFO group's ready rows in order, through msg_group. */
+    [ST_GROUP_ROWS] = "SELECT id FROM msg WHERE queue_id=?1 AND group_id=?2 AND state=1"
+                      " AND dedup_id IS NOT NULL ORDER BY priority, id LIMIT ?3",
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
@@ -112,6 +115,13 @@ static const char *const SQL[ST_COUNT_] = {
     " UNIQUE(queue_id, dkey));"                                                                    \
     "CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);"
 
+/* The ready rows of each FIFO group (rows with a dedup_id), in order: a
+ * receive fills up from one group before it takes another, as SQS does,
+ * without walking the queue's other groups. Standard rows never enter it. */
+#define PART_GROUP_INDEX                                                                           \
+    "CREATE INDEX IF NOT EXISTS msg_group ON msg(queue_id, group_id, priority, id)"                \
+    " WHERE state=1 AND dedup_id IS NOT NULL;"
+
 #define PART_BODY_TABLE                                                                            \
     "CREATE TABLE IF NOT EXISTS msg_body(id INTEGER PRIMARY KEY, body BLOB NOT NULL, attrs BLOB,"  \
     " sys_attrs BLOB);"
@@ -128,7 +138,7 @@ static const char PART_SCHEMA[] =
     " DELETE FROM msg_body WHERE id=old.id; END;"
     "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
     " WHERE state=1;"
-    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
+    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);" PART_GROUP_INDEX;
 
 /* From user_version 0 (before lanes): the column, and msg_ready rebuilt
  * with lane in it by PART_SCHEMA right after. */
@@ -147,9 +157,10 @@ static const char PART_MIGRATE_2_3[] =
                     " ALTER TABLE msg DROP COLUMN sys_attrs;";
 
 /* From user_version 3: FIFO rows carry their deduplication id (NULL on
- * standard queues; adding a nullable column rewrites nothing). The dedup
- * table comes with PART_SCHEMA. */
-static const char PART_MIGRATE_3_4[] = "ALTER TABLE msg ADD COLUMN dedup_id TEXT;";
+ * standard queues; adding a nullable column rewrites nothing), msg_group
+ * (empty: no row has a dedup_id yet) and the dedup table. */
+static const char PART_MIGRATE_3_4[] =
+    "ALTER TABLE msg ADD COLUMN dedup_id TEXT;" PART_GROUP_INDEX PART_DEDUP_TABLE;
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \

@@ -31,6 +31,7 @@ enum {
     ST_DEDUP_PUT,
     ST_DEDUP_SWEEP,
     ST_DEDUP_PURGE,
+    ST_GROUP_ROWS,
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,

@@ -66,12 +66,13 @@ test("a FIFO flow: groups, deduplication, sequence numbers, order", async () => 
   const seqs = batch.Successful.map((e) => BigInt(e.SequenceNumber));
   assert.ok(seqs[0] > BigInt(a.SequenceNumber) && seqs[1] > seqs[0] && seqs[2] > seqs[1]);
 
-  // One receive: order-1's messages in order, then order-2's.
+  // One receive: all of order-1's messages in order (SQS fills from one
+  // group first), then order-2's.
   const r = await sqs.send(new S.ReceiveMessageCommand({
     QueueUrl: url, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ["All"] }));
   assert.deepEqual(r.Messages.map((m) => m.Body),
-    ["order 1 created", "order 2 created", "order 1 paid", "order 1 shipped"]);
-  assert.equal(r.Messages[3].Attributes.MessageDeduplicationId, "ship-1");
+    ["order 1 created", "order 1 paid", "order 1 shipped", "order 2 created"]);
+  assert.equal(r.Messages[2].Attributes.MessageDeduplicationId, "ship-1");
   assert.equal(r.Messages[0].Attributes.MessageGroupId, "order-1");
   assert.equal(r.Messages[0].Attributes.SequenceNumber, a.SequenceNumber);
   // Both groups are in flight: nothing more until they are deleted.
