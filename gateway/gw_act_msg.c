@@ -748,6 +748,13 @@ static void receipts_done(struct part_cookie cookie, int status, const struct pa
         if (st == SL_EINVAL) {
             set_invalid_handle(&b->errs[i], views[i].handle);
             b->fail[i] = &b->errs[i];
+        } else if (st == SL_ENOTFOUND && is_delete(ctx->action)) {
+            /* FIFO only: the lease of this handle ended */
+            gw_sqs_err_set(&b->errs[i], GW_SQS_E_INVALID_PARAMETER_VALUE,
+                           "Value %.*s for parameter ReceiptHandle is invalid. Reason: The "
+                           "receipt handle has expired.",
+                           (int)SL_MIN(views[i].handle.n, 200), views[i].handle.p);
+            b->fail[i] = &b->errs[i];
         } else if (st != SL_OK) {
             set_not_inflight(&b->errs[i], views[i].handle);
             b->fail[i] = &b->errs[i];

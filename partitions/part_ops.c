@@ -776,8 +776,13 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             *status = SL_OK;
             /* Gone already: success, as SQS answers. Stale on a standard
              * queue: deleted anyway (SQS standard does); on FIFO a stale
-             * handle must not delete a message another consumer holds. */
-            if (!present || (!current && cfg.fifo)) {
+             * handle must not delete a message another consumer may hold:
+             * SQS answers that the receipt handle has expired. */
+            if (!present) {
+                continue;
+            }
+            if (!current && cfg.fifo) {
+                *status = SL_ENOTFOUND;
                 continue;
             }
             sqlite3_stmt *st = part__stmt(w, ST_DELETE);

@@ -396,8 +396,9 @@ void part_receive_cancel(struct part_client *c, uint64_t ticket);
 /* Deletes by receipt handle (borrowed strings). res->entry_status per
  * handle: SL_OK deleted, or already gone (SQS answers success), or a
  * stale handle on a standard queue (deleted anyway, as SQS standard does);
- * on FIFO queues a stale handle succeeds without deleting. SL_EINVAL:
- * garbled, forged, or another queue's handle. */
+ * SL_ENOTFOUND a stale handle on a FIFO queue (its lease ended or a newer
+ * receive holds the message: nothing deleted). SL_EINVAL: garbled,
+ * forged, or another queue's handle. */
 int part_delete(struct part_client *c, uint64_t queue_id, const char *const *handles, size_t n,
                 struct part_cookie cookie, part_done_fn *done);
 

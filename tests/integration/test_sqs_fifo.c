@@ -322,11 +322,23 @@ static void group_order_and_lock(void)
         json_pack("{s:s,s:s,s:i}", "QueueUrl", url, "ReceiptHandle", h, "VisibilityTimeout", 0));
     IT_OK(&v);
     it_reply_free(&v);
+    char *old_handle = strdup(h != NULL ? h : "");
     it_reply_free(&r2);
     r2 = it_receive(&srv, url, all_sys(10, 30));
     bodies(&r2, got, sizeof got);
     IT_STREQ(got, "b1 b2");
     IT_STREQ(msg_sys(&r2, 0, "ApproximateReceiveCount"), "2");
+    /* b1's first handle has expired: SQS refuses it on a FIFO queue */
+    v = it_call(&srv, "DeleteMessage",
+                json_pack("{s:s,s:s}", "QueueUrl", url, "ReceiptHandle", old_handle));
+    char want[256];
+    snprintf(want, sizeof want,
+             "Value %s for parameter ReceiptHandle is invalid. Reason: The receipt handle has "
+             "expired.",
+             old_handle);
+    IT_ERR(&v, 400, IPV, IPV_SHAPE, want);
+    it_reply_free(&v);
+    free(old_handle);
     it_reply_free(&r2);
     it_reply_free(&r1);
     free(url);
