@@ -504,18 +504,20 @@ static bool take_rows(struct part_writer *w, struct part_batch *b, struct part_j
     return true;
 }
 
-/* Whether a FIFO message group is free for this receive: nothing of it in
- * flight, counting what this transaction leased or released so far, except
- * what this very receive took (one receive may take several consecutive
- * messages of a group, as SQS does). */
-static bool group_free(const struct part_batch *b, const struct part_job *job,
-                       const struct part_qcount *qc, const char *group)
+/* Whether a FIFO message group is free for this receive on w's partition:
+ * nothing of it in flight there, counting what this transaction leased or
+ * released so far, except what this very receive took there (one receive
+ * may take several consecutive messages of a group, as SQS does). */
+static bool group_free(const struct part_writer *w, const struct part_batch *b,
+                       const struct part_job *job, const struct part_qcount *qc,
+                       const char *group)
 {
     const struct part_recv *r = job->recv;
     int64_t held = qc->groups != NULL ? part__groups_get(qc->groups, group) : 0;
     held += part__batch_group_delta(b, job->q, group);
     for (size_t i = 0; i < r->nmsgs; i++) {
-        held -= r->msgs[i].group_id != NULL && strcmp(r->msgs[i].group_id, group) == 0;
+        held -= r->msgs[i].partition == w->index && r->msgs[i].group_id != NULL &&
+                strcmp(r->msgs[i].group_id, group) == 0;
     }
     return held <= 0;
 }
@@ -576,7 +578,7 @@ static bool pick_fifo(struct part_writer *w, struct part_batch *b, struct part_j
         if (seen) {
             continue;
         }
-        if (!group_free(b, job, qc, group)) {
+        if (!group_free(w, b, job, qc, group)) {
             snprintf(skip, sizeof skip, "%s", group);
             continue;
         }
