@@ -134,6 +134,8 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
     }
     char seq[PART_MAX_BATCH][GW_FIFO_SEQ_LEN + 1];
     if (ctx->action == GW_SQS_ACT_SEND_MESSAGE) {
+        /* a single message that failed validation was answered before */
+        SL_ASSERT(res->sent != NULL && res->sent_count == 1);
         struct gw_sqs_send_result r = {0};
         snprintf(r.message_id, sizeof r.message_id, "%s", res->sent[0].message_id);
         gw_sqs_send_result_fill(&ctx->req.u.send_message.msg, &b->digests[0], &r);
@@ -304,7 +306,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     size_t attrs_at[PART_MAX_BATCH + 1];
     size_t sys_at[PART_MAX_BATCH];
     char content_ids[PART_MAX_BATCH][65];
-    uint32_t fifo_part[PART_MAX_BATCH];
+    uint32_t fifo_part[PART_MAX_BATCH] = {0};
     bool fanned = false;
     for (size_t j = 0; j < b->job_count; j++) {
         const struct gw_sqs_send_entry *m = &entries[b->job_entry[j]];

@@ -15,9 +15,9 @@
 #include <string.h>
 
 struct entry {
-    struct entry *chain;      /* in its bucket */
-    struct entry *next;       /* in insertion (= expiry) order */
-    struct entry **prev_next; /* the pointer to it in that order */
+    struct entry *chain; /* in its bucket */
+    struct entry *prev;  /* in insertion (= expiry) order */
+    struct entry *next;
     uint64_t hash;
     uint64_t queue_id;
     uint64_t expires_ms;
@@ -33,7 +33,7 @@ struct gw_attempts {
     size_t count;
     size_t bytes;
     struct entry *head; /* oldest */
-    struct entry **tail_next;
+    struct entry *tail;
 };
 
 static uint64_t key_hash(uint64_t queue_id, struct sl_slice attempt)
@@ -51,7 +51,6 @@ struct gw_attempts *gw_attempts_new(void)
     pthread_mutex_init(&a->mu, NULL);
     a->cap = 64;
     a->buckets = sl_xcalloc(a->cap, sizeof *a->buckets);
-    a->tail_next = &a->head;
     return a;
 }
 
@@ -125,11 +124,15 @@ static void unlink_entry(struct gw_attempts *a, struct entry *e)
         slot = &(*slot)->chain;
     }
     *slot = e->chain;
-    *e->prev_next = e->next;
-    if (e->next != NULL) {
-        e->next->prev_next = e->prev_next;
+    if (e == a->head) {
+        a->head = e->next;
     } else {
-        a->tail_next = e->prev_next;
+        e->prev->next = e->next;
+    }
+    if (e == a->tail) {
+        a->tail = e->prev;
+    } else {
+        e->next->prev = e->prev;
     }
     a->count--;
     a->bytes -= e->bytes;
@@ -208,9 +211,13 @@ void gw_attempts_put(struct gw_attempts *a, uint64_t queue_id, struct sl_slice a
     struct entry **slot = &a->buckets[e->hash & (a->cap - 1)];
     e->chain = *slot;
     *slot = e;
-    e->prev_next = a->tail_next;
-    *a->tail_next = e;
-    a->tail_next = &e->next;
+    e->prev = a->tail;
+    if (a->tail != NULL) {
+        a->tail->next = e;
+    } else {
+        a->head = e;
+    }
+    a->tail = e;
     a->count++;
     a->bytes += e->bytes;
     trim(a, now_ms);
@@ -222,8 +229,11 @@ void gw_attempts_free(struct gw_attempts *a)
     if (a == NULL) {
         return;
     }
-    while (a->head != NULL) {
-        unlink_entry(a, a->head);
+    for (struct entry *e = a->head, *next; e != NULL; e = next) {
+        next = e->next;
+        gw_attempts_result_free(&e->res);
+        free(e->attempt);
+        free(e);
     }
     free(a->buckets);
     pthread_mutex_destroy(&a->mu);

@@ -11,7 +11,7 @@
 #include "part.h"
 #include "sl.h"
 
-#define GW_ATTEMPT_TTL_MS (5u * 60u * 1000u)
+#define GW_ATTEMPT_TTL_MS UINT64_C(300000) /* five minutes */
 /* Bytes of kept messages (bodies and attributes) at most: past it the
  * oldest attempts are forgotten first, so a flood of attempt ids costs
  * bounded memory (a retry of a forgotten one is an ordinary receive). */

@@ -261,10 +261,11 @@ static bool dedup_put(struct part_writer *w, struct part_batch *b, struct part_j
                       const char *key, size_t keylen, uint64_t now, const char *message_id,
                       uint64_t seq)
 {
+    uint64_t expires = now + PART_DEDUP_INTERVAL_MS;
     sqlite3_stmt *st = part__stmt(w, ST_DEDUP_PUT);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     sqlite3_bind_blob(st, 2, key, (int)keylen, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)(now + PART_DEDUP_INTERVAL_MS));
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)expires);
     sqlite3_bind_text(st, 4, message_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)seq);
     return run(w, b, st);
@@ -509,8 +510,7 @@ static bool take_rows(struct part_writer *w, struct part_batch *b, struct part_j
  * released so far, except what this very receive took there (one receive
  * may take several consecutive messages of a group, as SQS does). */
 static bool group_free(const struct part_writer *w, const struct part_batch *b,
-                       const struct part_job *job, const struct part_qcount *qc,
-                       const char *group)
+                       const struct part_job *job, const struct part_qcount *qc, const char *group)
 {
     const struct part_recv *r = job->recv;
     int64_t held = qc->groups != NULL ? part__groups_get(qc->groups, group) : 0;

@@ -48,7 +48,7 @@ struct part_client;
 #define PART_DIGESTS_MAX 64   /* bytes of digests kept with a message */
 #define PART_DEDUP_ID_MAX 128 /* FIFO deduplication id bytes (SQS's limit) */
 /* FIFO: how long a deduplication id is remembered (SQS's interval). */
-#define PART_DEDUP_INTERVAL_MS (5u * 60u * 1000u)
+#define PART_DEDUP_INTERVAL_MS UINT64_C(300000)
 
 /* ---- engine ------------------------------------------------------------ */
 
