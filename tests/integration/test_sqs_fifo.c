@@ -494,6 +494,15 @@ static struct it_response query(const char *form)
 
 static void query_protocol(void)
 {
+    /* CreateQueue in the query protocol: FifoQueue as Attribute.N */
+    struct it_response c = query("Action=CreateQueue&Version=2012-11-05&QueueName=query.fifo"
+                                 "&Attribute.1.Name=FifoQueue&Attribute.1.Value=true");
+    IT_CHECK(c.status == 200);
+    it_response_free(&c);
+    c = query("Action=CreateQueue&Version=2012-11-05&QueueName=query-std.fifo");
+    IT_CHECK(c.status == 400);
+    IT_CHECK(c.body != NULL && strstr(c.body, "<Code>InvalidParameterValue</Code>") != NULL);
+    it_response_free(&c);
     char *url = it_create_queue(&srv, "query.fifo", fifo_attrs(NULL, NULL));
     IT_REQUIRE(url != NULL);
     char form[512];
@@ -514,6 +523,29 @@ static void query_protocol(void)
     IT_CHECK(r.body != NULL && strstr(r.body, "<Code>MissingParameter</Code>") != NULL);
     it_response_free(&r);
     IT_CHECK(it_queue_attr_int(&srv, url, "ApproximateNumberOfMessages") == 1);
+    /* a batch entry's group and id, and the FIFO system attributes in XML */
+    snprintf(form, sizeof form,
+             "Action=SendMessageBatch&Version=2012-11-05&QueueUrl=%s"
+             "&SendMessageBatchRequestEntry.1.Id=e1&SendMessageBatchRequestEntry.1.MessageBody=b1"
+             "&SendMessageBatchRequestEntry.1.MessageGroupId=g"
+             "&SendMessageBatchRequestEntry.1.MessageDeduplicationId=q3",
+             url);
+    r = query(form);
+    IT_CHECK(r.status == 200);
+    IT_CHECK(r.body != NULL && strstr(r.body, "<SequenceNumber>") != NULL);
+    it_response_free(&r);
+    snprintf(form, sizeof form,
+             "Action=ReceiveMessage&Version=2012-11-05&QueueUrl=%s&MaxNumberOfMessages=10"
+             "&MessageSystemAttributeName.1=All",
+             url);
+    r = query(form);
+    IT_CHECK(r.status == 200);
+    IT_CHECK(r.body != NULL && strstr(r.body, "<Body>hello</Body>") != NULL &&
+             strstr(r.body, "<Body>b1</Body>") != NULL);
+    IT_CHECK(r.body != NULL && strstr(r.body, "<Name>SequenceNumber</Name>") != NULL &&
+             strstr(r.body, "<Name>MessageDeduplicationId</Name><Value>q1</Value>") != NULL &&
+             strstr(r.body, "<Name>MessageGroupId</Name><Value>g</Value>") != NULL);
+    it_response_free(&r);
     free(url);
 }
 
