@@ -5,22 +5,16 @@
 // of several groups while the test asserts each group's order. The server
 // runs a shard of two partitions, so a high-throughput queue's groups live
 // on both.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as S from "@aws-sdk/client-sqs";
 import { Consumer } from "sqs-consumer";
-import { startSluiced, sqsClient } from "./harness.mjs";
+import { sqsClient } from "./harness.mjs";
+import { sluicedPerFile } from "./compat-flow.mjs";
 
-let server;
-let sqs;
-before(async () => {
-  server = await startSluiced();
-  sqs = sqsClient(server);
-});
-after(async () => {
-  const { code } = await server.stop();
-  assert.equal(code, 0, "sluiced exits 0 on SIGTERM");
-});
+const ctx = sluicedPerFile();
+let client;
+const sqs = { send: (cmd) => (client ??= sqsClient(ctx.server)).send(cmd) };
 
 async function rejection(promise) {
   try {
@@ -129,7 +123,7 @@ test("sqs-consumer drains a FIFO queue of several groups in each group's order",
   await new Promise((resolve, reject) => {
     worker = Consumer.create({
       queueUrl: url,
-      sqs: sqsClient(server),
+      sqs: sqsClient(ctx.server),
       batchSize: 10,
       waitTimeSeconds: 1,
       suppressFifoWarning: true,

@@ -21,20 +21,30 @@ static void child_done(struct part_cookie ck, int status, const struct part_resu
     *(int *)ck.ptr = status == SL_OK ? 1 : -1;
 }
 
-static _Noreturn void child_main(const char *dir, uint32_t nparts, bool fsync_mode, int fd)
+/* The child's engine on dir, a client on loop and queue tenant/name's id
+ * (it exits 2 if any is missing). */
+static struct part_client *child_open(const char *dir, uint32_t nparts, bool fsync_mode,
+                                      const char *tenant, const char *name, uv_loop_t *loop,
+                                      uint64_t *q)
 {
-    uv_loop_t loop;
-    uv_loop_init(&loop);
+    uv_loop_init(loop);
     struct part_options o = {.data_dir = dir,
                              .partitions = nparts,
                              .durability = fsync_mode ? PART_DURABILITY_FSYNC : PART_DURABILITY_OS};
     struct part_engine *e = NULL;
     struct part_client *c = NULL;
-    uint64_t q = 0;
-    if (part_engine_open(&o, &e, NULL, 0) != SL_OK || part_client_new(e, &loop, &c) != SL_OK ||
-        part_queue_find(e, "crash", "q", &q, NULL) != SL_OK) {
+    if (part_engine_open(&o, &e, NULL, 0) != SL_OK || part_client_new(e, loop, &c) != SL_OK ||
+        part_queue_find(e, tenant, name, q, NULL) != SL_OK) {
         _exit(2);
     }
+    return c;
+}
+
+static _Noreturn void child_main(const char *dir, uint32_t nparts, bool fsync_mode, int fd)
+{
+    uv_loop_t loop;
+    uint64_t q = 0;
+    struct part_client *c = child_open(dir, nparts, fsync_mode, "crash", "q", &loop, &q);
     for (uint32_t seq = 0; seq < MAX_SEQ; seq++) {
         char bodies[BATCH][32];
         struct part_send_entry en[BATCH];
@@ -172,17 +182,8 @@ static void child_fifo_done(struct part_cookie ck, int status, const struct part
 static _Noreturn void child_fifo(const char *dir, int round, int fd)
 {
     uv_loop_t loop;
-    uv_loop_init(&loop);
-    struct part_options o = {.data_dir = dir,
-                             .partitions = 1,
-                             .durability = round == 1 ? PART_DURABILITY_FSYNC : PART_DURABILITY_OS};
-    struct part_engine *e = NULL;
-    struct part_client *c = NULL;
     uint64_t q = 0;
-    if (part_engine_open(&o, &e, NULL, 0) != SL_OK || part_client_new(e, &loop, &c) != SL_OK ||
-        part_queue_find(e, "acme", "f.fifo", &q, NULL) != SL_OK) {
-        _exit(2);
-    }
+    struct part_client *c = child_open(dir, 1, round == 1, "acme", "f.fifo", &loop, &q);
     for (uint32_t b = 0; b < FIFO_MAX; b++) {
         char body[BATCH][32], group[BATCH][8];
         struct part_send_entry en[BATCH];
