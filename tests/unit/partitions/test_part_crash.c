@@ -40,6 +40,23 @@ static struct part_client *child_open(const char *dir, uint32_t nparts, bool fsy
     return c;
 }
 
+/* Sends one batch, waits for its completion (which sets *done to 1, or
+ * -1 on failure) and reports ack over fd; exits 3 or 4 if it cannot. */
+static void child_send(struct part_client *c, uv_loop_t *loop, uint64_t q, uint32_t p,
+                       const struct part_send_entry *en, struct part_cookie ck, part_done_fn *fn,
+                       const int *done, int fd, const void *ack, size_t len)
+{
+    if (part_send(c, q, p, en, BATCH, ck, fn) != SL_OK) {
+        _exit(3);
+    }
+    while (*done == 0) {
+        uv_run(loop, UV_RUN_ONCE);
+    }
+    if (*done < 0 || write(fd, ack, len) != (ssize_t)len) {
+        _exit(4);
+    }
+}
+
 static _Noreturn void child_main(const char *dir, uint32_t nparts, bool fsync_mode, int fd)
 {
     uv_loop_t loop;
@@ -53,16 +70,8 @@ static _Noreturn void child_main(const char *dir, uint32_t nparts, bool fsync_mo
             en[k] = (struct part_send_entry){.body = sl_slice_cstr(bodies[k]), .delay_s = 0};
         }
         int done = 0;
-        if (part_send(c, q, seq % nparts, en, BATCH, (struct part_cookie){&done, 0, 0},
-                      child_done) != SL_OK) {
-            _exit(3);
-        }
-        while (done == 0) {
-            uv_run(&loop, UV_RUN_ONCE);
-        }
-        if (done < 0 || write(fd, &seq, sizeof seq) != sizeof seq) {
-            _exit(4);
-        }
+        child_send(c, &loop, q, seq % nparts, en, (struct part_cookie){&done, 0, 0}, child_done,
+                   &done, fd, &seq, sizeof seq);
     }
     _exit(0);
 }
@@ -190,16 +199,8 @@ static _Noreturn void child_fifo(const char *dir, int round, int fd)
         fifo_entries(round, b, body, group, en);
         int done = 0;
         struct fifo_ack ack = {.batch = b};
-        if (part_send(c, q, 0, en, BATCH, (struct part_cookie){&ack, (uintptr_t)&done, 0},
-                      child_fifo_done) != SL_OK) {
-            _exit(3);
-        }
-        while (done == 0) {
-            uv_run(&loop, UV_RUN_ONCE);
-        }
-        if (done < 0 || write(fd, &ack, sizeof ack) != sizeof ack) {
-            _exit(4);
-        }
+        child_send(c, &loop, q, 0, en, (struct part_cookie){&ack, (uintptr_t)&done, 0},
+                   child_fifo_done, &done, fd, &ack, sizeof ack);
     }
     _exit(0);
 }
