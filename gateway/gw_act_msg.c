@@ -548,6 +548,16 @@ static void receive_cancelled(struct gw_exchange *ex, void *data)
     part_receive_cancel(b->ctx->loop->part, b->ticket);
 }
 
+/* A ReceiveMessage answered with no message, without asking the engine. */
+static void reply_no_messages(struct gw_act_ctx *ctx)
+{
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_messages(&reply, NULL, 0);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
+}
+
 void gw__act_receive_message(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
@@ -557,6 +567,12 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     struct part_counts total = {0};
     part_queue_counts(ctx->api->engine, q.id, PART_ALL_PARTITIONS, &total);
+    if (total.inflight >= QUEUE_INFLIGHT_LIMIT && q.cfg.fifo) {
+        /* SQS answers a FIFO queue at its in-flight quota with no message
+         * rather than OverLimit: delivery stalls until some are deleted. */
+        reply_no_messages(ctx);
+        return;
+    }
     if (total.inflight >= QUEUE_INFLIGHT_LIMIT) {
         struct gw_sqs_err err;
         gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,
@@ -588,11 +604,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         max = pol_receive_allowance(&ctx->principal.tenant->limits,
                                     inflight > 0 ? (uint64_t)inflight : 0, max);
         if (max == 0) {
-            struct gw_sqs_reply reply;
-            gw__act_reply_init(ctx, &reply);
-            gw_sqs_reply_messages(&reply, NULL, 0);
-            gw__act_finish(ctx, &reply);
-            gw_sqs_reply_fini(&reply);
+            reply_no_messages(ctx);
             return;
         }
     }
