@@ -1,11 +1,15 @@
 /*
- * sl_core.c -- status text, assertions, allocation and byte buffers.
+ * sl_core.c -- status text, assertions, allocation, byte buffers and syncing
+ * a file to disk.
  */
 #include "sl.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *sl_strerror(int status)
 {
@@ -198,4 +202,16 @@ char *sl_buf_take(struct sl_buf *b, size_t *len_out)
     }
     sl_buf_init(b);
     return p;
+}
+
+int sl_fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return SL_EIO;
+    int rc = fsync(fd);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc == 0 ? SL_OK : SL_EIO;
 }

@@ -36,17 +36,6 @@
 
 static atomic_bool backup_running;
 
-static int fsync_path(const char *path, int flags)
-{
-    int fd = open(path, flags);
-    if (fd < 0) {
-        return -1;
-    }
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 /* SHA-256 (hex) and size of path. */
 static bool file_digest(const char *path, char hex[65], uint64_t *bytes)
 {
@@ -128,7 +117,7 @@ static int write_manifest(const char *dir, const struct written *w, uint32_t par
         char hex[65];
         uint64_t bytes;
         snprintf(path, sizeof path, "%s/%s", dir, w->names[i]);
-        if (fsync_path(path, O_RDONLY) != 0 || !file_digest(path, hex, &bytes)) {
+        if (sl_fsync_path(path) != SL_OK || !file_digest(path, hex, &bytes)) {
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             json_decref(files);
             return SL_EIO;
@@ -143,8 +132,8 @@ static int write_manifest(const char *dir, const struct written *w, uint32_t par
     snprintf(tmp, sizeof tmp, "%s/" GW_BACKUP_MANIFEST ".tmp", dir);
     snprintf(path, sizeof path, "%s/" GW_BACKUP_MANIFEST, dir);
     int rc = json_dump_file(m, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (rc != 0 || fsync_path(tmp, O_RDONLY) != 0 || rename(tmp, path) != 0 ||
-        fsync_path(dir, O_RDONLY) != 0) {
+    if (rc != 0 || sl_fsync_path(tmp) != SL_OK || rename(tmp, path) != 0 ||
+        sl_fsync_path(dir) != SL_OK) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         json_decref(m);
         return SL_EIO;
@@ -315,7 +304,7 @@ int gw_backup_restore(const char *dir, const char *data_dir, char *err, size_t e
         snprintf(path, sizeof path, "%s/%s", dir, name);
         rc = copy_file(path, data_dir, name, err, errlen);
     }
-    if (rc == SL_OK && fsync_path(data_dir, O_RDONLY) != 0) {
+    if (rc == SL_OK && sl_fsync_path(data_dir) != SL_OK) {
         snprintf(err, errlen, "%s: %s", data_dir, strerror(errno));
         rc = SL_EIO;
     }

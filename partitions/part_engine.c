@@ -31,17 +31,6 @@
 
 /* ---- manifest ---------------------------------------------------------- */
 
-static int fsync_path(const char *path, int flags)
-{
-    int fd = open(path, flags);
-    if (fd < 0) {
-        return -1;
-    }
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 static int manifest_write(struct part_engine *e, char *err, size_t errlen)
 {
     char path[4096], tmp[4096], hex[2 * PART_KEY_LEN + 1];
@@ -57,7 +46,7 @@ static int manifest_write(struct part_engine *e, char *err, size_t errlen)
     fprintf(f, "%s %d\npartitions %u\nkey %s\n", MANIFEST_MAGIC, MANIFEST_VERSION, e->nparts, hex);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0 || fsync_path(e->data_dir, O_RDONLY) != 0) {
+    if (!ok || rename(tmp, path) != 0 || sl_fsync_path(e->data_dir) != SL_OK) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return SL_EIO;
     }

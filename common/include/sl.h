@@ -137,6 +137,13 @@ void sl_log_buffer_start(void);
 void sl_log_flush(void);
 void sl_log_buffer_stop(void);
 
+/* ---- files ------------------------------------------------------------- */
+
+/* Opens path read-only and fsyncs it: a file whose bytes must be on disk,
+ * or a directory whose entries (a rename, a new file) must be. Returns
+ * SL_OK, or SL_EIO when it cannot be opened or synced (errno says why). */
+int sl_fsync_path(const char *path);
+
 /* ---- clocks ------------------------------------------------------------ */
 
 /* Wall-clock time (CLOCK_REALTIME) in milliseconds / microseconds since the
