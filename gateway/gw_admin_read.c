@@ -69,18 +69,22 @@ static json_t *tenant_json(struct gw_admin_req *r, const struct cfg_tenant *t, u
     struct pol_tenant_state *st = pol_limiter_find(r->api->limiter, t->name, strlen(t->name));
     uint64_t tokens = st != NULL ? pol_gcra_available(&st->rate, now_ns) : 0;
     uint32_t polls = st != NULL ? pol_slots_used(&st->long_polls) : 0;
+    uint32_t requests = st != NULL ? pol_slots_used(&st->requests) : 0;
     const struct cfg_limits *lim = &t->limits;
-    json_t *o = json_pack(
-        "{s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
-        "name", t->name, "limits", "requests_per_second", lim->requests_per_second, "burst",
-        (json_int_t)lim->burst, "max_inflight", (json_int_t)lim->max_inflight, "max_backlog",
-        (json_int_t)lim->max_backlog, "max_long_polls", (json_int_t)lim->max_long_polls,
-        "max_queues", (json_int_t)lim->max_queues, "on_excess",
-        t->on_excess == CFG_EXCESS_SPILL ? "spill" : "reject", "spill", "delay_seconds",
-        (json_int_t)t->spill.delay_seconds, "aged_after_seconds",
-        (json_int_t)t->spill.aged_after_seconds, "usage", "tokens_available",
-        (json_int_t)SL_MIN(tokens, (uint64_t)INT64_MAX), "long_polls", (json_int_t)polls, "backlog",
-        (json_int_t)backlog, "inflight", (json_int_t)inflight);
+    json_t *o =
+        json_pack("{s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I},"
+                  " s:{s:I, s:I, s:I, s:I, s:I}}",
+                  "name", t->name, "limits", "requests_per_second", lim->requests_per_second,
+                  "burst", (json_int_t)lim->burst, "max_inflight", (json_int_t)lim->max_inflight,
+                  "max_backlog", (json_int_t)lim->max_backlog, "max_long_polls",
+                  (json_int_t)lim->max_long_polls, "max_queues", (json_int_t)lim->max_queues,
+                  "max_concurrent_requests", (json_int_t)lim->max_concurrent_requests, "on_excess",
+                  t->on_excess == CFG_EXCESS_SPILL ? "spill" : "reject", "spill", "delay_seconds",
+                  (json_int_t)t->spill.delay_seconds, "aged_after_seconds",
+                  (json_int_t)t->spill.aged_after_seconds, "usage", "tokens_available",
+                  (json_int_t)SL_MIN(tokens, (uint64_t)INT64_MAX), "long_polls", (json_int_t)polls,
+                  "requests_in_progress", (json_int_t)requests, "backlog", (json_int_t)backlog,
+                  "inflight", (json_int_t)inflight);
     add_keyed_limits(r, t, st, now_ns, json_object_get(o, "limits"), json_object_get(o, "usage"));
     return o;
 }

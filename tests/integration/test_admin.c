@@ -42,7 +42,8 @@ static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
                                    "    limits:\n"
                                    "      requests_per_second: 0.001\n"
                                    "      burst: 2\n"
-                                   "      max_long_polls: 3\n";
+                                   "      max_long_polls: 3\n"
+                                   "      max_concurrent_requests: 7\n";
 
 static struct it_server srv;
 
@@ -301,6 +302,12 @@ static void check_tenants(void)
                  json_object_get(json_object_get(tiny, "limits"), "requests_per_second")) == 0.001);
     IT_CHECK(member_int(tiny, "limits", "burst") == 2);
     IT_CHECK(member_int(tiny, "limits", "max_long_polls") == 3);
+    IT_CHECK(member_int(tiny, "limits", "max_concurrent_requests") == 7);
+    IT_CHECK(member_int(acme, "limits", "max_concurrent_requests") == 2000);
+    /* the admin's own request is not the tenant's */
+    IT_CHECK(
+        json_is_integer(json_object_get(json_object_get(acme, "usage"), "requests_in_progress")));
+    IT_CHECK(member_int(acme, "usage", "requests_in_progress") == 0);
     IT_CHECK(member_int(tiny, "usage", "tokens_available") == 0);
     IT_CHECK(member_int(tiny, "usage", "backlog") == 1);
     IT_STREQ(it_jstr(tiny, "on_excess"), "reject");
