@@ -59,6 +59,7 @@ struct gw_api {
     /* Failed admin authentications, all loops: past its rate, admin
      * requests are refused before their credentials are checked. */
     struct pol_gcra admin_auth_failures;
+    struct gw_console *console; /* owned; the web console's sessions (gw_console.h) */
 };
 
 /* One tenant's shard, cached per loop: placement costs a keyed hash per

@@ -33,6 +33,7 @@
 #include "gw.h"
 #include "gw_act.h"
 #include "gw_admin.h"
+#include "gw_console.h"
 #include "gw_metrics.h"
 #include "gw_auth.h"
 
@@ -198,9 +199,18 @@ static const struct gw_header *authorization(const struct gw_request *req, struc
  * signature is not checked yet: every refusal made then is the one the
  * whole request would get, so it can be sent before the body is read, and
  * true means only the signature is left to check. */
-static bool authenticate(struct admin_loop *l, const struct cfg_snapshot *snap,
+static bool authenticate(struct gw_api *api, struct admin_loop *l, const struct cfg_snapshot *snap,
                          const struct gw_request *req, struct auth_failure *f)
 {
+    struct gw_console_verdict cv;
+    switch (gw__console_authenticate(api->console, snap, req, &cv)) {
+    case GW_CONSOLE_AUTH_OK:
+        return true;
+    case GW_CONSOLE_AUTH_REFUSED:
+        return auth_fail(f, cv.status, cv.code, cv.message);
+    case GW_CONSOLE_AUTH_NONE:
+        break;
+    }
     const struct gw_header *authz = authorization(req, f);
     if (authz == NULL) {
         return false;
@@ -366,6 +376,10 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     }
 
     struct cfg_snapshot *snap = cfg_holder_get(l->api->holder);
+    if (gw__console_public(l->api->console, snap, ex, req)) {
+        cfg_snapshot_unref(snap);
+        return;
+    }
     struct auth_failure f;
     uint64_t now = sl_mono_ns();
     if (pol_gcra_available(&l->api->admin_auth_failures, now) == 0) {
@@ -376,10 +390,12 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
         respond_error(ex, 429, "TooManyRequests",
                       "Too many failed authentications on the admin listener; retry in a few "
                       "seconds.");
-    } else if (!authenticate(l, snap, req, &f)) {
+    } else if (!authenticate(l->api, l, snap, req, &f)) {
         pol_gcra_take(&l->api->admin_auth_failures, 1, POL_PPM, now, NULL);
         gw_metrics_count_admin_auth(l->api->metrics, false);
         respond_error(ex, f.status, f.code, f.message);
+    } else if (gw__console_serve(l->api->console, snap, ex, req)) {
+        /* a console route */
     } else if (!sl_slice_eq_cstr(path, "/metrics") && !sl_slice_eq_cstr(path, "/tenants")) {
         respond_error(ex, 404, "NotFound",
                       "The admin listener serves GET /metrics, GET /tenants and GET /healthz.");
@@ -399,9 +415,12 @@ static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex
                                           const struct gw_request *partial)
 {
     struct admin_loop *l = loop_ctx;
+    if (gw__console_is_public(partial)) {
+        return GW_HEADERS_CONTINUE;
+    }
     struct cfg_snapshot *snap = cfg_holder_get(l->api->holder);
     struct auth_failure f;
-    bool pass = authenticate(NULL, snap, partial, &f);
+    bool pass = authenticate(l->api, NULL, snap, partial, &f);
     cfg_snapshot_unref(snap);
     if (pass) {
         return GW_HEADERS_CONTINUE;

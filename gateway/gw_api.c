@@ -67,6 +67,7 @@
 #include "gw_http.h"
 #include "gw_metrics.h"
 #include "gw_auth.h"
+#include "gw_console.h"
 #include "gw_sqs.h"
 
 #define SIGV4_KEY_CACHE_SLOTS 256
@@ -139,6 +140,7 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     api->metrics = gw_metrics_new();
     pol_gcra_init(&api->admin_auth_failures, GW_ADMIN_AUTH_FAILURES_PER_S,
                   GW_ADMIN_AUTH_FAILURES_BURST);
+    api->console = gw__console_new();
     apply_aging(engine, snap);
     RUN_HOOKS(api_init, api);
     cfg_snapshot_unref(snap);
@@ -157,6 +159,7 @@ void gw_api_free(struct gw_api *api)
     part_engine_close(api->engine);
     pol_limiter_free(api->limiter);
     gw_metrics_free(api->metrics);
+    gw__console_free(api->console);
     free(api);
 }
 
