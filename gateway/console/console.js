@@ -104,7 +104,7 @@ async function api(method, path, body) {
   if (json && text) data = JSON.parse(text);
   if (!r.ok) {
     const message = json && data && data.message ? data.message : `${r.status} ${r.statusText}`;
-    throw new ApiError(r.status, json && data ? data.error : '', message);
+    throw new ApiError(r.status, json && data ? data.error : '', `${method} ${path}: ${message}`);
   }
   return data;
 }
@@ -470,18 +470,21 @@ async function refreshPartitions() {
 
 let refreshing = null;
 
+const pageRefresh = {
+  overview: refreshOverview,
+  queues: renderQueues,
+  dlq: renderDlqs,
+  partitions: refreshPartitions,
+};
+
+// The queue list and the open page fail apart: a page that does not need
+// the queue list still shows when that route fails.
 async function refreshOnce() {
-  try {
-    await fetchQueues();
-    if (state.page === 'overview') await refreshOverview();
-    if (state.page === 'queues') renderQueues();
-    if (state.page === 'dlq') renderDlqs();
-    if (state.page === 'partitions') await refreshPartitions();
-    $('status').textContent = `updated ${new Date().toLocaleTimeString()}`;
-    showError(null);
-  } catch (e) {
-    if (e.status !== 401) showError(e);
-  }
+  const results = await Promise.allSettled([fetchQueues()]);
+  results.push(...(await Promise.allSettled([pageRefresh[state.page]()])));
+  const failed = results.find((r) => r.status === 'rejected' && r.reason.status !== 401);
+  showError(failed ? failed.reason : null);
+  if (!failed) $('status').textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 
 // One refresh at a time; a call during one waits for it and runs again.

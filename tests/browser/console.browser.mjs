@@ -1,0 +1,249 @@
+// console.browser.mjs -- the web console in Debian's chromium (headless,
+// driven by puppeteer-core) against a real sluiced, as an operator uses it:
+// log in, watch a queue's counts follow sends, peek a dead-letter queue
+// without changing receive counts, redrive it with a progress bar that
+// reaches 100 %, purge it behind a typed confirmation, and log out. Along
+// the way: a message body with markup and <script> shows as text and runs
+// nothing, and a write without the CSRF token is refused. A screenshot of
+// each step goes to BUILD/browser-artifacts/ (not into git).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import puppeteer from "puppeteer-core";
+import {
+  admin, artifactsDir, CHROMIUM, ensureArtifactsDir, sqs, startSluiced, tenant, until,
+} from "./harness.mjs";
+
+const XSS_BODY = `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold?</b>`;
+const ARN = (q) => `arn:aws:sqs:us-east-1:${tenant.name}:${q}`;
+
+let server, browser, page;
+const consoleErrors = [];
+
+async function shot(name) {
+  await page.screenshot({ path: join(artifactsDir, `${name}.png`), fullPage: true });
+}
+
+// The text of a cell of the row whose data-queue is key, on the open page.
+async function cell(section, key, field) {
+  return page.evaluate((section, key, field) => {
+    const row = document.querySelector(`#${section} tr[data-queue="${CSS.escape(key)}"]`);
+    const td = row && row.querySelector(`[data-field="${field}"]`);
+    return td ? td.textContent : null;
+  }, section, key, field);
+}
+
+async function goto(hash) {
+  await page.evaluate((h) => { location.hash = h; }, hash);
+  await page.waitForSelector(`#page-${hash}:not([hidden])`);
+}
+
+async function createQueue(name, attributes = {}) {
+  const r = await sqs(server, "CreateQueue", { QueueName: name, Attributes: attributes });
+  return r.QueueUrl;
+}
+
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (scripts/setup does)`);
+  ensureArtifactsDir();
+  server = await startSluiced();
+  browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // As root (CI) chromium needs --no-sandbox; nothing but 127.0.0.1 is visited.
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
+  });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1400, height: 900 });
+  page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+  page.on("pageerror", (e) => consoleErrors.push(String(e)));
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) {
+    const { code } = await server.stop();
+    assert.equal(code, 0, "sluiced exits cleanly");
+  }
+});
+
+// Each step needs the ones before it: after a failure the rest are
+// skipped, not left to time out one by one.
+function stepper(t) {
+  let failed = null;
+  return async (name, fn) => t.test(name, async (st) => {
+    if (failed) {
+      st.skip(`after the failure of "${failed}"`);
+      return;
+    }
+    try {
+      await fn(st);
+    } catch (e) {
+      failed = name;
+      await shot(`failed-${name.replace(/[^a-z0-9]+/gi, "-")}`).catch(() => {});
+      throw e;
+    }
+  });
+}
+
+test("the console, as an operator uses it", async (t) => {
+  const step = stepper(t);
+  await step("a browser without a session lands on the login page", async () => {
+    await page.goto(`${server.adminUrl}/`);
+    assert.equal(new URL(page.url()).pathname, "/console/login");
+    await page.type("#secret", "not-the-secret");
+    await page.click("#login-button");
+    await page.waitForSelector("#login-error:not([hidden])");
+    assert.match(await page.$eval("#login-error", (e) => e.textContent), /not the admin secret/);
+    await shot("01-login-refused");
+  });
+
+  await step("the admin secret logs in; the cookie is HttpOnly and SameSite=Strict", async () => {
+    await page.$eval("#secret", (e) => { e.value = ""; });
+    await page.type("#secret", admin.secret);
+    await Promise.all([page.waitForNavigation(), page.click("#login-button")]);
+    assert.equal(new URL(page.url()).pathname, "/console/");
+    const cookies = await page.cookies();
+    const session = cookies.find((c) => c.name === "sluice_session");
+    assert.ok(session, "a session cookie");
+    assert.equal(session.httpOnly, true);
+    assert.equal(session.sameSite, "Strict");
+    assert.equal(await page.evaluate(() => document.cookie.includes("sluice_session")), false);
+    await page.waitForSelector(`#tenants tr[data-tenant="${tenant.name}"]`);
+    await shot("02-overview");
+  });
+
+  const orders = "orders";
+  const dlq = "orders-dlq";
+  let ordersUrl, dlqUrl;
+
+  await step("the queues page follows sends", async () => {
+    dlqUrl = await createQueue(dlq);
+    ordersUrl = await createQueue(orders, {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: ARN(dlq), maxReceiveCount: 1 }),
+    });
+    await createQueue("elsewhere");
+    await goto("queues");
+    const key = `${tenant.name}/${orders}`;
+    await until("the orders row", async () => (await cell("queues", key, "ready")) === "0");
+    const bodies = ["first", "second", "third", "fourth", XSS_BODY];
+    for (const body of bodies) await sqs(server, "SendMessage", { QueueUrl: ordersUrl, MessageBody: body });
+    await until("ready = 5 on the page", async () => (await cell("queues", key, "ready")) === "5");
+    // And the chart has drawn a line.
+    await until("a chart line", () => page.$(`#queues tr[data-queue="${key}"] svg polyline.ready`));
+    await shot("03-queues-after-sends");
+  });
+
+  await step("messages past maxReceiveCount show in the dead-letter queue", async () => {
+    // Receives with no visibility timeout until each message has gone
+    // past its one receive: the receive after that moves it to the DLQ.
+    await until("five messages in the DLQ", async () => {
+      await sqs(server, "ReceiveMessage", { QueueUrl: ordersUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 0 });
+      const a = await sqs(server, "GetQueueAttributes", { QueueUrl: dlqUrl, AttributeNames: ["All"] });
+      return a.Attributes.ApproximateNumberOfMessages === "5";
+    });
+    await goto("dlq");
+    const key = `${tenant.name}/${dlq}`;
+    await until("the DLQ row", async () => (await cell("dlqs", key, "ready")) === "5");
+  });
+
+  let counts;
+  await step("a peek shows bodies as text and does not change receive counts", async () => {
+    const key = `${tenant.name}/${dlq}`;
+    await page.click(`#dlqs tr[data-queue="${key}"] button`);
+    await page.waitForSelector("#dlq-detail:not([hidden])");
+    const peekCounts = async () => {
+      await page.click("#dlq-peek");
+      await page.waitForSelector("#dlq-messages tbody tr[data-message]");
+      return page.$$eval("#dlq-messages tbody tr[data-message]", (rows) =>
+        Object.fromEntries(rows.map((r) => [r.dataset.message, r.querySelector('[data-field="receive_count"]').textContent])));
+    };
+    counts = await peekCounts();
+    assert.equal(Object.keys(counts).length, 5);
+    const again = await peekCounts();
+    assert.deepEqual(again, counts, "a second peek sees the same receive counts");
+
+    // The hostile body is there as text: no <b>, no <img>, nothing ran.
+    const shown = await page.$$eval('#dlq-messages pre[data-field="body"]', (pres) => pres.map((p) => ({
+      text: p.textContent, elements: p.children.length,
+    })));
+    const hostile = shown.find((s) => s.text === XSS_BODY);
+    assert.ok(hostile, "the <script> body is shown verbatim");
+    assert.equal(hostile.elements, 0, "and as text, not markup");
+    assert.equal(await page.evaluate(() => window.__pwned), undefined, "no script of a body ran");
+    assert.equal(await page.$("#dlq-messages b, #dlq-messages img, #dlq-messages script"), null);
+    await shot("04-dlq-peek");
+
+    // Nothing was leased: the DLQ still has 5 ready, 0 in flight.
+    const a = await sqs(server, "GetQueueAttributes", { QueueUrl: dlqUrl, AttributeNames: ["All"] });
+    assert.equal(a.Attributes.ApproximateNumberOfMessages, "5");
+    assert.equal(a.Attributes.ApproximateNumberOfMessagesNotVisible, "0");
+  });
+
+  await step("a write without the CSRF token is refused", async () => {
+    const r = await page.evaluate(async (path) => {
+      const res = await fetch(path, { method: "POST", credentials: "same-origin" });
+      return { status: res.status, body: await res.json() };
+    }, `/api/queues/${tenant.name}/${dlq}/purge`);
+    assert.equal(r.status, 403);
+    assert.match(r.body.message, /CSRF/);
+    const a = await sqs(server, "GetQueueAttributes", { QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"] });
+    assert.equal(a.Attributes.ApproximateNumberOfMessages, "5", "nothing was purged");
+  });
+
+  await step("a redrive to the source shows progress up to 100 %", async () => {
+    await page.select("#redrive-destination", "");
+    await page.$eval("#redrive-rate", (e) => { e.value = "10"; });
+    await page.click("#redrive-start");
+    await page.waitForSelector("#redrive-task:not([hidden])");
+    await shot("05-redrive-running");
+    await until("the redrive to complete", async () =>
+      page.$eval("#redrive-task", (e) => e.dataset.status === "COMPLETED" && e.dataset.percent === "100"), 30000);
+    assert.match(await page.$eval("#redrive-text", (e) => e.textContent), /moved 5 of 5 \(100 %\)/);
+    await shot("06-redrive-done");
+    const a = await sqs(server, "GetQueueAttributes", { QueueUrl: ordersUrl, AttributeNames: ["ApproximateNumberOfMessages"] });
+    assert.equal(a.Attributes.ApproximateNumberOfMessages, "5", "all five are back in the source");
+  });
+
+  await step("purge asks for the queue's name first", async () => {
+    for (let i = 0; i < 3; i++) await sqs(server, "SendMessage", { QueueUrl: dlqUrl, MessageBody: `stale ${i}` });
+    await page.click("#purge-open");
+    await page.waitForSelector("#purge-confirm:not([hidden])");
+    assert.equal(await page.$eval("#purge-go", (b) => b.disabled), true);
+    await page.type("#purge-typed", "orders");
+    assert.equal(await page.$eval("#purge-go", (b) => b.disabled), true, "a wrong name does not unlock it");
+    await page.type("#purge-typed", "-dlq");
+    assert.equal(await page.$eval("#purge-go", (b) => b.disabled), false);
+    await shot("07-purge-confirm");
+    await page.click("#purge-go");
+    await until("the purge result", async () =>
+      /Purged 3 messages/.test(await page.$eval("#purge-result", (e) => e.textContent)));
+    const a = await sqs(server, "GetQueueAttributes", { QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"] });
+    assert.equal(a.Attributes.ApproximateNumberOfMessages, "0");
+    await shot("08-purged");
+  });
+
+  await step("the partitions page shows each writer", async () => {
+    await goto("partitions");
+    await page.waitForSelector('#partitions tr[data-partition="3"]');
+    assert.equal((await page.$$("#partitions tbody tr")).length, 4);
+    await shot("09-partitions");
+  });
+
+  await step("logout ends the session", async () => {
+    await Promise.all([page.waitForNavigation(), page.click("#logout")]);
+    assert.equal(new URL(page.url()).pathname, "/console/login");
+    const status = await page.evaluate(async () => (await fetch("/tenants")).status);
+    assert.equal(status, 401);
+    await page.goto(`${server.adminUrl}/console/`);
+    assert.equal(new URL(page.url()).pathname, "/console/login");
+  });
+
+  await step("no script error and no CSP violation on the way", () => {
+    // The refused login and the refused write log their 4xx as resource
+    // errors; anything else is a bug.
+    const unexpected = consoleErrors.filter((e) => !/status of (401|403)/.test(e));
+    assert.deepEqual(unexpected, []);
+  });
+});
