@@ -51,7 +51,7 @@ struct gw_api {
     struct gw_purge_mark *purges; /* last minute's purges and deletes */
     size_t purge_count;
     size_t purge_cap;
-    struct gw_move_registry *moves;   /* message move tasks (gw_act_move.c); lazily made */
+    struct gw_move_registry *moves;   /* message move tasks (gw_move.c) */
     struct gw_metrics *metrics;       /* owned; request counters (gw_metrics.h) */
     struct gw_connlimit *conns;       /* SQS listener's caps, borrowed; NULL in tests */
     struct gw_connlimit *admin_conns; /* admin listener's, borrowed; may be NULL */
@@ -59,7 +59,11 @@ struct gw_api {
     /* Failed admin authentications, all loops: past its rate, admin
      * requests are refused before their credentials are checked. */
     struct pol_gcra admin_auth_failures;
-    struct gw_console *console; /* owned; the web console's sessions (gw_console.h) */
+    struct pol_gcra admin_writes; /* the admin listener's write rate, all loops */
+    struct gw_opstore *ops;       /* durable operations state (gw_opstore.h) */
+    struct gw_pause_set *paused;  /* paused queues (gw_pause.h) */
+    const char *config_path;      /* for POST /api/reload; NULL: embedded default */
+    struct gw_console *console;   /* owned; the web console's sessions (gw_console.h) */
 };
 
 /* One tenant's shard, cached per loop: placement costs a keyed hash per
@@ -77,6 +81,11 @@ struct gw_shard_cache_entry {
  * "Limits"): a burst for a mistyped token, then ten a second. */
 #define GW_ADMIN_AUTH_FAILURES_PER_S 10
 #define GW_ADMIN_AUTH_FAILURES_BURST 50u
+/* Writes on the admin listener, all loops: enough for a person or a
+ * script, few enough that a runaway script cannot purge its way through
+ * the catalog (docs/admin.md). */
+#define GW_ADMIN_WRITES_PER_S 10
+#define GW_ADMIN_WRITES_BURST 20u
 
 /* Per I/O loop state of the API layer. */
 struct gw_api_loop {

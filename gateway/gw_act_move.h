@@ -13,10 +13,4 @@ gw_act_fn gw__act_start_message_move_task;
 gw_act_fn gw__act_list_message_move_tasks;
 gw_act_fn gw__act_cancel_message_move_task;
 
-/* loop_drain: the loop's tasks stop taking batches (a batch in flight
- * still commits). api_free: frees the task registry. Task history lives
- * in memory only and does not survive a restart; moved messages do (each
- * batch is a commit). */
-extern const struct gw_act_hooks gw__act_move_hooks;
-
 #endif

@@ -16,6 +16,7 @@
 #include "gw_act_msg.h"
 
 #include "gw_attrs.h"
+#include "gw_pause.h"
 #include "gw_metrics.h"
 
 #include <jansson.h>
@@ -162,6 +163,12 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
 {
     struct gw_queue q;
     if (gw__act_resolve(ctx, ref, &q) != SL_OK) {
+        return;
+    }
+    if ((gw__pause_flags(ctx->api, q.id) & GW_PAUSE_ENQUEUE) != 0) {
+        struct gw_sqs_err err;
+        gw_sqs_err_set(&err, GW_SQS_E_QUEUE_PAUSED, NULL);
+        gw__act_fail(ctx, &err);
         return;
     }
     struct msg_batch *b = batch_new(ctx, count);
@@ -457,6 +464,10 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     uint32_t wait_s =
         r->has_wait_time_seconds ? (uint32_t)r->wait_time_seconds : q.cfg.receive_wait_s;
+    if ((gw__pause_flags(ctx->api, q.id) & GW_PAUSE_DEQUEUE) != 0) {
+        gw__pause_hold_receive(ctx, wait_s * 1000u);
+        return;
+    }
     struct msg_batch *b = batch_new(ctx, 0);
     b->queue_id = q.id;
     if (ctx->loop->draining) {

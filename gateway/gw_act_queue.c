@@ -12,6 +12,7 @@
  * catalog writes are partition jobs finished from their completion.
  */
 #include "gw_act_queue.h"
+#include "gw_pause.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -661,7 +662,7 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
     }
     /* values live until the reply is written: numbers and the ARN in
      * per-attribute buffers */
-    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT];
+    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT + 1]; /* + SluicePaused */
     char nums[GW_SQS_QATTR__COUNT][32];
     size_t n_attrs = 0;
     struct sl_buf arn;
@@ -705,6 +706,14 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
             attrs[n_attrs++] = (struct gw_sqs_tag){
                 sl_slice_cstr(gw_sqs_qattr_name((enum gw_sqs_qattr)a)), sl_slice_cstr(value)};
         }
+    }
+    /* One attribute of sluice's own beside SQS's, with "All" only and only
+     * while an operator has the queue paused: clients that compare
+     * attribute sets see SQS's exactly otherwise. */
+    unsigned paused = gw__pause_flags(ctx->api, q.id);
+    if (paused != 0 && r->wanted == (1u << GW_SQS_QATTR__COUNT) - 1) {
+        attrs[n_attrs++] = (struct gw_sqs_tag){SL_SLICE_LIT("SluicePaused"),
+                                               sl_slice_cstr(gw__pause_name(paused))};
     }
     struct gw_sqs_reply reply;
     gw__act_reply_init(ctx, &reply);

@@ -1,6 +1,8 @@
 /*
- * gw_admin.c -- the admin listener: authentication, GET /metrics (see
- * gw_metrics.c for the numbers), GET /tenants and GET /healthz.
+ * gw_admin.c -- the admin listener: authentication, routing, GET /metrics
+ * (see gw_metrics.c for the numbers) and GET /healthz. The /tenants and
+ * /api/... routes (docs/admin.md) are in the gw_admin_*.c files named by
+ * gw_admin_routes.h.
  *
  * Authentication (docs/policy.md, "Admin API and metrics"), against the
  * configuration snapshot the request started with:
@@ -16,9 +18,14 @@
  *    403. Both with a JSON body {"error": CODE, "message": TEXT}.
  * GET /healthz answers without authentication, as on the SQS listener.
  *
- * Threading: loop threads; each loop has its own SigV4 key cache.
- * Ownership: everything a request builds is freed before it returns; the
- * snapshot reference is dropped at the end of on_request.
+ * Every POST is a write: it takes a token of the listener's write rate
+ * (429 past it) and leaves an audit line naming the principal
+ * (gw_admin_util.c).
+ *
+ * Threading: loop threads; each loop has its own SigV4 key cache and
+ * partitions client (for the writes and the redrive runners).
+ * Ownership: a route owns its struct gw_admin_req (and its snapshot
+ * reference) until it answers, possibly from an engine completion.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -33,66 +40,41 @@
 #include "gw.h"
 #include "gw_act.h"
 #include "gw_admin.h"
+#include "gw_admin_routes.h"
+#include "gw_auth.h"
 #include "gw_console.h"
 #include "gw_metrics.h"
-#include "gw_auth.h"
+#include "gw_move.h"
 
 #define ADMIN_KEY_CACHE_SLOTS 16
 #define SIGV4_SERVICE "sqs"
 
-struct admin_loop {
-    struct gw_api *api;
-    struct sigv4_key_cache *keys;
-};
-
 static void *loop_start(void *app, struct uv_loop_s *loop)
 {
-    (void)loop;
-    struct admin_loop *l = sl_xcalloc(1, sizeof(*l));
-    l->api = app;
+    struct gw_admin_loop *l = sl_xcalloc(1, sizeof(*l));
+    l->base.api = app;
+    l->base.loop = loop;
+    int rc = part_client_new(l->base.api->engine, loop, &l->base.part);
+    SL_ASSERT(rc == SL_OK);
     l->keys = sigv4_key_cache_new(ADMIN_KEY_CACHE_SLOTS);
     return l;
 }
 
 static void loop_drain(void *loop_ctx)
 {
-    (void)loop_ctx; /* every admin request is answered at once */
+    struct gw_admin_loop *l = loop_ctx;
+    /* Requests are answered at once or from a commit; redrives started
+     * here stop taking batches, as those of the SQS loops do. */
+    l->base.draining = true;
+    gw__move_hooks.loop_drain(&l->base);
 }
 
 static void loop_stop(void *loop_ctx)
 {
-    struct admin_loop *l = loop_ctx;
+    struct gw_admin_loop *l = loop_ctx;
+    part_client_close(l->base.part);
     sigv4_key_cache_free(l->keys);
     free(l);
-}
-
-/* ---- answers ------------------------------------------------------------- */
-
-static void respond_text(struct gw_exchange *ex, int status, const char *ctype, const void *body,
-                         size_t n)
-{
-    const struct gw_header h[] = {
-        {SL_SLICE_LIT("content-type"), {ctype, strlen(ctype)}},
-    };
-    gw_exchange_respond(ex, status, h, SL_ARRAY_LEN(h), body, n);
-}
-
-/* Answers {"error": code, "message": message} with status. */
-static void respond_error(struct gw_exchange *ex, int status, const char *code, const char *message)
-{
-    json_t *o = json_pack("{s:s, s:s}", "error", code, "message", message);
-    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    struct gw_header h[2] = {{SL_SLICE_LIT("content-type"), SL_SLICE_LIT("application/json")}};
-    size_t n = 1;
-    if (status == 401) {
-        h[n++] = (struct gw_header){SL_SLICE_LIT("www-authenticate"),
-                                    SL_SLICE_LIT("Bearer realm=\"sluice-admin\"")};
-    } else if (status == 429) {
-        h[n++] = (struct gw_header){SL_SLICE_LIT("retry-after"), SL_SLICE_LIT("1")};
-    }
-    gw_exchange_respond(ex, status, h, n, text, strlen(text));
-    free(text);
 }
 
 /* ---- authentication ----------------------------------------------------------- */
@@ -145,7 +127,7 @@ static int find_admin_secret(void *arg, struct sl_slice access_key_id, const cha
     return SL_OK;
 }
 
-static bool authenticate_sigv4(struct admin_loop *l, const struct cfg_snapshot *snap,
+static bool authenticate_sigv4(struct gw_admin_loop *l, const struct cfg_snapshot *snap,
                                const struct gw_request *req, struct auth_failure *f)
 {
     const struct sigv4_verifier v = {
@@ -199,15 +181,15 @@ static const struct gw_header *authorization(const struct gw_request *req, struc
  * signature is not checked yet: every refusal made then is the one the
  * whole request would get, so it can be sent before the body is read, and
  * true means only the signature is left to check. */
-static bool authenticate(struct gw_api *api, struct admin_loop *l, const struct cfg_snapshot *snap,
-                         const struct gw_request *req, struct auth_failure *f)
+static bool authenticate(struct gw_api *api, struct gw_admin_loop *l,
+                         const struct cfg_snapshot *snap, const struct gw_request *req,
+                         struct gw_console_verdict *cv, struct auth_failure *f)
 {
-    struct gw_console_verdict cv;
-    switch (gw__console_authenticate(api->console, snap, req, &cv)) {
+    switch (gw__console_authenticate(api->console, snap, req, cv)) {
     case GW_CONSOLE_AUTH_OK:
         return true;
     case GW_CONSOLE_AUTH_REFUSED:
-        return auth_fail(f, cv.status, cv.code, cv.message);
+        return auth_fail(f, cv->status, cv->code, cv->message);
     case GW_CONSOLE_AUTH_NONE:
         break;
     }
@@ -239,172 +221,188 @@ static bool authenticate(struct gw_api *api, struct admin_loop *l, const struct 
 
 /* ---- GET /metrics ---------------------------------------------------------------- */
 
-static void answer_metrics(struct admin_loop *l, const struct cfg_snapshot *snap,
+static void answer_metrics(struct gw_admin_loop *l, const struct cfg_snapshot *snap,
                            struct gw_exchange *ex)
 {
     struct gw_metrics_sources src = {
         .snap = snap,
-        .engine = l->api->engine,
-        .limiter = l->api->limiter,
+        .engine = l->base.api->engine,
+        .limiter = l->base.api->limiter,
         .now_ns = sl_mono_ns(),
-        .conns = l->api->conns,
-        .admin_conns = l->api->admin_conns,
-        .budget = l->api->budget,
+        .conns = l->base.api->conns,
+        .admin_conns = l->base.api->admin_conns,
+        .budget = l->base.api->budget,
     };
     struct sl_buf out;
     sl_buf_init(&out);
-    gw_metrics_render(l->api->metrics, &src, &out);
-    respond_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8", out.p, out.n);
+    gw_metrics_render(l->base.api->metrics, &src, &out);
+    gw__admin_respond_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8", out.p, out.n);
     sl_buf_free(&out);
-}
-
-/* ---- GET /tenants ------------------------------------------------------------------ */
-
-static json_t *rate_json(const struct cfg_rate *r)
-{
-    return json_pack("{s:f, s:I}", "requests_per_second", r->requests_per_second, "burst",
-                     (json_int_t)r->burst);
-}
-
-static json_int_t tokens_now(struct pol_gcra *g, uint64_t now_ns)
-{
-    return g != NULL ? (json_int_t)SL_MIN(pol_gcra_available(g, now_ns), (uint64_t)INT64_MAX) : 0;
-}
-
-/* limits.queues and limits.actions into limits, and the tokens each of
- * those buckets holds now into usage, keyed alike. */
-static void add_keyed_limits(struct admin_loop *l, const struct cfg_tenant *t,
-                             struct pol_tenant_state *st, uint64_t now_ns, json_t *limits,
-                             json_t *usage)
-{
-    json_t *queues = json_object(), *queue_tokens = json_object();
-    json_t *actions = json_object(), *action_tokens = json_object();
-    for (size_t i = 0; i < t->limits.queue_rate_count; i++) {
-        const struct cfg_queue_rate *q = &t->limits.queue_rates[i];
-        struct pol_gcra *g =
-            st != NULL ? pol_limiter_queue_rate(l->api->limiter, st, q->queue, strlen(q->queue))
-                       : NULL;
-        json_object_set_new(queues, q->queue, rate_json(&q->rate));
-        json_object_set_new(queue_tokens, q->queue, json_integer(tokens_now(g, now_ns)));
-    }
-    for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
-        const struct cfg_rate *r = &t->limits.actions[a];
-        const char *name = cfg_action_key_name((enum cfg_action_key)a);
-        if (r->requests_per_second > 0) {
-            struct pol_gcra *g =
-                st != NULL ? pol_tenant_action_rate(st, (enum cfg_action_key)a) : NULL;
-            json_object_set_new(actions, name, rate_json(r));
-            json_object_set_new(action_tokens, name, json_integer(tokens_now(g, now_ns)));
-        }
-    }
-    json_object_set_new(limits, "queues", queues);
-    json_object_set_new(limits, "actions", actions);
-    json_object_set_new(usage, "queue_tokens_available", queue_tokens);
-    json_object_set_new(usage, "action_tokens_available", action_tokens);
-}
-
-static json_t *tenant_json(struct admin_loop *l, const struct cfg_tenant *t, uint64_t now_ns)
-{
-    int64_t backlog = 0, inflight = 0;
-    part_tenant_counts(l->api->engine, t->name, &backlog, &inflight);
-    struct pol_tenant_state *st = pol_limiter_find(l->api->limiter, t->name, strlen(t->name));
-    uint64_t tokens = st != NULL ? pol_gcra_available(&st->rate, now_ns) : 0;
-    uint32_t polls = st != NULL ? pol_slots_used(&st->long_polls) : 0;
-    const struct cfg_limits *lim = &t->limits;
-    json_t *o = json_pack(
-        "{s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
-        "name", t->name, "limits", "requests_per_second", lim->requests_per_second, "burst",
-        (json_int_t)lim->burst, "max_inflight", (json_int_t)lim->max_inflight, "max_backlog",
-        (json_int_t)lim->max_backlog, "max_long_polls", (json_int_t)lim->max_long_polls,
-        "max_queues", (json_int_t)lim->max_queues, "on_excess",
-        t->on_excess == CFG_EXCESS_SPILL ? "spill" : "reject", "spill", "delay_seconds",
-        (json_int_t)t->spill.delay_seconds, "aged_after_seconds",
-        (json_int_t)t->spill.aged_after_seconds, "usage", "tokens_available",
-        (json_int_t)SL_MIN(tokens, (uint64_t)INT64_MAX), "long_polls", (json_int_t)polls, "backlog",
-        (json_int_t)backlog, "inflight", (json_int_t)inflight);
-    add_keyed_limits(l, t, st, now_ns, json_object_get(o, "limits"), json_object_get(o, "usage"));
-    return o;
-}
-
-/* The tenant's shard: the k partitions its sends go to, in shard order,
- * placed as the SQS actions place them (gw__act_shard: same key, P and k),
- * so an operator sees which tenants share a partition. */
-static json_t *shard_json(struct admin_loop *l, const struct cfg_snapshot *snap,
-                          const struct cfg_tenant *t)
-{
-    uint32_t partitions;
-    uint32_t k = gw__act_shard_k(l->api, snap, &partitions);
-    uint32_t shard[GW_MAX_SHARD];
-    json_t *list = json_array();
-    if (pol_shard_place(part_engine_key(l->api->engine), PART_KEY_LEN, t->name, strlen(t->name),
-                        partitions, k, shard) == SL_OK) {
-        for (uint32_t i = 0; i < k; i++) {
-            json_array_append_new(list, json_integer(shard[i]));
-        }
-    }
-    return list;
-}
-
-static void answer_tenants(struct admin_loop *l, const struct cfg_snapshot *snap,
-                           struct gw_exchange *ex)
-{
-    uint64_t now_ns = sl_mono_ns();
-    json_t *list = json_array();
-    for (size_t i = 0; i < snap->tenant_count; i++) {
-        json_t *tenant = tenant_json(l, &snap->tenants[i], now_ns);
-        json_object_set_new(tenant, "partitions", shard_json(l, snap, &snap->tenants[i]));
-        json_array_append_new(list, tenant);
-    }
-    json_t *o = json_pack("{s:o}", "tenants", list);
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    respond_text(ex, 200, "application/json", text, strlen(text));
-    free(text);
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
 
+/* Who the authenticated request is, for the audit line: the bearer token
+ * or the admin's access key id (never a secret). */
+static void principal_of(const struct gw_request *req, char *out, size_t cap)
+{
+    const struct gw_header *authz = gw_request_header(req, "authorization");
+    struct sl_slice v = authz != NULL ? authz->value : (struct sl_slice){"", 0};
+    struct sigv4_auth auth;
+    enum sigv4_failure failure;
+    if (v.n > 7 && strncasecmp(v.p, "Bearer ", 7) == 0) {
+        snprintf(out, cap, "admin:bearer");
+    } else if (sigv4_parse_authorization(v, &auth, &failure, NULL) == SL_OK) {
+        snprintf(out, cap, "admin:sigv4:%.*s", (int)SL_MIN(auth.access_key_id.n, 64),
+                 auth.access_key_id.p);
+    } else {
+        snprintf(out, cap, "admin");
+    }
+}
+
+#define ANY "*"
+
+/* The admin API (docs/admin.md): method, path segments after /api ("*"
+ * matches one segment), handler. POST routes are writes. */
+static const struct admin_route {
+    const char *method;
+    const char *segs[GW_ADMIN_MAX_SEGS];
+    gw_admin_route_fn *fn;
+} ROUTES[] = {
+    {"GET", {"queues"}, gw__admin_get_queues},
+    {"GET", {"queues", ANY, ANY}, gw__admin_get_queue},
+    {"GET", {"queues", ANY, ANY, "messages"}, gw__admin_peek},
+    {"POST", {"queues", ANY, ANY, "pause"}, gw__admin_pause},
+    {"POST", {"queues", ANY, ANY, "resume"}, gw__admin_resume},
+    {"POST", {"queues", ANY, ANY, "purge"}, gw__admin_purge},
+    {"POST", {"queues", ANY, ANY, "messages", ANY, "delete"}, gw__admin_msg_delete},
+    {"POST", {"queues", ANY, ANY, "messages", ANY, "move"}, gw__admin_msg_move},
+    {"GET", {"partitions"}, gw__admin_get_partitions},
+    {"GET", {"redrives"}, gw__admin_get_redrives},
+    {"GET", {"redrives", ANY}, gw__admin_get_redrive},
+    {"POST", {"redrives"}, gw__admin_start_redrive},
+    {"POST", {"redrives", ANY, "cancel"}, gw__admin_cancel_redrive},
+    {"POST", {"reload"}, gw__admin_reload},
+};
+
+static bool route_matches(const struct admin_route *rt, const struct gw_admin_req *r)
+{
+    size_t n = 0;
+    while (n < GW_ADMIN_MAX_SEGS && rt->segs[n] != NULL) {
+        n++;
+    }
+    if (n != r->nseg) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(rt->segs[i], ANY) != 0 && strcmp(rt->segs[i], r->seg[i]) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Finds and runs the route of an authenticated /api request (or
+ * /tenants). Always takes ownership of r. */
+static void dispatch(struct gw_admin_req *r, struct sl_slice path)
+{
+    if (sl_slice_eq_cstr(path, "/tenants")) {
+        if (r->post) {
+            gw__admin_fail(r, 405, "MethodNotAllowed", "GET /tenants only.");
+        } else {
+            gw__admin_get_tenants(r);
+        }
+        return;
+    }
+    static const char api[] = "/api/";
+    if (path.n <= sizeof api - 1 || memcmp(path.p, api, sizeof api - 1) != 0 ||
+        gw__admin_split_path(
+            r, (struct sl_slice){path.p + sizeof api - 1, path.n - (sizeof api - 1)}) != SL_OK) {
+        gw__admin_fail(r, 404, "NotFound",
+                       "No such route. The admin listener serves GET /healthz, /metrics, "
+                       "/tenants and the /api/ routes of docs/admin.md.");
+        return;
+    }
+    bool path_known = false;
+    for (size_t i = 0; i < SL_ARRAY_LEN(ROUTES); i++) {
+        if (!route_matches(&ROUTES[i], r)) {
+            continue;
+        }
+        path_known = true;
+        if (strcmp(ROUTES[i].method, r->post ? "POST" : "GET") != 0) {
+            continue;
+        }
+        if (r->post && gw__admin_write_admit(r) != SL_OK) {
+            return;
+        }
+        ROUTES[i].fn(r);
+        return;
+    }
+    if (path_known) {
+        gw__admin_fail(r, 405, "MethodNotAllowed", "This route takes %s.",
+                       r->post ? "GET only" : "POST only");
+    } else {
+        gw__admin_fail(r, 404, "NotFound", "No such admin route (docs/admin.md lists them).");
+    }
+}
+
 static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req)
 {
-    struct admin_loop *l = loop_ctx;
+    struct gw_admin_loop *l = loop_ctx;
     struct sl_slice path, query;
     gw_request_split_path(req->path, &path, &query);
     bool get = sl_slice_eq_cstr(req->method, "GET");
     if (get && sl_slice_eq_cstr(path, "/healthz")) {
-        respond_text(ex, 200, "text/plain", "ok", 2);
+        gw__admin_respond_text(ex, 200, "text/plain", "ok", 2);
         return;
     }
 
-    struct cfg_snapshot *snap = cfg_holder_get(l->api->holder);
-    if (gw__console_public(l->api->console, snap, ex, req)) {
+    struct cfg_snapshot *snap = cfg_holder_get(l->base.api->holder);
+    if (gw__console_public(l->base.api->console, snap, ex, req)) {
         cfg_snapshot_unref(snap);
         return;
     }
     struct auth_failure f;
+    struct gw_console_verdict cv = {.principal = ""};
     uint64_t now = sl_mono_ns();
-    if (pol_gcra_available(&l->api->admin_auth_failures, now) == 0) {
+    if (pol_gcra_available(&l->base.api->admin_auth_failures, now) == 0) {
         /* Guessing a bearer token or a secret costs as much as the guesser
          * likes unless failures are rationed; while they come too fast,
          * nobody's credentials are checked. /healthz stays open. */
-        gw_metrics_count_admin_auth(l->api->metrics, true);
-        respond_error(ex, 429, "TooManyRequests",
-                      "Too many failed authentications on the admin listener; retry in a few "
-                      "seconds.");
-    } else if (!authenticate(l->api, l, snap, req, &f)) {
-        pol_gcra_take(&l->api->admin_auth_failures, 1, POL_PPM, now, NULL);
-        gw_metrics_count_admin_auth(l->api->metrics, false);
-        respond_error(ex, f.status, f.code, f.message);
-    } else if (gw__console_serve(l->api->console, snap, ex, req)) {
+        gw_metrics_count_admin_auth(l->base.api->metrics, true);
+        gw__admin_respond_error(ex, 429, "TooManyRequests",
+                                "Too many failed authentications on the admin listener; retry "
+                                "in a few seconds.");
+    } else if (!authenticate(l->base.api, l, snap, req, &cv, &f)) {
+        pol_gcra_take(&l->base.api->admin_auth_failures, 1, POL_PPM, now, NULL);
+        gw_metrics_count_admin_auth(l->base.api->metrics, false);
+        gw__admin_respond_error(ex, f.status, f.code, f.message);
+    } else if (gw__console_serve(l->base.api->console, snap, ex, req)) {
         /* a console route */
-    } else if (!sl_slice_eq_cstr(path, "/metrics") && !sl_slice_eq_cstr(path, "/tenants")) {
-        respond_error(ex, 404, "NotFound",
-                      "The admin listener serves GET /metrics, GET /tenants and GET /healthz.");
-    } else if (!get) {
-        respond_error(ex, 405, "MethodNotAllowed", "Only GET is supported here.");
     } else if (sl_slice_eq_cstr(path, "/metrics")) {
-        answer_metrics(l, snap, ex);
+        if (get) {
+            answer_metrics(l, snap, ex);
+        } else {
+            gw__admin_respond_error(ex, 405, "MethodNotAllowed", "GET /metrics only.");
+        }
+    } else if (!get && !sl_slice_eq_cstr(req->method, "POST")) {
+        gw__admin_respond_error(ex, 405, "MethodNotAllowed",
+                                "The admin API takes GET (reads) and POST (writes).");
     } else {
-        answer_tenants(l, snap, ex);
+        struct gw_admin_req *r = sl_xcalloc(1, sizeof *r);
+        r->l = l;
+        r->api = l->base.api;
+        r->ex = ex;
+        r->http = req;
+        r->snap = cfg_snapshot_ref(snap);
+        r->post = !get;
+        r->query = query;
+        if (cv.principal[0] != '\0') {
+            snprintf(r->principal, sizeof r->principal, "%s", cv.principal);
+        } else {
+            principal_of(req, r->principal, sizeof r->principal);
+        }
+        dispatch(r, path);
     }
     cfg_snapshot_unref(snap);
 }
@@ -414,18 +412,19 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
 static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex,
                                           const struct gw_request *partial)
 {
-    struct admin_loop *l = loop_ctx;
+    struct gw_admin_loop *l = loop_ctx;
     if (gw__console_is_public(partial)) {
         return GW_HEADERS_CONTINUE;
     }
-    struct cfg_snapshot *snap = cfg_holder_get(l->api->holder);
+    struct cfg_snapshot *snap = cfg_holder_get(l->base.api->holder);
     struct auth_failure f;
-    bool pass = authenticate(l->api, NULL, snap, partial, &f);
+    struct gw_console_verdict cv;
+    bool pass = authenticate(l->base.api, NULL, snap, partial, &cv, &f);
     cfg_snapshot_unref(snap);
     if (pass) {
         return GW_HEADERS_CONTINUE;
     }
-    respond_error(ex, f.status, f.code, f.message);
+    gw__admin_respond_error(ex, f.status, f.code, f.message);
     return GW_HEADERS_ANSWERED;
 }
 

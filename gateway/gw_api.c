@@ -63,6 +63,9 @@
 #include "gw_act_msg.h"
 #include "gw_act_queue.h"
 #include "gw_admin.h"
+#include "gw_move.h"
+#include "gw_opstore.h"
+#include "gw_pause.h"
 #include "gw_api.h"
 #include "gw_http.h"
 #include "gw_metrics.h"
@@ -86,7 +89,8 @@ static const struct {
 /* The action groups that keep state beyond one request. */
 static const struct gw_act_hooks *const hooks[] = {
     &gw__act_queue_hooks,
-    &gw__act_move_hooks,
+    &gw__move_hooks,
+    &gw__pause_hooks,
 };
 
 #define RUN_HOOKS(name, arg)                                                                       \
@@ -133,13 +137,22 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
         cfg_snapshot_unref(snap);
         return rc;
     }
+    struct gw_opstore *ops = NULL;
+    rc = gw_opstore_open(snap->data_dir, &ops, err, errlen);
+    if (rc != SL_OK) {
+        part_engine_close(engine);
+        cfg_snapshot_unref(snap);
+        return rc;
+    }
     struct gw_api *api = sl_xcalloc(1, sizeof(*api));
+    api->ops = ops;
     api->holder = holder;
     api->engine = engine;
     api->limiter = pol_limiter_new(snap, sl_mono_ns());
     api->metrics = gw_metrics_new();
     pol_gcra_init(&api->admin_auth_failures, GW_ADMIN_AUTH_FAILURES_PER_S,
                   GW_ADMIN_AUTH_FAILURES_BURST);
+    pol_gcra_init(&api->admin_writes, GW_ADMIN_WRITES_PER_S, GW_ADMIN_WRITES_BURST);
     api->console = gw__console_new();
     apply_aging(engine, snap);
     RUN_HOOKS(api_init, api);
@@ -156,6 +169,7 @@ void gw_api_free(struct gw_api *api)
     /* Every loop has stopped, so every job has completed: closing the
      * engine commits what is queued and joins the writers. */
     RUN_HOOKS(api_free, api);
+    gw_opstore_close(api->ops);
     part_engine_close(api->engine);
     pol_limiter_free(api->limiter);
     gw_metrics_free(api->metrics);
@@ -167,6 +181,11 @@ void gw_api_set_connlimit(struct gw_api *api, struct gw_connlimit *sqs, struct g
 {
     api->conns = sqs;
     api->admin_conns = admin;
+}
+
+void gw_api_set_config_path(struct gw_api *api, const char *path)
+{
+    api->config_path = path;
 }
 
 void gw_api_set_budget(struct gw_api *api, struct gw_budget *budget)

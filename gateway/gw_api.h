@@ -42,6 +42,10 @@ void gw_api_set_connlimit(struct gw_api *api, struct gw_connlimit *sqs, struct g
 struct gw_budget;
 void gw_api_set_budget(struct gw_api *api, struct gw_budget *budget);
 
+/* The configuration file POST /api/reload re-reads (borrowed; must
+ * outlive the api; NULL: the embedded default, nothing to re-read). */
+void gw_api_set_config_path(struct gw_api *api, const char *path);
+
 /* The handler of the SQS listener (listen:). */
 struct gw_handler gw_api_sqs_handler(struct gw_api *api);
 

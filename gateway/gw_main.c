@@ -366,6 +366,7 @@ static int run(struct process *p)
         gw__budget_new(snap->server.request_body_budget_bytes, snap->server.response_budget_bytes);
     specs[0].budget = p->budget;
     gw_api_set_budget(p->api, p->budget);
+    gw_api_set_config_path(p->api, p->config_path);
     log_budgets(p->budget, "");
     sl_log(SL_LOG_INFO, "main", "connections: at most %u, %u per peer address (%llu descriptors)",
            max_total, max_peer, (unsigned long long)p->fd_limit);

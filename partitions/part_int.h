@@ -122,6 +122,7 @@ enum part_op {
     PART_OP_BARRIER,
     PART_OP_RELEASE, /* internal: undo the lease of a cancelled receive */
     PART_OP_MOVE,    /* DLQ redrive: rows change queue in place */
+    PART_OP_REMOVE,  /* an operator deletes one ready row */
     PART_OP_Q_CREATE,
     PART_OP_Q_SET_ATTRS,
     PART_OP_Q_TAG,
@@ -225,6 +226,7 @@ struct part_job {
     struct part_queue *dest_q;
     uint64_t move_after;
     uint32_t move_max;
+    uint64_t only_row; /* move of one row, and remove: that row; 0 = none */
 };
 
 struct part_heap_item {

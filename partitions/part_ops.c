@@ -754,6 +754,9 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         free(rows);
         return;
     }
+    if (job->only_row != 0 && nrows == 1 && (uint64_t)rows[0].id != job->only_row) {
+        nrows = 0; /* that row is gone or not ready: the next one is not asked for */
+    }
     struct move_dest cache[MOVE_DEST_CACHE];
     size_t ncache = 0;
     struct move_dest fixed = {0};
@@ -795,6 +798,28 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
     job->status = SL_OK;
 }
 
+/* READY -> gone, for one row an operator picked from a peek. A message in
+ * flight or delayed stays: a consumer may hold it, or it is not due. */
+static void exec_remove(struct part_writer *w, struct part_batch *b, struct part_job *job)
+{
+    struct row r;
+    int found = row_get(w, b, (int64_t)job->only_row, &r);
+    if (found < 0) {
+        return;
+    }
+    if (found == 0 || r.queue_id != job->queue_id || r.state != PART_STATE_READY) {
+        job->status = SL_ENOTFOUND;
+        return;
+    }
+    sqlite3_stmt *st = part__stmt(w, ST_DELETE);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->only_row);
+    if (run(w, b, st)) {
+        part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
+        part__note_gone(b, (int64_t)job->only_row);
+        job->status = SL_OK;
+    }
+}
+
 void part__ops_exec(struct part_writer *w, struct part_batch *b, struct part_job *job, uint64_t now)
 {
     switch (job->op) {
@@ -814,6 +839,9 @@ void part__ops_exec(struct part_writer *w, struct part_batch *b, struct part_job
         break;
     case PART_OP_MOVE:
         exec_move(w, b, job, now);
+        break;
+    case PART_OP_REMOVE:
+        exec_remove(w, b, job);
         break;
     case PART_OP_BARRIER:
         job->status = SL_OK;

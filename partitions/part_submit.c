@@ -322,8 +322,10 @@ int part_move(struct part_client *c, const struct part_move_req *req, struct par
               part_done_fn *done)
 {
     struct part_engine *e = c->engine;
-    if (req == NULL || done == NULL || req->partition >= e->nparts || req->max_messages == 0 ||
-        req->max_messages > PART_MAX_MOVE || req->dest_queue_id == req->queue_id) {
+    if (req == NULL || done == NULL || req->partition >= e->nparts ||
+        (req->only_sequence == 0 &&
+         (req->max_messages == 0 || req->max_messages > PART_MAX_MOVE)) ||
+        req->dest_queue_id == req->queue_id || req->only_sequence > INT64_MAX) {
         return SL_EINVAL;
     }
     struct part_queue *q = NULL;
@@ -345,9 +347,26 @@ int part_move(struct part_client *c, const struct part_move_req *req, struct par
     struct part_job *job = part__job_new(c, PART_OP_MOVE, req->queue_id, cookie, done);
     job->q = q;
     job->dest_q = dest;
-    job->move_after = req->after_sequence;
-    job->move_max = req->max_messages;
+    job->move_after = req->only_sequence != 0 ? req->only_sequence - 1 : req->after_sequence;
+    job->move_max = req->only_sequence != 0 ? 1 : req->max_messages;
+    job->only_row = req->only_sequence;
     part__submit_partition(e, req->partition, job);
+    return SL_OK;
+}
+
+int part_remove(struct part_client *c, uint64_t queue_id, uint32_t partition, uint64_t sequence,
+                struct part_cookie cookie, part_done_fn *done)
+{
+    if (done == NULL || partition >= c->engine->nparts || sequence == 0 || sequence > INT64_MAX) {
+        return SL_EINVAL;
+    }
+    struct part_job *job = NULL;
+    int rc = queue_job_new(c, PART_OP_REMOVE, queue_id, cookie, done, &job);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    job->only_row = sequence;
+    part__submit_partition(c->engine, partition, job);
     return SL_OK;
 }
 

@@ -415,6 +415,10 @@ struct part_move_req {
     uint64_t dest_queue_id;  /* 0: each message back to its source_queue_id */
     uint64_t after_sequence; /* resume after this row; 0: from the oldest */
     uint32_t max_messages;   /* rows to look at, 1..PART_MAX_MOVE */
+    /* Nonzero: only this row (a peeked message's sequence), moved if it
+     * is a ready message of queue_id; after_sequence and max_messages are
+     * then ignored and res->moved (0 or 1) says whether it moved. */
+    uint64_t only_sequence;
 };
 
 /* Moves up to max_messages READY messages of queue_id on one partition,
@@ -440,6 +444,15 @@ struct part_move_req {
  * SL_ECLOSED. */
 int part_move(struct part_client *c, const struct part_move_req *req, struct part_cookie cookie,
               part_done_fn *done);
+
+/* Deletes the one message stored as row sequence on partition (a peeked
+ * message's partition and sequence) if it is a READY message of queue_id:
+ * an operator removing a message no consumer holds. Completion: SL_OK;
+ * SL_ENOTFOUND the row is gone, of another queue, delayed or in flight
+ * (nothing deleted); SL_EIO. Submit returns SL_EINVAL (bad partition or
+ * sequence 0), SL_ENOTFOUND, SL_ECLOSED. */
+int part_remove(struct part_client *c, uint64_t queue_id, uint32_t partition, uint64_t sequence,
+                struct part_cookie cookie, part_done_fn *done);
 
 /* Completes after every job queued so far on partition p is committed and
  * its due timers have run (tests, shutdown barriers). */
@@ -469,6 +482,31 @@ int part_queue_untag(struct part_client *c, uint64_t queue_id, const char *const
  * waiting receives on it complete with SL_ENOTFOUND. res->purged. */
 int part_queue_delete(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,
                       part_done_fn *done);
+
+/* ---- reading without leasing (operators' peek) -------------------------- */
+
+/* A message as stored, read without touching it. receipt is empty and
+ * receive_count is the stored count (receives so far); first_receive_ms
+ * is 0 for a message never received. body, attrs, sys_attrs, digests and
+ * group_id point into one block owned by the list. */
+struct part_peek_list {
+    struct part_message *items;
+    size_t count;
+};
+
+#define PART_PEEK_MAX 100
+
+/* Up to max (1..PART_PEEK_MAX) READY messages of queue_id, best first as a
+ * receive would take them (priority, then row), read on short-lived
+ * read-only connections of their own: no lease, no receive count, no
+ * timer and no writer job, so a peek changes nothing a consumer can see.
+ * Blocks the calling thread for the reads (a few ms per partition); any
+ * thread. A partition that failed or cannot be read is skipped (*skipped
+ * counts them; may be NULL). Fills *out (free with part_peek_list_free).
+ * Returns SL_OK, SL_EINVAL (max out of range) or SL_ENOTFOUND. */
+int part_peek(struct part_engine *e, uint64_t queue_id, uint32_t max, struct part_peek_list *out,
+              uint32_t *skipped);
+void part_peek_list_free(struct part_peek_list *l);
 
 /* ---- receipt handles --------------------------------------------------- */
 

@@ -1,0 +1,111 @@
+/*
+ * gw_admin_ops.c -- the admin API's operations on the gateway itself:
+ * pause and resume a queue (gw_pause.c), reload the configuration with
+ * its diagnostics, and take a backup (gw_backup.c).
+ *
+ * Reload: the file is validated here, on the loop thread, so that the
+ * answer carries every diagnostic; a valid file is then applied by the
+ * main thread's SIGHUP path (the one place that swaps configurations and
+ * resizes the connection caps), which the route triggers by raising
+ * SIGHUP at its own process. The answer says what the file holds; the log says when it went
+ * live (normally within a loop turn).
+ *
+ * Stack: above gw_admin_util.c, gw_admin_read.c (the queue object) and
+ * gw_pause.c. Loop threads.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gw_admin_routes.h"
+#include "gw_pause.h"
+
+/* ---- pause / resume ------------------------------------------------------------- */
+
+static void set_pause(struct gw_admin_req *r, bool pause)
+{
+    static const char *const fields[] = {"enqueue", "dequeue", NULL};
+    struct gw_queue q;
+    bool enq, deq;
+    if (gw__admin_parse_body(r, fields) != SL_OK ||
+        gw__admin_body_bool(r, "enqueue", true, &enq) != SL_OK ||
+        gw__admin_body_bool(r, "dequeue", true, &deq) != SL_OK ||
+        gw__admin_queue(r, r->seg[1], r->seg[2], &q) != SL_OK) {
+        return;
+    }
+    unsigned which = (enq ? GW_PAUSE_ENQUEUE : 0u) | (deq ? GW_PAUSE_DEQUEUE : 0u);
+    unsigned before = gw__pause_flags(r->api, q.id);
+    unsigned after = pause ? before | which : before & ~which;
+    snprintf(r->detail, sizeof r->detail, "queue=%s/%s paused=%s->%s", q.tenant, q.name,
+             gw__pause_name(before), gw__pause_name(after));
+    if (after != before && gw__pause_set(r->api, q.id, after) != SL_OK) {
+        gw__admin_fail(r, 500, "InternalError",
+                       "The pause could not be recorded durably (ops.db); nothing changed.");
+        return;
+    }
+    json_t *o = gw__admin_queue_json(r, q.id, false);
+    if (o == NULL) {
+        gw__admin_fail_storage(r, SL_ENOTFOUND, "The queue");
+        return;
+    }
+    gw__admin_json(r, 200, o);
+}
+
+void gw__admin_pause(struct gw_admin_req *r)
+{
+    set_pause(r, true);
+}
+
+void gw__admin_resume(struct gw_admin_req *r)
+{
+    set_pause(r, false);
+}
+
+/* ---- reload ------------------------------------------------------------------------ */
+
+void gw__admin_reload(struct gw_admin_req *r)
+{
+    if (gw__admin_parse_body(r, NULL) != SL_OK) {
+        return;
+    }
+    const char *path = r->api->config_path;
+    if (path == NULL) {
+        gw__admin_fail(r, 409, "Conflict",
+                       "The gateway runs the embedded default configuration: there is no file "
+                       "to re-read.");
+        return;
+    }
+    struct cfg_snapshot *next = NULL;
+    struct cfg_diags diags = {0};
+    int rc = cfg_load_file(path, &next, &diags);
+    json_t *list = json_array();
+    for (size_t i = 0; i < diags.count; i++) {
+        json_array_append_new(list, json_string(diags.items[i].text));
+    }
+    cfg_diags_free(&diags);
+    json_t *restart = json_array();
+    if (rc == 0) {
+        char text[2048];
+        if (cfg_restart_only_changes(r->snap, next, text, sizeof text) > 0) {
+            /* one sentence per key, joined by "; " */
+            for (char *at = text; at != NULL && *at != '\0';) {
+                char *end = strstr(at, "; ");
+                if (end != NULL) {
+                    *end = '\0';
+                }
+                json_array_append_new(restart, json_string(at));
+                at = end != NULL ? end + 2 : NULL;
+            }
+        }
+        cfg_snapshot_unref(next);
+        /* The main thread applies it (gw_main.c's SIGHUP path). */
+        kill(getpid(), SIGHUP);
+    }
+    snprintf(r->detail, sizeof r->detail, "file=%s ok=%d diagnostics=%zu", path, rc == 0,
+             json_array_size(list));
+    gw__admin_json(r, 200,
+                   json_pack("{s:b, s:s, s:o, s:o}", "ok", rc == 0, "file", path, "diagnostics",
+                             list, "restart_needed", restart));
+}

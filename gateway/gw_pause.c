@@ -1,0 +1,247 @@
+/*
+ * gw_pause.c -- paused queues (gw_pause.h): the set the send and receive
+ * paths consult, its durable copy in ops.db, and the receives held on a
+ * queue paused for dequeue.
+ *
+ * The set is small (queues an operator paused by hand), so it is a flat
+ * array under a rwlock; an atomic count lets every send skip the lock
+ * while nothing is paused.
+ *
+ * Stack: above gw_act.c and gw_opstore.c; below the action handlers and
+ * the admin routes that use it.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <uv.h>
+
+#include "gw_opstore.h"
+#include "gw_pause.h"
+
+#define LOG_MOD "pause"
+
+struct pause_entry {
+    uint64_t queue_id;
+    unsigned flags;
+};
+
+/* A receive held on a queue paused for dequeue, listed on its loop. */
+struct pause_hold {
+    struct pause_hold *next;
+    struct pause_hold *prev;
+    struct gw_act_ctx *ctx;
+    uv_timer_t timer;
+    bool answered;
+};
+
+struct gw_pause_set {
+    pthread_rwlock_t lock;
+    struct pause_entry *items;
+    size_t count;
+    size_t cap;
+    _Atomic size_t live; /* count, readable without the lock */
+    /* held receives of every loop; each loop touches only its own
+     * entries, under holds_mu */
+    pthread_mutex_t holds_mu;
+    struct pause_hold *holds;
+};
+
+static struct gw_pause_set *set_new(void)
+{
+    struct gw_pause_set *s = sl_xcalloc(1, sizeof *s);
+    pthread_rwlock_init(&s->lock, NULL);
+    pthread_mutex_init(&s->holds_mu, NULL);
+    return s;
+}
+
+/* Writer lock held. */
+static void set_put(struct gw_pause_set *s, uint64_t queue_id, unsigned flags)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        if (s->items[i].queue_id == queue_id) {
+            if (flags != 0) {
+                s->items[i].flags = flags;
+            } else {
+                s->items[i] = s->items[--s->count];
+            }
+            atomic_store(&s->live, s->count);
+            return;
+        }
+    }
+    if (flags == 0) {
+        return;
+    }
+    if (s->count == s->cap) {
+        s->cap = s->cap != 0 ? s->cap * 2 : 8;
+        s->items = sl_xrealloc(s->items, s->cap * sizeof *s->items);
+    }
+    s->items[s->count++] = (struct pause_entry){queue_id, flags};
+    atomic_store(&s->live, s->count);
+}
+
+unsigned gw__pause_flags(struct gw_api *api, uint64_t queue_id)
+{
+    struct gw_pause_set *s = api->paused;
+    if (s == NULL || atomic_load_explicit(&s->live, memory_order_acquire) == 0) {
+        return 0;
+    }
+    unsigned flags = 0;
+    pthread_rwlock_rdlock(&s->lock);
+    for (size_t i = 0; i < s->count; i++) {
+        if (s->items[i].queue_id == queue_id) {
+            flags = s->items[i].flags;
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return flags;
+}
+
+int gw__pause_set(struct gw_api *api, uint64_t queue_id, unsigned flags)
+{
+    /* Durable first: a pause the operator was told about survives a
+     * crash right after the answer. */
+    int rc = gw_opstore_put_pause(api->ops, queue_id, flags);
+    if (rc != SL_OK) {
+        return rc;
+    }
+    pthread_rwlock_wrlock(&api->paused->lock);
+    set_put(api->paused, queue_id, flags);
+    pthread_rwlock_unlock(&api->paused->lock);
+    return SL_OK;
+}
+
+const char *gw__pause_name(unsigned flags)
+{
+    static const char *const names[] = {"none", "enqueue", "dequeue", "both"};
+    return names[flags & 3u];
+}
+
+/* ---- held receives ----------------------------------------------------------- */
+
+static void hold_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+/* Answers the held receive (no messages) and lets the hold go. Loop
+ * thread of the hold. */
+static void hold_answer(struct pause_hold *h)
+{
+    if (h->answered) {
+        return;
+    }
+    h->answered = true;
+    struct gw_pause_set *s = h->ctx->api->paused;
+    pthread_mutex_lock(&s->holds_mu);
+    if (h->prev != NULL) {
+        h->prev->next = h->next;
+    } else {
+        s->holds = h->next;
+    }
+    if (h->next != NULL) {
+        h->next->prev = h->prev;
+    }
+    pthread_mutex_unlock(&s->holds_mu);
+    struct gw_act_ctx *ctx = h->ctx;
+    gw_exchange_on_cancel(ctx->ex, NULL, NULL);
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_messages(&reply, NULL, 0);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
+    uv_timer_stop(&h->timer);
+    uv_close((uv_handle_t *)&h->timer, hold_closed);
+}
+
+static void hold_fired(uv_timer_t *t)
+{
+    hold_answer(t->data);
+}
+
+static void hold_cancelled(struct gw_exchange *ex, void *data)
+{
+    (void)ex;
+    hold_answer(data);
+}
+
+void gw__pause_hold_receive(struct gw_act_ctx *ctx, uint32_t wait_ms)
+{
+    if (wait_ms == 0 || ctx->loop->draining) {
+        struct gw_sqs_reply reply;
+        gw__act_reply_init(ctx, &reply);
+        gw_sqs_reply_messages(&reply, NULL, 0);
+        gw__act_finish(ctx, &reply);
+        gw_sqs_reply_fini(&reply);
+        return;
+    }
+    struct gw_pause_set *s = ctx->api->paused;
+    struct pause_hold *h = sl_xcalloc(1, sizeof *h);
+    h->ctx = ctx;
+    uv_timer_init(ctx->loop->loop, &h->timer);
+    h->timer.data = h;
+    pthread_mutex_lock(&s->holds_mu);
+    h->next = s->holds;
+    if (s->holds != NULL) {
+        s->holds->prev = h;
+    }
+    s->holds = h;
+    pthread_mutex_unlock(&s->holds_mu);
+    gw_exchange_on_cancel(ctx->ex, hold_cancelled, h);
+    uv_timer_start(&h->timer, hold_fired, wait_ms, 0);
+}
+
+/* ---- hooks ---------------------------------------------------------------------- */
+
+static void load_one(void *arg, uint64_t queue_id, unsigned flags)
+{
+    set_put(arg, queue_id, flags);
+}
+
+static void pause_api_init(struct gw_api *api)
+{
+    api->paused = set_new();
+    if (api->ops != NULL && gw_opstore_load_pauses(api->ops, load_one, api->paused) == SL_OK &&
+        api->paused->count > 0) {
+        sl_log(SL_LOG_INFO, LOG_MOD, "%zu queue(s) paused by an operator", api->paused->count);
+    }
+}
+
+static void pause_loop_drain(struct gw_api_loop *l)
+{
+    struct gw_pause_set *s = l->api->paused;
+    for (;;) {
+        struct pause_hold *mine = NULL;
+        pthread_mutex_lock(&s->holds_mu);
+        for (struct pause_hold *h = s->holds; h != NULL && mine == NULL; h = h->next) {
+            if (h->ctx->loop == l) {
+                mine = h;
+            }
+        }
+        pthread_mutex_unlock(&s->holds_mu);
+        if (mine == NULL) {
+            return;
+        }
+        hold_answer(mine);
+    }
+}
+
+static void pause_api_free(struct gw_api *api)
+{
+    struct gw_pause_set *s = api->paused;
+    if (s == NULL) {
+        return;
+    }
+    pthread_rwlock_destroy(&s->lock);
+    pthread_mutex_destroy(&s->holds_mu);
+    free(s->items);
+    free(s);
+    api->paused = NULL;
+}
+
+const struct gw_act_hooks gw__pause_hooks = {
+    .api_init = pause_api_init,
+    .loop_drain = pause_loop_drain,
+    .api_free = pause_api_free,
+};
