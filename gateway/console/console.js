@@ -333,13 +333,14 @@ function openDlq(q) {
 }
 
 function attributeList(attrs, messageAttrs) {
+  const n = Object.keys(attrs || {}).length + Object.keys(messageAttrs || {}).length;
   const dl = el('dl');
   for (const [k, v] of Object.entries(attrs || {})) dl.append(el('dt', {}, k), el('dd', {}, v));
   for (const [k, v] of Object.entries(messageAttrs || {})) {
     const value = v.StringValue !== undefined ? v.StringValue : v.BinaryValue !== undefined ? `(binary) ${v.BinaryValue}` : JSON.stringify(v);
     dl.append(el('dt', {}, `${k} (${v.DataType || '?'})`), el('dd', {}, value));
   }
-  return dl;
+  return el('details', {}, el('summary', {}, `${n} attributes`), dl);
 }
 
 async function peek() {
@@ -383,8 +384,11 @@ function renderTask(t) {
 
 function watchTask(t) {
   clearTimeout(state.taskTimer);
+  const finished = state.task && !TERMINAL.has(state.task.status) && t && TERMINAL.has(t.status);
   state.task = t;
   renderTask(t);
+  // The messages a peek showed have moved: show what is left.
+  if (finished && $('dlq-messages').tBodies[0].rows.length > 0) peek();
   if (!t || TERMINAL.has(t.status)) return;
   state.taskTimer = setTimeout(async () => {
     try {
