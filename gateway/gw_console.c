@@ -31,7 +31,6 @@
 #include "gw.h"
 #include "gw_console.h"
 #include "gw_console_assets.h"
-#include "gw_console_session.h"
 #include "pol.h"
 
 #define COOKIE_NAME "sluice_session"
@@ -153,9 +152,7 @@ static void respond_asset(struct gw_exchange *ex, const struct gw_request *req,
 
 /* ---- cookies ---------------------------------------------------------------- */
 
-/* The value of the session cookie, from any of the request's Cookie
- * headers (HTTP/2 may split them, RFC 9113 §8.2.3). */
-static bool session_cookie(const struct gw_request *req, struct sl_slice *value)
+bool gw__console_cookie(const struct gw_request *req, struct sl_slice *value)
 {
     for (size_t i = 0; i < req->header_count; i++) {
         const struct gw_header *h = &req->headers[i];
@@ -205,12 +202,18 @@ static bool find_session(struct gw_console *c, const struct cfg_snapshot *snap,
                          const struct gw_request *req, struct gw_console_session_view *view)
 {
     struct sl_slice cookie;
-    return session_cookie(req, &cookie) &&
+    return gw__console_cookie(req, &cookie) &&
            gw__console_session_find(c->sessions, cookie, admin_secret(snap), sl_mono_ns(), view) ==
                SL_OK;
 }
 
 /* ---- login ----------------------------------------------------------------------- */
+
+void gw__console_open(struct gw_console *c, const struct cfg_snapshot *snap, uint64_t now_ns,
+                      struct gw_console_login *out)
+{
+    gw__console_session_open(c->sessions, admin_secret(snap), now_ns, out);
+}
 
 static bool secret_equal(struct sl_slice presented, struct sl_slice configured)
 {
@@ -254,7 +257,7 @@ static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct 
     }
     json_decref(body);
     struct gw_console_login in;
-    gw__console_session_open(c->sessions, admin_secret(snap), now, &in);
+    gw__console_open(c, snap, now, &in);
     char cookie[COOKIE_HEADER_CAP];
     cookie_header(req->tls, in.cookie, GW_CONSOLE_LIFETIME_S, cookie, sizeof(cookie));
     sl_log(SL_LOG_INFO, "audit",
@@ -354,7 +357,7 @@ enum gw_console_auth gw__console_authenticate(struct gw_console *c, const struct
                                               struct gw_console_verdict *v)
 {
     struct sl_slice cookie;
-    if (gw_request_header(req, "authorization") != NULL || !session_cookie(req, &cookie)) {
+    if (gw_request_header(req, "authorization") != NULL || !gw__console_cookie(req, &cookie)) {
         return GW_CONSOLE_AUTH_NONE;
     }
     struct gw_console_session_view view;
@@ -411,7 +414,7 @@ static void logout(struct gw_console *c, struct gw_exchange *ex, const struct gw
 {
     struct sl_slice cookie;
     bool ended =
-        session_cookie(req, &cookie) && gw__console_session_close(c->sessions, cookie) == SL_OK;
+        gw__console_cookie(req, &cookie) && gw__console_session_close(c->sessions, cookie) == SL_OK;
     char clear[COOKIE_HEADER_CAP];
     cookie_header(req->tls, "", 0, clear, sizeof(clear));
     respond_json(ex, 200, json_pack("{s:b}", "ended", ended), clear);

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 
+#include "gw_console_session.h"
 #include "gw_http.h"
 
 struct cfg_snapshot;
@@ -39,6 +40,11 @@ struct gw_console;
 struct gw_console *gw__console_new(void);
 void gw__console_free(struct gw_console *c);
 
+/* The value of the session cookie among req's Cookie headers (any of
+ * them: HTTP/2 may split one into several, RFC 9113 §8.2.3), under either
+ * of its names. Borrows from req. */
+bool gw__console_cookie(const struct gw_request *req, struct sl_slice *value);
+
 /* True when req goes to a console route that answers without credentials
  * (the login page, its files, POST /console/login), so that on_headers
  * lets its body in. */
@@ -52,6 +58,11 @@ bool gw__console_is_public(const struct gw_request *req);
  * Returns true when it answered ex. */
 bool gw__console_public(struct gw_console *c, const struct cfg_snapshot *snap,
                         struct gw_exchange *ex, const struct gw_request *req);
+
+/* Opens a session for the admin secret of snap, as a successful login
+ * does (which has checked the secret). */
+void gw__console_open(struct gw_console *c, const struct cfg_snapshot *snap, uint64_t now_ns,
+                      struct gw_console_login *out);
 
 enum gw_console_auth {
     GW_CONSOLE_AUTH_NONE,    /* no session cookie, or an Authorization header: not ours */
