@@ -2,14 +2,11 @@
 // sluiced with an admin listener (one tenant), an SQS client small enough
 // to need no SDK (AWS JSON 1.0 over HTTP/1.1, signed with SigV4 by
 // node:crypto), and Debian's chromium driven by puppeteer-core.
-import { spawn } from "node:child_process";
 import { createHash, createHmac } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { buildDir, spawnSluiced } from "../js/sluiced.mjs";
 
-const buildDir = process.env.SLUICE_BUILD_DIR ?? new URL("../../build", import.meta.url).pathname;
 export const artifactsDir = join(buildDir, "browser-artifacts");
 export const CHROMIUM = process.env.SLUICE_CHROMIUM ?? "/usr/bin/chromium";
 
@@ -17,23 +14,17 @@ export const tenant = { name: "acme", key: "AKIDACME", secret: "acme-secret" };
 export const admin = { key: "admin", secret: "admin-secret" };
 const REGION = "us-east-1";
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on("error", reject);
-  });
+async function healthz(port) {
+  try {
+    return (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200;
+  } catch (_) {
+    return false; // not listening yet
+  }
 }
 
-// Starts sluiced; resolves to { endpoint, adminUrl, stop }.
+// Starts sluiced; resolves to { endpoint, adminUrl, stderr, stop }.
 export async function startSluiced() {
-  const dir = mkdtempSync(join(tmpdir(), "sluice-browser-"));
-  const port = await freePort();
-  const adminPort = await freePort();
-  const config = [
+  const server = await spawnSluiced("sluice-browser-", ({ dir, port, adminPort }) => [
     `listen: 127.0.0.1:${port}`,
     `region: ${REGION}`,
     `data_dir: ${dir}/data`,
@@ -49,37 +40,11 @@ export async function startSluiced() {
     `  ${tenant.name}:`,
     `    access_key_id: ${tenant.key}`,
     `    secret_access_key: ${tenant.secret}`,
-  ].join("\n") + "\n";
-  writeFileSync(join(dir, "sluice.yaml"), config);
-  const child = spawn(join(buildDir, "sluiced"), ["--config", join(dir, "sluice.yaml")], {
-    stdio: ["ignore", "inherit", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.on("data", (d) => { stderr += d; });
-  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-  const endpoint = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      const r = await fetch(`${endpoint}/healthz`);
-      if (r.status === 200) break;
-    } catch (_) { /* not listening yet */ }
-    if (child.exitCode !== null) throw new Error(`sluiced exited early: ${stderr}`);
-    if (i === 200) {
-      child.kill("SIGKILL");
-      throw new Error(`sluiced did not become healthy: ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  ].join("\n") + "\n", healthz);
   return {
-    endpoint,
-    adminUrl: `http://127.0.0.1:${adminPort}`,
-    stderr: () => stderr,
-    async stop() {
-      child.kill("SIGTERM");
-      const result = await exited;
-      rmSync(dir, { recursive: true, force: true });
-      return result;
-    },
+    ...server,
+    endpoint: `http://127.0.0.1:${server.port}`,
+    adminUrl: `http://127.0.0.1:${server.adminPort}`,
   };
 }
 
