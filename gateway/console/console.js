@@ -196,14 +196,26 @@ function ratePerSecond(now, prev, tenant, key) {
 
 async function refreshOverview() {
   const [tenants, metrics] = await Promise.all([api('GET', '/tenants'), api('GET', '/metrics')]);
-  const m = metricsByTenant(metrics, ['sluice_requests_total', 'sluice_throttled_requests_total']);
-  const now = { t: Date.now(), requests: m.sluice_requests_total, throttled: m.sluice_throttled_requests_total };
+  const m = metricsByTenant(metrics, ['sluice_requests_total', 'sluice_throttled_requests_total',
+    'sluice_first_receive_age_seconds_sum', 'sluice_first_receive_age_seconds_count']);
+  const now = {
+    t: Date.now(),
+    requests: m.sluice_requests_total,
+    throttled: m.sluice_throttled_requests_total,
+    ageSum: m.sluice_first_receive_age_seconds_sum,
+    ageCount: m.sluice_first_receive_age_seconds_count,
+  };
   const prev = state.prevMetrics;
   state.prevMetrics = now;
   const rows = tenants.tenants.map((t) => {
     const rate = ratePerSecond(now, prev, t.name, 'requests');
     const throttled = ratePerSecond(now, prev, t.name, 'throttled');
     record(`tenant:${t.name}`, { rate: rate || 0, throttled: throttled || 0 });
+    // AgeOfFirstAttempt: the mean age at first receive of the messages
+    // first received since the last refresh (the histogram's sum / count).
+    const firsts = prev ? (now.ageCount.get(t.name) || 0) - (prev.ageCount.get(t.name) || 0) : 0;
+    const firstAge = firsts > 0
+      ? ((now.ageSum.get(t.name) || 0) - (prev.ageSum.get(t.name) || 0)) / firsts : null;
     const tokens = t.usage.tokens_available;
     const fill = t.limits.burst > 0 ? Math.min(1, tokens / t.limits.burst) : 0;
     const meter = el('span', { class: fill < 0.1 ? 'meter low' : 'meter' }, el('span'));
@@ -218,6 +230,8 @@ async function refreshOverview() {
       el('td', { class: 'num', data: { field: 'backlog' } }, fmtInt(t.usage.backlog)),
       el('td', { class: 'num', data: { field: 'inflight' } }, fmtInt(t.usage.inflight)),
       el('td', { class: 'num' }, fmtInt(t.usage.long_polls)),
+      el('td', { class: 'num', title: 'mean over the messages first received since the last refresh' },
+        firstAge === null ? '–' : fmtAge(firstAge)),
       el('td', {}, t.on_excess),
       el('td', {}, sparkline(`tenant:${t.name}`, ['rate', 'throttled'])));
   });
@@ -276,7 +290,8 @@ function renderQueues() {
         el('td', { class: 'num', data: { field: 'delayed' } }, fmtInt(q.delayed)),
         el('td', { class: 'num', data: { field: 'overflow' } }, fmtInt(q.overflow)),
         el('td', { class: 'num' }, fmtAge(q.oldest_age_s)),
-        el('td', { class: 'num' }, fmtAge(q.age_of_first_attempt_s)),
+        el('td', { class: 'num', title: q.age_of_first_attempt_s ? '' : 'not tracked per queue yet: see the tenant on Overview' },
+          q.age_of_first_attempt_s ? fmtAge(q.age_of_first_attempt_s) : '–'),
         el('td', {}, ...badges),
         el('td', {}, sparkline(`queue:${key}`, ['ready', 'inflight', 'delayed'])),
         el('td', {}, el('button', {
@@ -387,8 +402,12 @@ function watchTask(t) {
   const finished = state.task && !TERMINAL.has(state.task.status) && t && TERMINAL.has(t.status);
   state.task = t;
   renderTask(t);
-  // The messages a peek showed have moved: show what is left.
-  if (finished && $('dlq-messages').tBodies[0].rows.length > 0) peek();
+  // The messages a peek showed have moved: show what is left, and the
+  // counts now rather than at the next tick.
+  if (finished) {
+    refresh();
+    if ($('dlq-messages').tBodies[0].rows.length > 0) peek();
+  }
   if (!t || TERMINAL.has(t.status)) return;
   state.taskTimer = setTimeout(async () => {
     try {

@@ -232,8 +232,30 @@ test("the console, as an operator uses it", async (t) => {
     assert.equal(a.Attributes.ApproximateNumberOfMessages, "5", "all five are back in the source");
   });
 
+  await step("a slow redrive to another queue can be cancelled", async () => {
+    const batch = Array.from({ length: 10 }, (_, i) => ({ Id: `m${i}`, MessageBody: `stale ${i}` }));
+    await sqs(server, "SendMessageBatch", { QueueUrl: dlqUrl, Entries: batch });
+    await sqs(server, "SendMessageBatch", { QueueUrl: dlqUrl, Entries: batch });
+    await page.select("#redrive-destination", `${tenant.name}/elsewhere`);
+    await page.$eval("#redrive-rate", (e) => { e.value = "1"; });
+    await page.click("#redrive-start");
+    await until("the slow redrive to run", () =>
+      page.$eval("#redrive-task", (e) => e.dataset.status === "RUNNING"));
+    await page.click("#redrive-cancel");
+    await until("the redrive to be cancelled", () =>
+      page.$eval("#redrive-task", (e) => e.dataset.status === "CANCELLED"));
+    const pct = Number(await page.$eval("#redrive-task", (e) => e.dataset.percent));
+    assert.ok(pct < 100, `stopped short of 100 % (${pct} %)`);
+    assert.equal(await page.$eval("#redrive-cancel", (b) => b.hidden), true, "nothing left to cancel");
+    assert.equal(await page.$eval("#redrive-start", (b) => b.disabled), false, "a new redrive may start");
+    await shot("07-redrive-cancelled");
+  });
+
   await step("purge asks for the queue's name first", async () => {
-    for (let i = 0; i < 3; i++) await sqs(server, "SendMessage", { QueueUrl: dlqUrl, MessageBody: `stale ${i}` });
+    const left = Number((await sqs(server, "GetQueueAttributes", {
+      QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"],
+    })).Attributes.ApproximateNumberOfMessages);
+    assert.ok(left > 0, "the cancelled redrive left messages behind");
     await page.click("#purge-open");
     await page.waitForSelector("#purge-confirm:not([hidden])");
     assert.equal(await page.$eval("#purge-go", (b) => b.disabled), true);
@@ -241,20 +263,20 @@ test("the console, as an operator uses it", async (t) => {
     assert.equal(await page.$eval("#purge-go", (b) => b.disabled), true, "a wrong name does not unlock it");
     await page.type("#purge-typed", "-dlq");
     assert.equal(await page.$eval("#purge-go", (b) => b.disabled), false);
-    await shot("07-purge-confirm");
+    await shot("08-purge-confirm");
     await page.click("#purge-go");
     await until("the purge result", async () =>
-      /Purged 3 messages/.test(await page.$eval("#purge-result", (e) => e.textContent)));
+      new RegExp(`Purged ${left} messages`).test(await page.$eval("#purge-result", (e) => e.textContent)));
     const a = await sqs(server, "GetQueueAttributes", { QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"] });
     assert.equal(a.Attributes.ApproximateNumberOfMessages, "0");
-    await shot("08-purged");
+    await shot("09-purged");
   });
 
   await step("the partitions page shows each writer", async () => {
     await goto("partitions");
     await page.waitForSelector('#partitions tr[data-partition="3"]');
     assert.equal((await page.$$("#partitions tbody tr")).length, 4);
-    await shot("09-partitions");
+    await shot("10-partitions");
   });
 
   await step("logout ends the session", async () => {
