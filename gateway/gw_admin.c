@@ -283,6 +283,7 @@ static const struct admin_route {
     {"POST", {"redrives"}, gw__admin_start_redrive},
     {"POST", {"redrives", ANY, "cancel"}, gw__admin_cancel_redrive},
     {"POST", {"reload"}, gw__admin_reload},
+    {"POST", {"backup"}, gw__admin_backup},
 };
 
 static bool route_matches(const struct admin_route *rt, const struct gw_admin_req *r)

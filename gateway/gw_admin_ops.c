@@ -1,7 +1,9 @@
 /*
  * gw_admin_ops.c -- the admin API's operations on the gateway itself:
  * pause and resume a queue (gw_pause.c), reload the configuration with
- * its diagnostics, and take a backup (gw_backup.c).
+ * its diagnostics, and take a backup (gw_backup.c) -- on libuv's thread
+ * pool, since the copies take as long as the data is large, and the
+ * answer comes when the manifest is written.
  *
  * Reload: the file is validated here, on the loop thread, so that the
  * answer carries every diagnostic; a valid file is then applied by the
@@ -19,7 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <uv.h>
+
 #include "gw_admin_routes.h"
+#include "gw_backup.h"
 #include "gw_pause.h"
 
 /* ---- pause / resume ------------------------------------------------------------- */
@@ -29,9 +34,13 @@ static void set_pause(struct gw_admin_req *r, bool pause)
     static const char *const fields[] = {"enqueue", "dequeue", NULL};
     struct gw_queue q;
     bool enq, deq;
-    if (gw__admin_parse_body(r, fields) != SL_OK ||
-        gw__admin_body_bool(r, "enqueue", true, &enq) != SL_OK ||
-        gw__admin_body_bool(r, "dequeue", true, &deq) != SL_OK ||
+    if (gw__admin_parse_body(r, fields) != SL_OK) {
+        return;
+    }
+    /* No field: both directions; otherwise only those set true. */
+    bool named = json_object_size(r->body) > 0;
+    if (gw__admin_body_bool(r, "enqueue", !named, &enq) != SL_OK ||
+        gw__admin_body_bool(r, "dequeue", !named, &deq) != SL_OK ||
         gw__admin_queue(r, r->seg[1], r->seg[2], &q) != SL_OK) {
         return;
     }
@@ -108,4 +117,63 @@ void gw__admin_reload(struct gw_admin_req *r)
     gw__admin_json(r, 200,
                    json_pack("{s:b, s:s, s:o, s:o}", "ok", rc == 0, "file", path, "diagnostics",
                              list, "restart_needed", restart));
+}
+
+/* ---- backup ---------------------------------------------------------------------- */
+
+struct backup_job {
+    uv_work_t work;
+    struct gw_admin_req *r;
+    char *dir;
+    json_t *manifest;
+    int status;
+    char err[512];
+};
+
+static void backup_work(uv_work_t *w)
+{
+    struct backup_job *j = w->data;
+    j->status = gw__backup_write(j->r->api, j->dir, &j->manifest, j->err, sizeof j->err);
+}
+
+static void backup_done(uv_work_t *w, int status)
+{
+    (void)status;
+    struct backup_job *j = w->data;
+    struct gw_admin_req *r = j->r;
+    if (j->status == SL_OK) {
+        gw__admin_json(r, 200, json_pack("{s:s, s:o}", "dir", j->dir, "manifest", j->manifest));
+    } else if (j->status == SL_EBUSY) {
+        gw__admin_fail(r, 409, "Conflict", "%s.", j->err);
+    } else if (j->status == SL_EINVAL) {
+        gw__admin_fail(r, 400, "BadRequest", "%s.", j->err);
+    } else {
+        gw__admin_fail(r, 500, "InternalError", "The backup failed: %s.", j->err);
+    }
+    free(j->dir);
+    free(j);
+}
+
+void gw__admin_backup(struct gw_admin_req *r)
+{
+    static const char *const fields[] = {"dir", NULL};
+    if (gw__admin_parse_body(r, fields) != SL_OK) {
+        return;
+    }
+    const char *dir = json_string_value(json_object_get(r->body, "dir"));
+    if (dir == NULL || dir[0] != '/') {
+        gw__admin_fail(r, 400, "BadRequest",
+                       "Field \"dir\" must be an absolute path on the gateway's host.");
+        return;
+    }
+    snprintf(r->detail, sizeof r->detail, "dir=%s", dir);
+    struct backup_job *j = sl_xcalloc(1, sizeof *j);
+    j->r = r;
+    j->dir = sl_xstrdup(dir);
+    j->work.data = j;
+    if (uv_queue_work(r->l->base.loop, &j->work, backup_work, backup_done) != 0) {
+        free(j->dir);
+        free(j);
+        gw__admin_fail(r, 503, "ServiceUnavailable", "The gateway is shutting down.");
+    }
 }

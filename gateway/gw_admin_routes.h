@@ -2,7 +2,7 @@
  * gw_admin_routes.h -- (gateway-internal) the admin API's route handlers,
  * one group per file: gw_admin_read.c (tenants, queues, partitions),
  * gw_admin_msgs.c (peek, purge, one message), gw_admin_ops.c (pause,
- * resume, reload), gw_admin_redrive.c (redrives). gw_admin.c
+ * resume, reload, backup), gw_admin_redrive.c (redrives). gw_admin.c
  * routes to them by method and path (docs/admin.md).
  *
  * Each handler always takes ownership of r (it answers, now or from a
@@ -32,6 +32,7 @@ gw_admin_route_fn gw__admin_msg_move;   /* POST /api/queues/T/Q/messages/REF/mov
 gw_admin_route_fn gw__admin_pause;  /* POST /api/queues/T/Q/pause */
 gw_admin_route_fn gw__admin_resume; /* POST /api/queues/T/Q/resume */
 gw_admin_route_fn gw__admin_reload; /* POST /api/reload */
+gw_admin_route_fn gw__admin_backup; /* POST /api/backup */
 
 /* gw_admin_redrive.c */
 gw_admin_route_fn gw__admin_get_redrives;   /* GET /api/redrives[?tenant=T] */

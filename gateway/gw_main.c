@@ -27,6 +27,7 @@
 #include "gw.h"
 #include "gw_act.h" /* struct gw_api: the engine, for the disk watermark */
 #include "gw_api.h"
+#include "gw_backup.h"
 #include "gw_server.h"
 
 #define SHUTDOWN_GRACE_MS 10000 /* in-flight exchanges get this long to finish */
@@ -59,11 +60,16 @@ struct process {
 };
 
 static const char usage[] =
-    "usage: sluiced [--config FILE | --check-config FILE | --help]\n"
+    "usage: sluiced [--config FILE | --check-config FILE | [--config FILE] --restore DIR |\n"
+    "                --help]\n"
     "\n"
     "  --config FILE        run with the YAML configuration in FILE\n"
     "  --check-config FILE  validate FILE: each problem as FILE:LINE:COLUMN: message;\n"
     "                       exit 0 when valid, 1 when not\n"
+    "  --restore DIR        check the backup in DIR (sluicectl backup, POST /api/backup)\n"
+    "                       against its manifest and put it in place as the\n"
+    "                       configuration's data_dir, which must not hold data yet;\n"
+    "                       then exit (start sluiced as usual afterwards)\n"
     "  --help               this text\n"
     "\n"
     "Without arguments sluiced runs the embedded default configuration\n"
@@ -105,6 +111,24 @@ static struct cfg_snapshot *load_config(const char *path)
         sl_log(SL_LOG_ERROR, "main", "%s", diags.items[i].text);
     cfg_diags_free(&diags);
     return rv == 0 ? snap : NULL;
+}
+
+/* --restore: the backup in dir into the configuration's data_dir. */
+static int restore(const char *config_path, const char *dir)
+{
+    struct cfg_snapshot *snap = load_config(config_path);
+    if (snap == NULL) {
+        return 1;
+    }
+    char err[1024];
+    int rc = gw_backup_restore(dir, snap->data_dir, err, sizeof err);
+    if (rc == SL_OK) {
+        fprintf(stderr, "restored %s into %s; start sluiced to serve it\n", dir, snap->data_dir);
+    } else {
+        fprintf(stderr, "restore refused: %s\n", err);
+    }
+    cfg_snapshot_unref(snap);
+    return rc == SL_OK ? 0 : 1;
 }
 
 /* ---- descriptors and connection caps -------------------------------------- */
@@ -427,6 +451,13 @@ int gw_main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "--check-config") == 0)
         return check_config(argv[2]);
+    if ((argc == 3 || argc == 5) && strcmp(argv[argc - 2], "--restore") == 0) {
+        if (argc == 5 && strcmp(argv[1], "--config") != 0) {
+            fputs(usage, stderr);
+            return 2;
+        }
+        return restore(argc == 5 ? argv[2] : NULL, argv[argc - 1]);
+    }
     if (argc == 3 && strcmp(argv[1], "--config") == 0) {
         p.config_path = argv[2];
     } else if (argc != 1) {

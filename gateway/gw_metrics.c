@@ -646,6 +646,54 @@ static void render_queue_requests(struct sl_buf *out, struct gw_metrics *m,
     }
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* How many queues name each queue as their dead-letter queue: what an
+ * alert joins on to tell a DLQ that fills up from a busy queue. One pass
+ * over the typed configs and a sort, then a binary search per queue. */
+static void render_dlq_sources(struct sl_buf *out, struct part_engine *e,
+                               const struct part_queue_list *ql)
+{
+    uint64_t *targets = sl_xcalloc(ql->count + 1, sizeof *targets);
+    size_t nt = 0;
+    for (size_t i = 0; i < ql->count; i++) {
+        struct part_queue_config cfg;
+        uint64_t id;
+        if (part_queue_find(e, ql->items[i].tenant, ql->items[i].name, &id, &cfg) == SL_OK &&
+            cfg.dlq_target_id != 0) {
+            targets[nt++] = cfg.dlq_target_id;
+        }
+    }
+    qsort(targets, nt, sizeof *targets, u64_cmp);
+    family(out, "sluice_queue_dead_letter_sources", "gauge",
+           "Queues whose RedrivePolicy names this queue as their dead-letter queue (0: not a "
+           "DLQ), by queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        /* the run of equal targets: lower bound, then count */
+        uint64_t id = ql->items[i].id;
+        size_t lo = 0, hi = nt;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (targets[mid] < id) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        size_t n = 0;
+        while (lo + n < nt && targets[lo + n] == id) {
+            n++;
+        }
+        const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+        sample_f(out, "sluice_queue_dead_letter_sources", l, (double)n);
+    }
+    free(targets);
+}
+
 static void render_queues(struct sl_buf *out, struct gw_metrics *m, struct part_engine *e)
 {
     static const struct {
@@ -680,6 +728,7 @@ static void render_queues(struct sl_buf *out, struct gw_metrics *m, struct part_
         }
     }
     free(counts);
+    render_dlq_sources(out, e, &ql);
     render_queue_requests(out, m, &ql);
     part_queue_list_free(&ql);
 }

@@ -217,3 +217,26 @@ int gw_opstore_load_pauses(struct gw_opstore *s, gw_op_pause_fn *fn, void *arg)
     pthread_mutex_unlock(&s->mu);
     return rc == SQLITE_DONE ? SL_OK : SL_EIO;
 }
+
+int gw_opstore_backup(struct gw_opstore *s, const char *path, char *err, size_t errlen)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(db, OPSTORE_BUSY_MS);
+        rc = sqlite3_prepare_v2(db, "VACUUM INTO ?1", -1, &st, NULL);
+    }
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "%s -> %s: %s", s->path, path,
+                 db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? SL_OK : SL_EIO;
+}

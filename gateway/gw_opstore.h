@@ -27,6 +27,10 @@ void gw_opstore_close(struct gw_opstore *s);
 /* The file's path (borrowed; for backups). */
 const char *gw_opstore_path(const struct gw_opstore *s);
 
+/* Writes a consistent copy of ops.db to path (VACUUM INTO on a read-only
+ * connection of its own). SL_OK, or SL_EIO with a sentence in err. */
+int gw_opstore_backup(struct gw_opstore *s, const char *path, char *err, size_t errlen);
+
 /* One move task as stored. Strings are borrowed (NULL: none). */
 struct gw_op_task {
     const char *id;

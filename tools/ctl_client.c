@@ -78,6 +78,57 @@ static void fail_transport(struct ctl_reply *out, const char *fmt, ...)
     out->message = out->transport;
 }
 
+/* One HTTP exchange: url, the headers (the caller signed what it had to),
+ * the payload (may be empty). Fills out->status and the sink. */
+static bool perform(const struct ctl_endpoint *ep, const char *method, const char *url,
+                    struct curl_slist *hl, const char *payload, struct sink *sink,
+                    struct ctl_reply *out)
+{
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
+                     strncmp(url, "https://", 8) == 0 ? (long)CURL_HTTP_VERSION_2TLS
+                                                      : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+    }
+    if (ep->cacert != NULL) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, ep->cacert);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, sink);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ep->timeout_ms > 0 ? ep->timeout_ms : 30000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    }
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK) {
+        fail_transport(out, "cannot reach %s: %s%s", url, curl_easy_strerror(rc),
+                       rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE
+                           ? " (a private CA? pass --cacert FILE or set SSL_CERT_FILE)"
+                           : "");
+        return false;
+    }
+    return true;
+}
+
+/* Takes the body into out and parses it. */
+static void take_body(struct sink *sink, struct ctl_reply *out)
+{
+    out->body = sl_buf_take(&sink->body, NULL);
+    if (out->body == NULL) {
+        out->body = sl_xstrdup("");
+    }
+    out->json = json_loads(out->body, 0, NULL);
+}
+
 bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, struct ctl_reply *out)
 {
     memset(out, 0, sizeof *out);
@@ -130,45 +181,16 @@ bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, st
 
     struct sink sink = {0};
     sl_buf_init(&sink.body);
-    CURL *c = curl_easy_init();
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
-                     strncmp(ep->url, "https://", 8) == 0
-                         ? (long)CURL_HTTP_VERSION_2TLS
-                         : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &sink);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ep->timeout_ms > 0 ? ep->timeout_ms : 30000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    CURLcode rc = curl_easy_perform(c);
-    if (rc == CURLE_OK) {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    }
-    curl_easy_cleanup(c);
+    bool reached = perform(ep, "POST", url, hl, payload, &sink, out);
     curl_slist_free_all(hl);
     free(authz_h);
     sl_buf_free(&auth);
     free(payload);
-
-    if (rc != CURLE_OK) {
+    if (!reached) {
         sl_buf_free(&sink.body);
-        snprintf(out->transport, sizeof out->transport, "cannot reach %s: %s", ep->url,
-                 curl_easy_strerror(rc));
-        snprintf(out->code, sizeof out->code, "ConnectionError");
-        out->message = out->transport;
         return false;
     }
-    out->body = sl_buf_take(&sink.body, NULL);
-    if (out->body == NULL) {
-        out->body = sl_xstrdup("");
-    }
-    out->json = json_loads(out->body, 0, NULL);
+    take_body(&sink, out);
     if (out->status >= 200 && out->status < 300) {
         return true;
     }
@@ -185,6 +207,101 @@ bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, st
     if (out->message == NULL) {
         out->message = json_string_value(json_object_get(out->json, "Message"));
     }
+    if (out->message == NULL) {
+        out->message = out->body;
+    }
+    return false;
+}
+
+/* The Authorization value of an admin request: the bearer token, or a
+ * SigV4 signature over method, path, query, the host and the body. */
+static bool admin_authorization(const struct ctl_endpoint *ep, const char *method,
+                                const char *authority, const char *path, const char *payload,
+                                char amz_date[17], struct sl_buf *out)
+{
+    if (ep->admin_token != NULL) {
+        sl_buf_printf(out, "Bearer %s", ep->admin_token);
+        return true;
+    }
+    sigv4_amz_date((int64_t)time(NULL), amz_date);
+    const char *q = strchr(path, '?');
+    size_t path_n = q != NULL ? (size_t)(q - path) : strlen(path);
+    const struct sigv4_header h[] = {
+        {SL_SLICE_LIT("host"), sl_slice_cstr(authority)},
+        {SL_SLICE_LIT("x-amz-date"), {amz_date, 16}},
+    };
+    const struct sigv4_request req = {
+        .method = sl_slice_cstr(method),
+        .path = {path, path_n},
+        .query = q != NULL ? sl_slice_cstr(q + 1) : (struct sl_slice){"", 0},
+        .headers = h,
+        .header_count = SL_ARRAY_LEN(h),
+        .payload = sl_slice_cstr(payload),
+        .authority = sl_slice_cstr(authority),
+    };
+    return sigv4_sign(&req, ep->access_key_id, ep->secret, ep->region, "sqs", amz_date, out) ==
+           SL_OK;
+}
+
+bool ctl_admin(const struct ctl_endpoint *ep, const char *method, const char *path, json_t *body,
+               struct ctl_reply *out)
+{
+    memset(out, 0, sizeof *out);
+    char *payload = body != NULL ? json_dumps(body, JSON_COMPACT) : sl_xstrdup("");
+    json_decref(body);
+    char authority[256], amz_date[17] = "";
+    struct sl_buf auth;
+    sl_buf_init(&auth);
+    if (!authority_of(ep->admin_url, authority, sizeof authority)) {
+        free(payload);
+        fail_transport(out, "bad admin endpoint URL %s", ep->admin_url);
+        return false;
+    }
+    if (!admin_authorization(ep, method, authority, path, payload, amz_date, &auth)) {
+        sl_buf_free(&auth);
+        free(payload);
+        fail_transport(out, "cannot sign the request (%s)", "check the keys and region");
+        return false;
+    }
+    size_t ul = strlen(ep->admin_url);
+    char *url = sl_xmalloc(ul + strlen(path) + 1);
+    snprintf(url, ul + strlen(path) + 1, "%.*s%s",
+             (int)(ul > 0 && ep->admin_url[ul - 1] == '/' ? ul - 1 : ul), ep->admin_url, path);
+    char host_h[300], date_h[64];
+    char *authz_h = sl_xmalloc(auth.n + 32);
+    snprintf(host_h, sizeof host_h, "host: %s", authority);
+    snprintf(date_h, sizeof date_h, "x-amz-date: %s", amz_date);
+    snprintf(authz_h, auth.n + 32, "authorization: %s", auth.p);
+    struct curl_slist *hl = NULL;
+    hl = curl_slist_append(hl, "content-type: application/json");
+    hl = curl_slist_append(hl, host_h);
+    if (amz_date[0] != '\0') {
+        hl = curl_slist_append(hl, date_h);
+    }
+    hl = curl_slist_append(hl, authz_h);
+    hl = curl_slist_append(hl, "expect:");
+    struct sink sink = {0};
+    sl_buf_init(&sink.body);
+    bool reached = perform(ep, method, url, hl, payload, &sink, out);
+    curl_slist_free_all(hl);
+    free(authz_h);
+    free(url);
+    sl_buf_free(&auth);
+    free(payload);
+    if (!reached) {
+        sl_buf_free(&sink.body);
+        return false;
+    }
+    take_body(&sink, out);
+    if (out->status >= 200 && out->status < 300) {
+        return true;
+    }
+    const char *code = json_string_value(json_object_get(out->json, "error"));
+    snprintf(out->code, sizeof out->code, "%s", code != NULL ? code : "HTTP");
+    if (code == NULL) {
+        snprintf(out->code, sizeof out->code, "HTTP%ld", out->status);
+    }
+    out->message = json_string_value(json_object_get(out->json, "message"));
     if (out->message == NULL) {
         out->message = out->body;
     }

@@ -1,8 +1,10 @@
 /*
- * ctl_client.h -- sluicectl's SQS client: one AWS JSON 1.0 call over
- * HTTP/2 (libcurl: h2c with prior knowledge for http://, h2 over TLS for
- * https://), signed by sigv4/ (sigv4_sign_sqs_request), the signer that
- * shares its canonical request with the gateway's verifier.
+ * ctl_client.h -- sluicectl's client: one AWS JSON 1.0 call to the SQS
+ * API, or one request to the admin API (docs/admin.md), over HTTP/2
+ * (libcurl: h2c with prior knowledge for http://, h2 over TLS for
+ * https://, verified against --cacert when given), signed by sigv4/, the
+ * signer that shares its canonical request with the gateway's verifier
+ * (or, on the admin API, with a bearer token when one is configured).
  *
  * Threading: one thread. Ownership: a struct ctl_reply owns its body and
  * parsed JSON until ctl_reply_free().
@@ -15,10 +17,13 @@
 #include <jansson.h>
 
 struct ctl_endpoint {
-    const char *url; /* http[s]://HOST:PORT */
+    const char *url;       /* the SQS API: http[s]://HOST:PORT */
+    const char *admin_url; /* the admin API: http[s]://HOST:PORT */
     const char *access_key_id;
     const char *secret;
     const char *region;
+    const char *admin_token; /* NULL: sign admin requests with the keys */
+    const char *cacert;      /* PEM bundle to verify TLS with; NULL: the system's */
     long timeout_ms;
 };
 
@@ -35,6 +40,11 @@ struct ctl_reply {
  * a 2xx reply; otherwise fills code and message. */
 bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req,
               struct ctl_reply *out);
+/* method ("GET" / "POST") path (with any query) on the admin API, with
+ * body (stolen; NULL: none). Returns true for a 2xx reply; otherwise
+ * fills code and message from the admin error shape. */
+bool ctl_admin(const struct ctl_endpoint *ep, const char *method, const char *path, json_t *body,
+               struct ctl_reply *out);
 void ctl_reply_free(struct ctl_reply *r);
 
 #endif

@@ -1,459 +1,111 @@
 /*
  * sluicectl -- the operators' command-line tool. It talks to a running
  * sluiced over the SQS API like any SQS client (HTTP/2, SigV4 with the
- * gateway's own signer; see ctl_client.c), so it needs nothing but an
- * endpoint and a tenant's (or the admin's) keys.
+ * gateway's own signer; see ctl_client.c) and over the admin API
+ * (docs/admin.md) for what SQS has no action for: peeks that lease
+ * nothing, pause, reload, backup, live views.
  *
- * Written for the on-call engineer at 3 a.m.: every command prints a few
- * plain lines, --json prints the raw reply instead, errors read
- * "error: <Code>: <message>" with exit status 1, usage mistakes exit 2,
- * and nothing destructive happens without --yes.
+ * Written for the on-call engineer at 3 a.m.: aligned tables by default,
+ * --json for scripts, errors read "error: <Code>: <message>" with exit
+ * status 1, usage mistakes exit 2, and nothing destructive happens
+ * without --yes. Endpoints and credentials come from flags, then the
+ * environment, then a config file (ctl_config.h), and never silently
+ * from anywhere else.
+ *
+ * This file parses the command line and routes; the commands are in
+ * ctl_cmd_sqs.c and ctl_cmd_admin.c.
  *
  * Threading: one thread. Everything allocated is freed before exit.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <curl/curl.h>
-#include <jansson.h>
 
-#include "ctl_client.h"
+#include "ctl_cmd.h"
+#include "ctl_config.h"
 
-#define SLUICECTL_VERSION "0.2.0"
-#define DEFAULT_ENDPOINT "http://127.0.0.1:9324"
-#define PEEK_DEFAULT 10
-#define PEEK_MAX 100
-#define BODY_EXCERPT 60
-
-enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
-
-struct ctl {
-    struct ctl_endpoint ep;
-    bool json;
-    bool yes;
-    const char *to;      /* redrive start --to */
-    long rate;           /* redrive start --rate; 0 = unset */
-    const char *args[8]; /* positional arguments after the command words */
-    int nargs;
-};
+#define SLUICECTL_VERSION "0.3.0"
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: sluicectl [options] <command> [arguments]\n"
-            "\n"
-            "commands:\n"
-            "  queues [PREFIX]                    list queues (the admin sees every tenant's)\n"
-            "  attrs QUEUE_URL                    show a queue's attributes\n"
-            "  dlq sources QUEUE_URL              queues whose dead-letter queue this is\n"
-            "  dlq peek QUEUE_URL [N]             show up to N (default %d, max %d) messages\n"
-            "                                     (a receive with VisibilityTimeout 0: nothing\n"
-            "                                     is hidden, but each receive counts)\n"
-            "  redrive start DLQ [--to ARN] [--rate N]\n"
-            "                                     move a DLQ's messages back to their source\n"
-            "                                     queues (or to ARN), N messages/s (1..500)\n"
-            "  redrive status DLQ                 the DLQ's recent move tasks, newest first\n"
-            "  redrive cancel TASK_HANDLE         stop a running move task\n"
-            "  purge QUEUE_URL --yes              delete every message of a queue\n"
-            "  version                            print the version\n"
-            "\n"
-            "DLQ is the queue's ARN (arn:aws:sqs:REGION:TENANT:NAME) or its URL.\n"
-            "\n"
-            "options:\n"
-            "  --endpoint URL           (env SLUICE_ENDPOINT, default " DEFAULT_ENDPOINT ")\n"
-            "  --access-key-id KEY      (env SLUICE_ACCESS_KEY_ID, default \"default\")\n"
-            "  --secret-access-key KEY  (env SLUICE_SECRET_ACCESS_KEY, default \"default\")\n"
-            "  --region REGION          (env SLUICE_REGION, default us-east-1)\n"
-            "  --json                   print the raw JSON reply\n"
-            "  --yes                    confirm a destructive command\n"
-            "  -h, --help               this text\n"
-            "\n"
-            "exit status: 0 done, 1 the call failed (error: <Code>: <message>), 2 usage\n",
-            PEEK_DEFAULT, PEEK_MAX);
+    fputs("usage: sluicectl [options] <command> [arguments]\n"
+          "\n"
+          "SQS API commands (a tenant's keys, or the admin's):\n"
+          "  queues [PREFIX]            list queues (the admin sees every tenant's)\n"
+          "      sluicectl queues orders-\n"
+          "  attrs QUEUE_URL            a queue's attributes\n"
+          "      sluicectl attrs http://127.0.0.1:9324/acme/orders\n"
+          "  dlq sources QUEUE_URL      queues whose dead-letter queue this is\n"
+          "      sluicectl dlq sources http://127.0.0.1:9324/acme/orders-dlq\n"
+          "  redrive start DLQ [--to QUEUE] [--rate N] [--wait]\n"
+          "                             move a DLQ's messages back to their source queues\n"
+          "                             (or to QUEUE) at N messages/s (1..500; default: as\n"
+          "                             fast as the gateway allows); --wait follows it with\n"
+          "                             a progress bar (plain lines when not on a terminal)\n"
+          "      sluicectl redrive start acme/orders-dlq --rate 50 --wait\n"
+          "  redrive status DLQ         the DLQ's recent move tasks, newest first\n"
+          "      sluicectl redrive status acme/orders-dlq\n"
+          "  redrive cancel TASK_HANDLE stop a running move task (moved messages stay moved)\n"
+          "      sluicectl redrive cancel eyJ0YXNrSWQiOi...\n"
+          "  purge QUEUE_URL --yes      delete every message of a queue\n"
+          "      sluicectl purge http://127.0.0.1:9324/acme/orders-dlq --yes\n"
+          "\n",
+          out);
+    fputs("admin API commands (the admin's keys or --admin-token):\n"
+          "  tenants                    each tenant's limits, usage and partitions\n"
+          "      sluicectl tenants\n"
+          "  watch TENANT [--interval S] [--count N]\n"
+          "                             live view of a tenant's queues (counts, oldest\n"
+          "                             message, pause, DLQ links), every S seconds (2)\n"
+          "      sluicectl watch acme --interval 1\n"
+          "  dlq peek QUEUE [N]         show up to N (10, max 100) ready messages without\n"
+          "                             leasing them or counting a receive\n"
+          "      sluicectl dlq peek acme/orders-dlq 20\n"
+          "  pause QUEUE [--enqueue | --dequeue]\n"
+          "                             stop sends (QueuePaused), receives (answered empty)\n"
+          "                             or both (default); survives restarts\n"
+          "      sluicectl pause acme/orders --enqueue\n"
+          "  resume QUEUE [--enqueue | --dequeue]\n"
+          "                             undo a pause (both directions by default)\n"
+          "      sluicectl resume acme/orders\n"
+          "  reload                     re-read the gateway's configuration file; prints its\n"
+          "                             diagnostics (exit 1 when it is invalid)\n"
+          "      sluicectl reload\n"
+          "  backup DIR                 consistent snapshot of every partition and the\n"
+          "                             catalog into DIR on the gateway's host, with a\n"
+          "                             manifest and checksums (see docs/operations.md)\n"
+          "      sluicectl backup /var/backups/sluice/2026-11-27\n"
+          "  version                    print the version\n"
+          "\n",
+          out);
+    fputs("QUEUE and DLQ: an ARN (arn:aws:sqs:REGION:TENANT:NAME), a queue URL, or\n"
+          "TENANT/NAME.\n"
+          "\n"
+          "options (each: the flag, else the environment variable, else the config file):\n"
+          "  --endpoint URL           SQS API (SLUICE_ENDPOINT; default http://127.0.0.1:9324)\n"
+          "  --admin-endpoint URL     admin API (SLUICE_ADMIN_ENDPOINT; default\n"
+          "                           http://127.0.0.1:9325)\n"
+          "  --access-key-id KEY      (SLUICE_ACCESS_KEY_ID; no default)\n"
+          "  --secret-access-key KEY  (SLUICE_SECRET_ACCESS_KEY; no default)\n"
+          "  --admin-token TOKEN      admin.bearer_token, for admin commands\n"
+          "                           (SLUICE_ADMIN_TOKEN)\n"
+          "  --region REGION          (SLUICE_REGION; default us-east-1)\n"
+          "  --cacert FILE            PEM CA bundle for a TLS gateway with a private CA\n"
+          "                           (SLUICE_CACERT, CURL_CA_BUNDLE, SSL_CERT_FILE)\n"
+          "  --config FILE            config file (SLUICECTL_CONFIG; default\n"
+          "                           ~/.config/sluice/sluicectl.conf): key = value lines\n"
+          "                           with the keys endpoint, admin_endpoint, access_key_id,\n"
+          "                           secret_access_key, admin_token, region, cacert\n"
+          "  --json                   print the reply documents instead of tables\n"
+          "  --yes                    confirm a destructive command\n"
+          "  -h, --help               this text\n"
+          "\n"
+          "exit status: 0 done, 1 the call failed (error: <Code>: <message>), 2 usage or\n"
+          "missing credentials\n",
+          out);
 }
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "sluicectl: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(sluicectl --help for usage)\n");
-    return EXIT_USAGE;
-}
-
-static const char *env_or(const char *name, const char *fallback)
-{
-    const char *v = getenv(name);
-    return v != NULL && v[0] != '\0' ? v : fallback;
-}
-
-/* Calls action; on failure prints the error (and the raw body with
- * --json) and returns false. */
-static bool call(struct ctl *c, const char *action, json_t *req, struct ctl_reply *r)
-{
-    bool ok = ctl_call(&c->ep, action, req, r);
-    if (c->json && r->body != NULL && r->body[0] != '\0') {
-        printf("%s\n", r->body);
-    }
-    if (!ok) {
-        fprintf(stderr, "error: %s: %s\n", r->code, r->message ? r->message : "");
-    }
-    return ok;
-}
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-/* "arn:aws:sqs:REGION:TENANT:NAME" for an ARN or a queue URL
- * ("http[s]://HOST/TENANT/NAME"), into out. */
-static bool queue_arn(const struct ctl *c, const char *q, char *out, size_t cap)
-{
-    if (strncmp(q, "arn:", 4) == 0) {
-        snprintf(out, cap, "%s", q);
-        return true;
-    }
-    const char *p = strstr(q, "://");
-    p = p != NULL ? strchr(p + 3, '/') : NULL;
-    const char *slash = p != NULL ? strchr(p + 1, '/') : NULL;
-    if (p == NULL || slash == NULL || slash[1] == '\0' || strchr(slash + 1, '/') != NULL) {
-        return false;
-    }
-    snprintf(out, cap, "arn:aws:sqs:%s:%.*s:%s", c->ep.region, (int)(slash - p - 1), p + 1,
-             slash + 1);
-    return true;
-}
-
-static void format_ms(long long ms, char *out, size_t cap)
-{
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(out, cap, "%Y-%m-%d %H:%M:%SZ", &tm);
-}
-
-/* ---- commands ------------------------------------------------------------ */
-
-static int cmd_queues(struct ctl *c)
-{
-    json_t *req = json_object();
-    if (c->nargs > 0) {
-        json_object_set_new(req, "QueueNamePrefix", json_string(c->args[0]));
-    }
-    struct ctl_reply r;
-    int rc = EXIT_ERROR;
-    if (call(c, "ListQueues", req, &r)) {
-        rc = EXIT_OK;
-        if (!c->json) {
-            json_t *urls = json_object_get(r.json, "QueueUrls");
-            size_t i;
-            json_t *u;
-            json_array_foreach(urls, i, u)
-            {
-                printf("%s\n", json_string_value(u));
-            }
-            if (json_array_size(urls) == 0) {
-                printf("(no queues)\n");
-            }
-        }
-    }
-    ctl_reply_free(&r);
-    return rc;
-}
-
-static int cmd_attrs(struct ctl *c)
-{
-    if (c->nargs != 1) {
-        return usage_error("attrs needs one QUEUE_URL");
-    }
-    json_t *req = json_pack("{s:s, s:[s]}", "QueueUrl", c->args[0], "AttributeNames", "All");
-    struct ctl_reply r;
-    int rc = EXIT_ERROR;
-    if (call(c, "GetQueueAttributes", req, &r)) {
-        rc = EXIT_OK;
-        if (!c->json) {
-            json_t *attrs = json_object_get(r.json, "Attributes");
-            const char *keys[64];
-            size_t n = 0;
-            const char *k;
-            json_t *v;
-            json_object_foreach(attrs, k, v)
-            {
-                if (n < 64) {
-                    keys[n++] = k;
-                }
-            }
-            /* sorted, so two runs compare line by line */
-            for (size_t i = 1; i < n; i++) {
-                for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
-                    const char *t = keys[j];
-                    keys[j] = keys[j - 1];
-                    keys[j - 1] = t;
-                }
-            }
-            for (size_t i = 0; i < n; i++) {
-                printf("%-40s %s\n", keys[i], jstr(attrs, keys[i]));
-            }
-        }
-    }
-    ctl_reply_free(&r);
-    return rc;
-}
-
-static int cmd_dlq_sources(struct ctl *c)
-{
-    if (c->nargs != 1) {
-        return usage_error("dlq sources needs one QUEUE_URL");
-    }
-    struct ctl_reply r;
-    int rc = EXIT_ERROR;
-    if (call(c, "ListDeadLetterSourceQueues", json_pack("{s:s}", "QueueUrl", c->args[0]), &r)) {
-        rc = EXIT_OK;
-        if (!c->json) {
-            json_t *urls = json_object_get(r.json, "queueUrls");
-            size_t i;
-            json_t *u;
-            json_array_foreach(urls, i, u)
-            {
-                printf("%s\n", json_string_value(u));
-            }
-            if (json_array_size(urls) == 0) {
-                printf("(no queue sends its dead letters here)\n");
-            }
-        }
-    }
-    ctl_reply_free(&r);
-    return rc;
-}
-
-static void print_excerpt(const char *body)
-{
-    size_t n = strlen(body);
-    for (size_t i = 0; i < n && i < BODY_EXCERPT; i++) {
-        unsigned char ch = (unsigned char)body[i];
-        putchar(ch == '\n' || ch == '\r' || ch == '\t' ? ' ' : (char)ch);
-    }
-    if (n > BODY_EXCERPT) {
-        printf("... (%zu bytes)", n);
-    }
-}
-
-static int cmd_dlq_peek(struct ctl *c)
-{
-    if (c->nargs < 1 || c->nargs > 2) {
-        return usage_error("dlq peek needs QUEUE_URL [N]");
-    }
-    long want = PEEK_DEFAULT;
-    if (c->nargs == 2) {
-        char *end = NULL;
-        want = strtol(c->args[1], &end, 10);
-        if (end == c->args[1] || *end != '\0' || want < 1 || want > PEEK_MAX) {
-            return usage_error("N must be 1..100, not %s", c->args[1]);
-        }
-    }
-    json_t *seen = json_object(); /* MessageId -> true: a message comes back at once */
-    json_t *all = json_array();
-    int rc = EXIT_OK;
-    for (int round = 0; round < PEEK_MAX && (long)json_array_size(all) < want; round++) {
-        long batch = want - (long)json_array_size(all);
-        json_t *req =
-            json_pack("{s:s, s:i, s:i, s:[s], s:[s]}", "QueueUrl", c->args[0],
-                      "MaxNumberOfMessages", (int)(batch > 10 ? 10 : batch), "VisibilityTimeout", 0,
-                      "MessageSystemAttributeNames", "All", "MessageAttributeNames", "All");
-        struct ctl_reply r;
-        bool saved_json = c->json;
-        c->json = false; /* print one combined document below */
-        bool ok = call(c, "ReceiveMessage", req, &r);
-        c->json = saved_json;
-        if (!ok) {
-            ctl_reply_free(&r);
-            rc = EXIT_ERROR;
-            break;
-        }
-        size_t fresh = 0;
-        size_t i;
-        json_t *m;
-        json_array_foreach(json_object_get(r.json, "Messages"), i, m)
-        {
-            const char *id = jstr(m, "MessageId");
-            if (id != NULL && json_object_get(seen, id) == NULL) {
-                json_object_set_new(seen, id, json_true());
-                json_array_append(all, m);
-                fresh++;
-            }
-        }
-        ctl_reply_free(&r);
-        if (fresh == 0) {
-            break; /* empty, or only messages already shown */
-        }
-    }
-    if (rc == EXIT_OK && c->json) {
-        json_t *doc = json_pack("{s:O}", "Messages", all);
-        char *text = json_dumps(doc, JSON_INDENT(2));
-        printf("%s\n", text);
-        free(text);
-        json_decref(doc);
-    } else if (rc == EXIT_OK) {
-        size_t i;
-        json_t *m;
-        json_array_foreach(all, i, m)
-        {
-            json_t *a = json_object_get(m, "Attributes");
-            const char *count = jstr(a, "ApproximateReceiveCount");
-            const char *source = jstr(a, "DeadLetterQueueSourceArn");
-            printf("%s  receives=%s  source=%s\n  ", jstr(m, "MessageId"), count ? count : "?",
-                   source ? source : "-");
-            print_excerpt(jstr(m, "Body") ? jstr(m, "Body") : "");
-            putchar('\n');
-        }
-        printf("%zu message(s) shown; each was received once more by this peek\n",
-               json_array_size(all));
-    }
-    json_decref(all);
-    json_decref(seen);
-    return rc;
-}
-
-static int cmd_redrive_start(struct ctl *c)
-{
-    char arn[512], to[512];
-    if (c->nargs != 1) {
-        return usage_error("redrive start needs one DLQ");
-    }
-    if (!queue_arn(c, c->args[0], arn, sizeof arn)) {
-        return usage_error("not a queue ARN or URL: %s", c->args[0]);
-    }
-    json_t *req = json_pack("{s:s}", "SourceArn", arn);
-    if (c->to != NULL) {
-        if (!queue_arn(c, c->to, to, sizeof to)) {
-            json_decref(req);
-            return usage_error("not a queue ARN or URL: %s", c->to);
-        }
-        json_object_set_new(req, "DestinationArn", json_string(to));
-    }
-    if (c->rate > 0) {
-        json_object_set_new(req, "MaxNumberOfMessagesPerSecond", json_integer(c->rate));
-    }
-    struct ctl_reply r;
-    int rc = EXIT_ERROR;
-    if (call(c, "StartMessageMoveTask", req, &r)) {
-        rc = EXIT_OK;
-        if (!c->json) {
-            printf("started: %s -> %s\n", arn, c->to != NULL ? to : "each message's source queue");
-            printf("task handle: %s\n", jstr(r.json, "TaskHandle"));
-            printf("follow with: sluicectl redrive status %s\n", arn);
-        }
-    }
-    ctl_reply_free(&r);
-    return rc;
-}
-
-static int cmd_redrive_status(struct ctl *c)
-{
-    char arn[512];
-    if (c->nargs != 1) {
-        return usage_error("redrive status needs one DLQ");
-    }
-    if (!queue_arn(c, c->args[0], arn, sizeof arn)) {
-        return usage_error("not a queue ARN or URL: %s", c->args[0]);
-    }
-    struct ctl_reply r;
-    int rc = EXIT_ERROR;
-    if (call(c, "ListMessageMoveTasks", json_pack("{s:s, s:i}", "SourceArn", arn, "MaxResults", 10),
-             &r)) {
-        rc = EXIT_OK;
-        if (!c->json) {
-            json_t *res = json_object_get(r.json, "Results");
-            size_t i;
-            json_t *t;
-            json_array_foreach(res, i, t)
-            {
-                char started[32];
-                format_ms((long long)json_integer_value(json_object_get(t, "StartedTimestamp")),
-                          started, sizeof started);
-                const char *dest = jstr(t, "DestinationArn");
-                json_t *rate = json_object_get(t, "MaxNumberOfMessagesPerSecond");
-                char rate_text[32] = "max";
-                if (rate != NULL) {
-                    snprintf(rate_text, sizeof rate_text, "%lld/s",
-                             (long long)json_integer_value(rate));
-                }
-                printf("%-10s moved %lld of %lld  started %s  rate %s\n           to %s\n",
-                       jstr(t, "Status"),
-                       (long long)json_integer_value(
-                           json_object_get(t, "ApproximateNumberOfMessagesMoved")),
-                       (long long)json_integer_value(
-                           json_object_get(t, "ApproximateNumberOfMessagesToMove")),
-                       started, rate_text, dest ? dest : "(each message's source)");
-                if (jstr(t, "FailureReason") != NULL) {
-                    printf("           failure: %s\n", jstr(t, "FailureReason"));
-                }
-                if (jstr(t, "TaskHandle") != NULL) {
-                    printf("           cancel with: sluicectl redrive cancel %s\n",
-                           jstr(t, "TaskHandle"));
-                }
-            }
-            if (json_array_size(res) == 0) {
-                printf("(no move tasks for %s since sluiced started)\n", arn);
-            }
-        }
-    }
-    ctl_reply_free(&r);
-    return rc;
-}
-
-static int cmd_redrive_cancel(struct ctl *c)
-{
-    if (c->nargs != 1) {
-        return usage_error("redrive cancel needs one TASK_HANDLE");
-    }
-    struct ctl_reply r;
-    int rc = EXIT_ERROR;
-    if (call(c, "CancelMessageMoveTask", json_pack("{s:s}", "TaskHandle", c->args[0]), &r)) {
-        rc = EXIT_OK;
-        if (!c->json) {
-            printf("cancelling; %lld message(s) moved so far stay moved\n",
-                   (long long)json_integer_value(
-                       json_object_get(r.json, "ApproximateNumberOfMessagesMoved")));
-        }
-    }
-    ctl_reply_free(&r);
-    return rc;
-}
-
-static int cmd_purge(struct ctl *c)
-{
-    if (c->nargs != 1) {
-        return usage_error("purge needs one QUEUE_URL");
-    }
-    if (!c->yes) {
-        fprintf(stderr,
-                "sluicectl: purge deletes every message of %s and cannot be undone;\n"
-                "run again with --yes to do it\n",
-                c->args[0]);
-        return EXIT_USAGE;
-    }
-    struct ctl_reply r;
-    int rc = EXIT_ERROR;
-    if (call(c, "PurgeQueue", json_pack("{s:s}", "QueueUrl", c->args[0]), &r)) {
-        rc = EXIT_OK;
-        if (!c->json) {
-            printf("purged %s\n", c->args[0]);
-        }
-    }
-    ctl_reply_free(&r);
-    return rc;
-}
-
-/* ---- main ---------------------------------------------------------------- */
 
 static const char *option_value(int argc, char **argv, int *i)
 {
@@ -474,49 +126,164 @@ static bool option_is(const char *arg, const char *name)
     return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
 }
 
+/* A whole number in [lo, hi] from an option's value. */
+static bool number_option(const char *v, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    long n = v != NULL ? strtol(v, &end, 10) : 0;
+    if (v == NULL || end == v || *end != '\0' || n < lo || n > hi) {
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+/* The commands and what they need. */
+enum need { NEED_NOTHING, NEED_KEYS, NEED_ADMIN };
+
+static enum need need_of(const char *cmd, const char *sub)
+{
+    if (strcmp(cmd, "version") == 0) {
+        return NEED_NOTHING;
+    }
+    if (strcmp(cmd, "tenants") == 0 || strcmp(cmd, "watch") == 0 || strcmp(cmd, "pause") == 0 ||
+        strcmp(cmd, "resume") == 0 || strcmp(cmd, "reload") == 0 || strcmp(cmd, "backup") == 0 ||
+        (strcmp(cmd, "dlq") == 0 && strcmp(sub, "peek") == 0)) {
+        return NEED_ADMIN;
+    }
+    return NEED_KEYS;
+}
+
+/* Refuses to go on without the credentials the command needs, naming
+ * where they can come from (never the demo defaults). */
+static bool have_credentials(const struct ctl_config *cfg, enum need need)
+{
+    bool keys = cfg->value[CTL_ACCESS_KEY_ID] != NULL && cfg->value[CTL_SECRET] != NULL;
+    if (need == NEED_NOTHING || keys ||
+        (need == NEED_ADMIN && cfg->value[CTL_ADMIN_TOKEN] != NULL)) {
+        return true;
+    }
+    fprintf(stderr,
+            "sluicectl: no credentials: pass %s and %s%s, or set %s and %s%s, or write %s and %s "
+            "into the config file (%s)\n",
+            ctl_config_flag(CTL_ACCESS_KEY_ID), ctl_config_flag(CTL_SECRET),
+            need == NEED_ADMIN ? " (or --admin-token)" : "", ctl_config_env(CTL_ACCESS_KEY_ID),
+            ctl_config_env(CTL_SECRET), need == NEED_ADMIN ? " (or SLUICE_ADMIN_TOKEN)" : "",
+            ctl_config_key(CTL_ACCESS_KEY_ID), ctl_config_key(CTL_SECRET),
+            cfg->file_used[0] != '\0' ? cfg->file_used : "~/.config/sluice/sluicectl.conf");
+    return false;
+}
+
+static int run(struct ctl *c, const char *cmd, const char *sub, int nwords)
+{
+    if (strcmp(cmd, "queues") == 0) {
+        return ctl_cmd_queues(c);
+    } else if (strcmp(cmd, "attrs") == 0) {
+        return ctl_cmd_attrs(c);
+    } else if (strcmp(cmd, "dlq") == 0 && strcmp(sub, "sources") == 0) {
+        return ctl_cmd_dlq_sources(c);
+    } else if (strcmp(cmd, "dlq") == 0 && strcmp(sub, "peek") == 0) {
+        return ctl_cmd_dlq_peek(c);
+    } else if (strcmp(cmd, "redrive") == 0 && strcmp(sub, "start") == 0) {
+        return ctl_cmd_redrive_start(c);
+    } else if (strcmp(cmd, "redrive") == 0 && strcmp(sub, "status") == 0) {
+        return ctl_cmd_redrive_status(c);
+    } else if (strcmp(cmd, "redrive") == 0 && strcmp(sub, "cancel") == 0) {
+        return ctl_cmd_redrive_cancel(c);
+    } else if (strcmp(cmd, "purge") == 0) {
+        return ctl_cmd_purge(c);
+    } else if (strcmp(cmd, "tenants") == 0) {
+        return ctl_cmd_tenants(c);
+    } else if (strcmp(cmd, "watch") == 0) {
+        return ctl_cmd_watch(c);
+    } else if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0) {
+        return ctl_cmd_pause(c, strcmp(cmd, "pause") == 0);
+    } else if (strcmp(cmd, "reload") == 0) {
+        return ctl_cmd_reload(c);
+    } else if (strcmp(cmd, "backup") == 0) {
+        return ctl_cmd_backup(c);
+    }
+    int rc = ctl_usage_error("unknown command %s", nwords > 1 ? sub : cmd);
+    if (nwords > 1) {
+        fprintf(stderr, "(in %s)\n", cmd);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    struct ctl c = {
-        .ep = {.url = env_or("SLUICE_ENDPOINT", DEFAULT_ENDPOINT),
-               .access_key_id = env_or("SLUICE_ACCESS_KEY_ID", "default"),
-               .secret = env_or("SLUICE_SECRET_ACCESS_KEY", "default"),
-               .region = env_or("SLUICE_REGION", "us-east-1")},
+    struct ctl c = {0};
+    struct ctl_config cfg = {0};
+    static const struct {
+        const char *flag;
+        enum ctl_setting setting;
+    } settings[] = {
+        {"--endpoint", CTL_ENDPOINT},
+        {"--admin-endpoint", CTL_ADMIN_ENDPOINT},
+        {"--access-key-id", CTL_ACCESS_KEY_ID},
+        {"--secret-access-key", CTL_SECRET},
+        {"--region", CTL_REGION},
+        {"--admin-token", CTL_ADMIN_TOKEN},
+        {"--cacert", CTL_CACERT},
     };
     const char *words[3];
     int nwords = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        for (size_t s = 0; s < sizeof settings / sizeof settings[0] && slot == NULL; s++) {
+            if (option_is(a, settings[s].flag)) {
+                slot = &cfg.flag[settings[s].setting];
+            }
+        }
+        if (slot != NULL) {
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
-            return EXIT_OK;
+            return CTL_EXIT_OK;
         } else if (strcmp(a, "--json") == 0) {
             c.json = true;
             continue;
         } else if (strcmp(a, "--yes") == 0) {
             c.yes = true;
             continue;
-        } else if (option_is(a, "--endpoint")) {
-            slot = &c.ep.url;
-        } else if (option_is(a, "--access-key-id")) {
-            slot = &c.ep.access_key_id;
-        } else if (option_is(a, "--secret-access-key")) {
-            slot = &c.ep.secret;
-        } else if (option_is(a, "--region")) {
-            slot = &c.ep.region;
+        } else if (strcmp(a, "--wait") == 0) {
+            c.wait = true;
+            continue;
+        } else if (strcmp(a, "--enqueue") == 0) {
+            c.enqueue_only = true;
+            continue;
+        } else if (strcmp(a, "--dequeue") == 0) {
+            c.dequeue_only = true;
+            continue;
+        } else if (option_is(a, "--config")) {
+            slot = &cfg.config_path;
         } else if (option_is(a, "--to")) {
             slot = &c.to;
         } else if (option_is(a, "--rate")) {
             const char *v = option_value(argc, argv, &i);
-            char *end = NULL;
-            c.rate = v != NULL ? strtol(v, &end, 10) : 0;
-            if (v == NULL || end == v || *end != '\0' || c.rate < 1 || c.rate > 500) {
-                return usage_error("--rate must be 1..500 messages per second, not %s",
-                                   v ? v : "nothing");
+            if (!number_option(v, 1, 500, &c.rate)) {
+                return ctl_usage_error("--rate must be 1..500 messages per second, not %s",
+                                       v ? v : "nothing");
+            }
+            continue;
+        } else if (option_is(a, "--interval")) {
+            const char *v = option_value(argc, argv, &i);
+            long s;
+            if (!number_option(v, 1, 3600, &s)) {
+                return ctl_usage_error("--interval must be 1..3600 seconds, not %s",
+                                       v ? v : "nothing");
+            }
+            c.interval_ms = s * 1000;
+            continue;
+        } else if (option_is(a, "--count")) {
+            const char *v = option_value(argc, argv, &i);
+            if (!number_option(v, 1, 1000000, &c.count)) {
+                return ctl_usage_error("--count must be a positive number, not %s",
+                                       v ? v : "nothing");
             }
             continue;
         } else if (a[0] == '-' && a[1] == '-') {
-            return usage_error("unknown option %s", a);
+            return ctl_usage_error("unknown option %s", a);
         } else if (nwords < 1 || (nwords < 2 && (strcmp(words[0], "dlq") == 0 ||
                                                  strcmp(words[0], "redrive") == 0))) {
             words[nwords++] = a;
@@ -525,48 +292,49 @@ int main(int argc, char **argv)
             c.args[c.nargs++] = a;
             continue;
         } else {
-            return usage_error("too many arguments at %s", a);
+            return ctl_usage_error("too many arguments at %s", a);
         }
         const char *v = option_value(argc, argv, &i);
         if (v == NULL) {
-            return usage_error("%s needs a value", a);
+            return ctl_usage_error("%s needs a value", a);
         }
         *slot = v;
     }
     if (nwords == 0) {
         usage(stderr);
-        return EXIT_USAGE;
+        return CTL_EXIT_USAGE;
     }
     const char *cmd = words[0];
     const char *sub = nwords > 1 ? words[1] : "";
     if (strcmp(cmd, "version") == 0) {
         printf("sluicectl %s\n", SLUICECTL_VERSION);
-        return EXIT_OK;
+        return CTL_EXIT_OK;
     }
+    if (c.enqueue_only && c.dequeue_only) {
+        return ctl_usage_error("--enqueue and --dequeue together are the default (both)");
+    }
+    char err[600];
+    if (!ctl_config_resolve(&cfg, err, sizeof err)) {
+        fprintf(stderr, "sluicectl: %s\n", err);
+        ctl_config_free(&cfg);
+        return CTL_EXIT_USAGE;
+    }
+    if (!have_credentials(&cfg, need_of(cmd, sub))) {
+        ctl_config_free(&cfg);
+        return CTL_EXIT_USAGE;
+    }
+    c.ep = (struct ctl_endpoint){
+        .url = cfg.value[CTL_ENDPOINT],
+        .admin_url = cfg.value[CTL_ADMIN_ENDPOINT],
+        .access_key_id = cfg.value[CTL_ACCESS_KEY_ID],
+        .secret = cfg.value[CTL_SECRET],
+        .region = cfg.value[CTL_REGION],
+        .admin_token = cfg.value[CTL_ADMIN_TOKEN],
+        .cacert = cfg.value[CTL_CACERT],
+    };
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    int rc;
-    if (strcmp(cmd, "queues") == 0) {
-        rc = cmd_queues(&c);
-    } else if (strcmp(cmd, "attrs") == 0) {
-        rc = cmd_attrs(&c);
-    } else if (strcmp(cmd, "dlq") == 0 && strcmp(sub, "sources") == 0) {
-        rc = cmd_dlq_sources(&c);
-    } else if (strcmp(cmd, "dlq") == 0 && strcmp(sub, "peek") == 0) {
-        rc = cmd_dlq_peek(&c);
-    } else if (strcmp(cmd, "redrive") == 0 && strcmp(sub, "start") == 0) {
-        rc = cmd_redrive_start(&c);
-    } else if (strcmp(cmd, "redrive") == 0 && strcmp(sub, "status") == 0) {
-        rc = cmd_redrive_status(&c);
-    } else if (strcmp(cmd, "redrive") == 0 && strcmp(sub, "cancel") == 0) {
-        rc = cmd_redrive_cancel(&c);
-    } else if (strcmp(cmd, "purge") == 0) {
-        rc = cmd_purge(&c);
-    } else {
-        rc = usage_error("unknown command %s", nwords > 1 ? sub : cmd);
-        if (nwords > 1) {
-            fprintf(stderr, "(in %s)\n", cmd);
-        }
-    }
+    int rc = run(&c, cmd, sub, nwords);
     curl_global_cleanup();
+    ctl_config_free(&cfg);
     return rc;
 }

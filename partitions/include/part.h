@@ -508,6 +508,23 @@ int part_peek(struct part_engine *e, uint64_t queue_id, uint32_t max, struct par
               uint32_t *skipped);
 void part_peek_list_free(struct part_peek_list *l);
 
+/* ---- online backup ------------------------------------------------------ */
+
+/* Called with each file's name (relative to the backup directory) once it
+ * is written in full. */
+typedef void part_backup_file_fn(void *arg, const char *name);
+
+/* Writes a consistent copy of the engine into dir (an existing, empty
+ * directory): "manifest" (the partition count and the deployment key),
+ * "catalog.db" and every "part-NNNN.db", each database copied with SQLite's
+ * VACUUM INTO on a read-only connection of its own while the writers go on
+ * (one WAL snapshot per file; docs/operations.md says what that
+ * guarantees across files). Blocks for as long as the copies take: call it
+ * off the I/O loops. Any thread. Returns SL_OK, or SL_EIO with a sentence
+ * in err (the directory then holds a partial copy). */
+int part_engine_backup(struct part_engine *e, const char *dir, part_backup_file_fn *done, void *arg,
+                       char *err, size_t errlen);
+
 /* ---- receipt handles --------------------------------------------------- */
 
 struct part_receipt {

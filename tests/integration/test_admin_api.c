@@ -336,7 +336,7 @@ static void check_pause(const char *src_url)
     it_reply_free(&r);
 
     /* dequeue too: a receive takes nothing, though a message is ready */
-    IT_CHECK(expect("POST", "/api/queues/acme/src/resume", "{\"dequeue\":false}", 200, NULL));
+    IT_CHECK(expect("POST", "/api/queues/acme/src/resume", "{\"enqueue\":true}", 200, NULL));
     char *id = it_send(&srv, src_url, "while-paused");
     IT_CHECK(id != NULL);
     free(id);

@@ -1,0 +1,307 @@
+/*
+ * test_backup.c -- online backup and restore against the real sluiced:
+ *  - a backup taken (POST /api/backup) while a second thread keeps
+ *    sending batches holds every message acknowledged before it started
+ *    and none deleted before then, checked message by message after
+ *    `sluiced --restore` into a fresh data directory;
+ *  - queue attributes, a pause and the move-task history (as of the
+ *    backup) come back;
+ *  - the manifest lists every file with its size and SHA-256, and
+ *    restore refuses a damaged backup, an occupied data directory and a
+ *    directory without a manifest;
+ *  - bad input: a relative or non-empty directory (400), and a tenant's
+ *    keys (403).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "it_sqs.h"
+
+#define TOKEN "backup-token_1"
+#define BEARER "authorization: Bearer " TOKEN
+#define KEPT 300   /* sent and kept before the backup */
+#define DELETED 60 /* of them, deleted before the backup */
+
+static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
+                                   "tenants:\n"
+                                   "  " IT_TENANT ":\n"
+                                   "    access_key_id: " IT_KEY "\n"
+                                   "    secret_access_key: " IT_SECRET "\n";
+
+static struct it_server srv;
+static char *queue_url;
+static atomic_bool stop_load;
+static atomic_int load_sent;
+
+static long admin_post(const char *path, const char *body, json_t **out, const char *key)
+{
+    const char *bearer[] = {BEARER, NULL};
+    struct it_request req = {.method = "POST",
+                             .path = path,
+                             .headers = key == NULL ? bearer : NULL,
+                             .body = body,
+                             .body_len = strlen(body),
+                             .access_key = key,
+                             .secret = key != NULL ? IT_SECRET : NULL,
+                             .admin = true,
+                             .timeout_ms = 120000};
+    struct it_response r;
+    long status = it_request(&srv, &req, &r) == 0 ? r.status : 0;
+    if (out != NULL) {
+        *out = json_loads(r.body, 0, NULL);
+    }
+    if (status != 200 && out == NULL) {
+        fprintf(stderr, "POST %s: %ld %s\n", path, status, r.body);
+    }
+    it_response_free(&r);
+    return status;
+}
+
+static void *load(void *arg)
+{
+    (void)arg;
+    for (int n = 0; !atomic_load(&stop_load) && n < 2000; n++) {
+        json_t *entries = json_array();
+        for (int i = 0; i < 10; i++) {
+            char id[16], body[32];
+            snprintf(id, sizeof id, "e%d", i);
+            snprintf(body, sizeof body, "during-%d-%d", n, i);
+            json_array_append_new(entries, json_pack("{s:s, s:s}", "Id", id, "MessageBody", body));
+        }
+        struct it_reply r =
+            it_call(&srv, "SendMessageBatch",
+                    json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", entries));
+        if (r.status == 200) {
+            atomic_fetch_add(&load_sent, 10);
+        }
+        it_reply_free(&r);
+    }
+    return NULL;
+}
+
+/* Receives everything ready in url (visibility long enough to see each
+ * once) into a set of bodies: body -> count. */
+static json_t *drain_bodies(const char *url)
+{
+    json_t *seen = json_object();
+    for (int empty = 0; empty < 3;) {
+        struct it_reply r = it_receive(
+            &srv, url,
+            json_pack("{s:i, s:i}", "MaxNumberOfMessages", 10, "VisibilityTimeout", 300));
+        size_t i;
+        json_t *m;
+        size_t n = json_array_size(it_messages(&r));
+        json_array_foreach(it_messages(&r), i, m)
+        {
+            const char *b = it_jstr(m, "Body");
+            json_t *c = json_object_get(seen, b);
+            json_object_set_new(seen, b, json_integer(c != NULL ? json_integer_value(c) + 1 : 1));
+        }
+        it_reply_free(&r);
+        empty = n == 0 ? empty + 1 : 0;
+    }
+    return seen;
+}
+
+int main(void)
+{
+    struct it_options opt = {.admin = true, .tenants_yaml = tenants_yaml};
+    IT_REQUIRE(it_server_start(&srv, &opt) == 0);
+    queue_url = it_create_queue(
+        &srv, "keep", json_pack("{s:s, s:s}", "VisibilityTimeout", "45", "DelaySeconds", "0"));
+    char *dlq = it_create_queue(&srv, "keep-dlq", NULL);
+    IT_REQUIRE(queue_url != NULL && dlq != NULL);
+    struct it_reply r =
+        it_call(&srv, "SetQueueAttributes",
+                json_pack("{s:s, s:{s:s}}", "QueueUrl", queue_url, "Attributes", "RedrivePolicy",
+                          "{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:acme:keep-dlq\","
+                          "\"maxReceiveCount\":5}"));
+    IT_CHECK(r.status == 200);
+    it_reply_free(&r);
+
+    /* KEPT messages acknowledged; DELETED of them deleted (acknowledged) */
+    for (int i = 0; i < KEPT; i++) {
+        char body[32];
+        snprintf(body, sizeof body, "before-%d", i);
+        free(it_send(&srv, queue_url, body));
+    }
+    int deleted = 0;
+    char gone[DELETED][32];
+    while (deleted < DELETED) {
+        r = it_receive(&srv, queue_url, json_pack("{s:i}", "MaxNumberOfMessages", 10));
+        size_t i;
+        json_t *m;
+        json_array_foreach(it_messages(&r), i, m)
+        {
+            if (deleted < DELETED) {
+                struct it_reply d =
+                    it_call(&srv, "DeleteMessage",
+                            json_pack("{s:s, s:s}", "QueueUrl", queue_url, "ReceiptHandle",
+                                      it_jstr(m, "ReceiptHandle")));
+                IT_CHECK(d.status == 200);
+                it_reply_free(&d);
+                snprintf(gone[deleted++], sizeof gone[0], "%s", it_jstr(m, "Body"));
+            } else {
+                struct it_reply v =
+                    it_call(&srv, "ChangeMessageVisibility",
+                            json_pack("{s:s, s:s, s:i}", "QueueUrl", queue_url, "ReceiptHandle",
+                                      it_jstr(m, "ReceiptHandle"), "VisibilityTimeout", 0));
+                it_reply_free(&v);
+            }
+        }
+        it_reply_free(&r);
+    }
+    IT_CHECK(admin_post("/api/queues/acme/keep-dlq/pause", "{\"enqueue\":true}", NULL, NULL) ==
+             200);
+
+    /* a move task in the history before the backup (the DLQ is empty:
+     * it completes at once) */
+    r = it_call(&srv, "StartMessageMoveTask",
+                json_pack("{s:s}", "SourceArn", "arn:aws:sqs:us-east-1:acme:keep-dlq"));
+    IT_CHECK(r.status == 200);
+    it_reply_free(&r);
+
+    /* bad input */
+    json_t *doc = NULL;
+    IT_CHECK(admin_post("/api/backup", "{\"dir\":\"relative/dir\"}", &doc, NULL) == 400);
+    json_decref(doc);
+    IT_CHECK(admin_post("/api/backup", "{}", &doc, NULL) == 400);
+    json_decref(doc);
+    IT_CHECK(admin_post("/api/backup", "{\"dir\":\"/tmp\"}", &doc, NULL) == 400);
+    json_decref(doc);
+    IT_CHECK(admin_post("/api/backup", "{\"dir\":\"/tmp/x\"}", &doc, IT_KEY) == 403);
+    json_decref(doc);
+
+    /* the backup, under load */
+    char dir[400], body[512];
+    snprintf(dir, sizeof dir, "%s/backup-1", srv.dir);
+    snprintf(body, sizeof body, "{\"dir\":\"%s\"}", dir);
+    pthread_t th;
+    IT_REQUIRE(pthread_create(&th, NULL, load, NULL) == 0);
+    while (atomic_load(&load_sent) < 50) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    IT_CHECK(admin_post("/api/backup", body, &doc, NULL) == 200);
+    atomic_store(&stop_load, true);
+    pthread_join(th, NULL);
+    json_t *files = json_object_get(json_object_get(doc, "manifest"), "files");
+    /* manifest, catalog.db, 2 partitions, ops.db */
+    IT_CHECK(json_array_size(files) == 5);
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        IT_CHECK(strlen(it_jstr(f, "sha256")) == 64 &&
+                 json_integer_value(json_object_get(f, "bytes")) > 0);
+    }
+    json_decref(doc);
+    IT_CHECK(it_log_contains(&srv, "[audit] principal=admin:bearer route=\"POST /api/backup\" "
+                                   "status=200"));
+    int during = atomic_load(&load_sent);
+    fprintf(stderr, "sent %d messages while the backup ran\n", during);
+
+    /* a task after the backup: not in it */
+    struct timespec pause_ts = {0, 300000000};
+    nanosleep(&pause_ts, NULL); /* the first one has completed */
+    r = it_call(&srv, "StartMessageMoveTask",
+                json_pack("{s:s}", "SourceArn", "arn:aws:sqs:us-east-1:acme:keep-dlq"));
+    IT_CHECK(r.status == 200);
+    it_reply_free(&r);
+
+    /* restore into a fresh data directory, the old one moved away */
+    IT_CHECK(it_server_stop(&srv) == 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mv '%s' '%s.old'", srv.data_dir, srv.data_dir);
+    IT_REQUIRE(system(cmd) == 0);
+    char args[1024];
+    char *err = NULL;
+    snprintf(args, sizeof args, "--config '%s' --restore '%s/nothing-here'", srv.config_path,
+             srv.dir);
+    IT_CHECK(it_run_sluiced(args, &err) == 1);
+    free(err);
+    /* a damaged copy is refused */
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s-bad' && printf x >> '%s-bad/part-0001.db'", dir, dir,
+             dir);
+    IT_REQUIRE(system(cmd) == 0);
+    snprintf(args, sizeof args, "--config '%s' --restore '%s-bad'", srv.config_path, dir);
+    IT_CHECK(it_run_sluiced(args, &err) == 1);
+    IT_CHECK(err != NULL && strstr(err, "does not match the manifest") != NULL);
+    free(err);
+    snprintf(args, sizeof args, "--config '%s' --restore '%s'", srv.config_path, dir);
+    IT_CHECK(it_run_sluiced(args, &err) == 0);
+    free(err);
+    IT_CHECK(it_run_sluiced(args, &err) == 1); /* now occupied */
+    IT_CHECK(err != NULL && strstr(err, "already holds") != NULL);
+    free(err);
+    IT_REQUIRE(it_server_restart(&srv) == 0);
+
+    /* every acknowledged message from before, none deleted, a bounded
+     * number of the ones sent while it ran */
+    r = it_call(&srv, "GetQueueAttributes",
+                json_pack("{s:s, s:[s]}", "QueueUrl", queue_url, "AttributeNames", "All"));
+    json_t *attrs = json_object_get(r.json, "Attributes");
+    IT_CHECK(strcmp(it_jstr(attrs, "VisibilityTimeout"), "45") == 0);
+    IT_CHECK(strstr(it_jstr(attrs, "RedrivePolicy"), "keep-dlq") != NULL);
+    it_reply_free(&r);
+    r = it_call(&srv, "GetQueueAttributes",
+                json_pack("{s:s, s:[s]}", "QueueUrl", dlq, "AttributeNames", "All"));
+    const char *paused = it_jstr(json_object_get(r.json, "Attributes"), "SluicePaused");
+    IT_CHECK(paused != NULL && strcmp(paused, "enqueue") == 0);
+    if (paused == NULL) {
+        fprintf(stderr, "attributes after restore: %s\n", r.body);
+    }
+    it_reply_free(&r);
+
+    json_t *seen = drain_bodies(queue_url);
+    int missing = 0, doubled = 0, back = 0, from_load = 0;
+    for (int k = 0; k < KEPT; k++) {
+        char b[32];
+        snprintf(b, sizeof b, "before-%d", k);
+        json_t *c = json_object_get(seen, b);
+        bool was_deleted = false;
+        for (int d = 0; d < DELETED; d++) {
+            was_deleted = was_deleted || strcmp(gone[d], b) == 0;
+        }
+        if (was_deleted) {
+            back += c != NULL;
+        } else {
+            missing += c == NULL;
+            doubled += c != NULL && json_integer_value(c) != 1;
+        }
+    }
+    const char *key;
+    json_t *c;
+    json_object_foreach(seen, key, c)
+    {
+        from_load += strncmp(key, "during-", 7) == 0;
+    }
+    fprintf(stderr, "restored: %d of the load's %d messages\n", from_load, during);
+    IT_CHECK(missing == 0);
+    IT_CHECK(doubled == 0);
+    IT_CHECK(back == 0);
+    IT_CHECK(from_load <= during);
+    json_decref(seen);
+
+    /* the ops.db of the backup: paused queue (above), the task started
+     * before the backup and not the one after */
+    doc = NULL;
+    const char *bearer[] = {BEARER, NULL};
+    struct it_request req = {
+        .method = "GET", .path = "/api/redrives", .headers = bearer, .admin = true};
+    struct it_response resp;
+    IT_CHECK(it_request(&srv, &req, &resp) == 0 && resp.status == 200);
+    doc = json_loads(resp.body, 0, NULL);
+    IT_CHECK(json_array_size(json_object_get(doc, "tasks")) == 1);
+    json_decref(doc);
+    it_response_free(&resp);
+
+    free(queue_url);
+    free(dlq);
+    IT_CHECK(it_server_stop(&srv) == 0);
+    it_server_cleanup(&srv);
+    return it_summary();
+}

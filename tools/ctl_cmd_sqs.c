@@ -1,0 +1,377 @@
+/*
+ * ctl_cmd_sqs.c -- sluicectl's commands over the SQS API: queues, attrs,
+ * dlq sources, redrive start (with --wait: progress until the task ends),
+ * redrive status and cancel, purge. They work with a tenant's keys as
+ * well as the admin's.
+ *
+ * Progress (redrive start --wait) polls ListMessageMoveTasks twice a
+ * second. On a terminal it redraws one bar line (moved/total, rate over
+ * the whole run, ETA); otherwise it prints a plain line whenever the
+ * count changes, at most one a second, so a log or a CI job reads it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl_cmd.h"
+#include "ctl_table.h"
+
+#define PROGRESS_POLL_MS 500
+#define PROGRESS_LINE_MS 1000
+#define PROGRESS_BAR 30
+
+int ctl_cmd_queues(struct ctl *c)
+{
+    json_t *req = json_object();
+    if (c->nargs > 0) {
+        json_object_set_new(req, "QueueNamePrefix", json_string(c->args[0]));
+    }
+    struct ctl_reply r;
+    int rc = CTL_EXIT_ERROR;
+    if (ctl_sqs(c, "ListQueues", req, &r)) {
+        rc = CTL_EXIT_OK;
+        json_t *urls = json_object_get(r.json, "QueueUrls");
+        if (c->json) {
+            ctl_print_json(r.json);
+        } else if (json_array_size(urls) == 0) {
+            printf("(no queues)\n");
+        } else {
+            struct ctl_table t;
+            ctl_table_init(&t, (const char *[]){"TENANT", "QUEUE", "URL", NULL});
+            size_t i;
+            json_t *u;
+            json_array_foreach(urls, i, u)
+            {
+                char tenant[128], name[128];
+                const char *url = json_string_value(u);
+                bool ok = ctl_queue_name(url, tenant, sizeof tenant, name, sizeof name);
+                ctl_table_row(&t, (const char *[]){ok ? tenant : "-", ok ? name : "-", url});
+            }
+            ctl_table_print(&t, stdout);
+            ctl_table_free(&t);
+        }
+    }
+    ctl_reply_free(&r);
+    return rc;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int ctl_cmd_attrs(struct ctl *c)
+{
+    if (c->nargs != 1) {
+        return ctl_usage_error("attrs needs one QUEUE_URL");
+    }
+    json_t *req = json_pack("{s:s, s:[s]}", "QueueUrl", c->args[0], "AttributeNames", "All");
+    struct ctl_reply r;
+    int rc = CTL_EXIT_ERROR;
+    if (ctl_sqs(c, "GetQueueAttributes", req, &r)) {
+        rc = CTL_EXIT_OK;
+        json_t *attrs = json_object_get(r.json, "Attributes");
+        if (c->json) {
+            ctl_print_json(r.json);
+        } else {
+            const char *keys[64];
+            size_t n = 0;
+            const char *k;
+            json_t *v;
+            json_object_foreach(attrs, k, v)
+            {
+                if (n < 64) {
+                    keys[n++] = k;
+                }
+            }
+            /* sorted, so two runs compare line by line */
+            qsort(keys, n, sizeof *keys, key_cmp);
+            struct ctl_table t;
+            ctl_table_init(&t, (const char *[]){"ATTRIBUTE", "VALUE", NULL});
+            for (size_t i = 0; i < n; i++) {
+                ctl_table_row(&t, (const char *[]){keys[i], ctl_jstr(attrs, keys[i])});
+            }
+            ctl_table_print(&t, stdout);
+            ctl_table_free(&t);
+        }
+    }
+    ctl_reply_free(&r);
+    return rc;
+}
+
+int ctl_cmd_dlq_sources(struct ctl *c)
+{
+    if (c->nargs != 1) {
+        return ctl_usage_error("dlq sources needs one QUEUE_URL");
+    }
+    struct ctl_reply r;
+    int rc = CTL_EXIT_ERROR;
+    if (ctl_sqs(c, "ListDeadLetterSourceQueues", json_pack("{s:s}", "QueueUrl", c->args[0]), &r)) {
+        rc = CTL_EXIT_OK;
+        json_t *urls = json_object_get(r.json, "queueUrls");
+        if (c->json) {
+            ctl_print_json(r.json);
+        } else if (json_array_size(urls) == 0) {
+            printf("(no queue sends its dead letters here)\n");
+        } else {
+            struct ctl_table t;
+            ctl_table_init(&t, (const char *[]){"SOURCE QUEUE URL", NULL});
+            size_t i;
+            json_t *u;
+            json_array_foreach(urls, i, u)
+            {
+                ctl_table_row(&t, (const char *[]){json_string_value(u)});
+            }
+            ctl_table_print(&t, stdout);
+            ctl_table_free(&t);
+        }
+    }
+    ctl_reply_free(&r);
+    return rc;
+}
+
+/* ---- redrive --------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* "ETA 12s" / "ETA 3m04s" / "ETA ?" into out. */
+static void eta_text(long long left, double rate, char *out, size_t cap)
+{
+    if (left <= 0) {
+        snprintf(out, cap, "ETA 0s");
+    } else if (rate <= 0) {
+        snprintf(out, cap, "ETA ?");
+    } else {
+        long long s = (long long)((double)left / rate + 0.5);
+        if (s < 60) {
+            snprintf(out, cap, "ETA %llds", s);
+        } else {
+            snprintf(out, cap, "ETA %lldm%02llds", s / 60, s % 60);
+        }
+    }
+}
+
+struct progress {
+    bool tty;
+    double start;
+    double last_line;
+    long long last_moved;
+};
+
+static void progress_show(struct progress *p, long long moved, long long total, bool final)
+{
+    double t = now_s();
+    double elapsed = t - p->start;
+    double rate = elapsed > 0 ? (double)moved / elapsed : 0;
+    char eta[32];
+    eta_text(total - moved, rate, eta, sizeof eta);
+    int pct = total > 0 ? (int)(moved * 100 / total) : 100;
+    if (p->tty) {
+        int fill = total > 0 ? (int)(moved * PROGRESS_BAR / total) : PROGRESS_BAR;
+        char bar[PROGRESS_BAR + 1];
+        for (int i = 0; i < PROGRESS_BAR; i++) {
+            bar[i] = i < fill ? '#' : '-';
+        }
+        bar[PROGRESS_BAR] = '\0';
+        printf("\r[%s] %3d%%  %lld/%lld  %.1f msg/s  %s   ", bar, pct, moved, total, rate, eta);
+        if (final) {
+            putchar('\n');
+        }
+        fflush(stdout);
+    } else if (final || (moved != p->last_moved && t - p->last_line >= PROGRESS_LINE_MS / 1e3)) {
+        printf("progress: moved %lld of %lld (%d%%), %.1f msg/s, %s\n", moved, total, pct, rate,
+               eta);
+        fflush(stdout);
+        p->last_line = t;
+        p->last_moved = moved;
+    }
+}
+
+/* Follows the newest task of arn until it leaves RUNNING / CANCELLING.
+ * Returns the exit status: 0 when it COMPLETED. */
+static int redrive_wait(struct ctl *c, const char *arn)
+{
+    struct progress p = {.tty = isatty(STDOUT_FILENO) == 1, .start = now_s(), .last_moved = -1};
+    for (;;) {
+        struct ctl_reply r;
+        if (!ctl_sqs(c, "ListMessageMoveTasks",
+                     json_pack("{s:s, s:i}", "SourceArn", arn, "MaxResults", 1), &r)) {
+            ctl_reply_free(&r);
+            return CTL_EXIT_ERROR;
+        }
+        json_t *t = json_array_get(json_object_get(r.json, "Results"), 0);
+        const char *status = ctl_jstr(t, "Status");
+        long long moved = ctl_jint(t, "ApproximateNumberOfMessagesMoved");
+        long long total = ctl_jint(t, "ApproximateNumberOfMessagesToMove");
+        bool running =
+            status != NULL && (strcmp(status, "RUNNING") == 0 || strcmp(status, "CANCELLING") == 0);
+        progress_show(&p, moved, total, !running);
+        if (!running) {
+            int rc =
+                status != NULL && strcmp(status, "COMPLETED") == 0 ? CTL_EXIT_OK : CTL_EXIT_ERROR;
+            printf("%s: moved %lld of %lld in %.1fs%s%s\n", status != NULL ? status : "GONE", moved,
+                   total, now_s() - p.start, ctl_jstr(t, "FailureReason") ? ": " : "",
+                   ctl_jstr(t, "FailureReason") ? ctl_jstr(t, "FailureReason") : "");
+            ctl_reply_free(&r);
+            return rc;
+        }
+        ctl_reply_free(&r);
+        sleep_ms(PROGRESS_POLL_MS);
+    }
+}
+
+int ctl_cmd_redrive_start(struct ctl *c)
+{
+    char arn[512], to[512];
+    if (c->nargs != 1) {
+        return ctl_usage_error("redrive start needs one DLQ");
+    }
+    if (!ctl_queue_arn(c, c->args[0], arn, sizeof arn)) {
+        return ctl_usage_error("not a queue ARN, URL or TENANT/QUEUE: %s", c->args[0]);
+    }
+    json_t *req = json_pack("{s:s}", "SourceArn", arn);
+    if (c->to != NULL) {
+        if (!ctl_queue_arn(c, c->to, to, sizeof to)) {
+            json_decref(req);
+            return ctl_usage_error("not a queue ARN, URL or TENANT/QUEUE: %s", c->to);
+        }
+        json_object_set_new(req, "DestinationArn", json_string(to));
+    }
+    if (c->rate > 0) {
+        json_object_set_new(req, "MaxNumberOfMessagesPerSecond", json_integer(c->rate));
+    }
+    struct ctl_reply r;
+    int rc = CTL_EXIT_ERROR;
+    if (ctl_sqs(c, "StartMessageMoveTask", req, &r)) {
+        rc = CTL_EXIT_OK;
+        if (c->json) {
+            ctl_print_json(r.json);
+        } else {
+            printf("started: %s -> %s\n", arn, c->to != NULL ? to : "each message's source queue");
+            printf("task handle: %s\n", ctl_jstr(r.json, "TaskHandle"));
+            if (!c->wait) {
+                printf("follow with: sluicectl redrive status %s\n", arn);
+            }
+        }
+    }
+    ctl_reply_free(&r);
+    if (rc == CTL_EXIT_OK && c->wait) {
+        rc = redrive_wait(c, arn);
+    }
+    return rc;
+}
+
+int ctl_cmd_redrive_status(struct ctl *c)
+{
+    char arn[512];
+    if (c->nargs != 1) {
+        return ctl_usage_error("redrive status needs one DLQ");
+    }
+    if (!ctl_queue_arn(c, c->args[0], arn, sizeof arn)) {
+        return ctl_usage_error("not a queue ARN, URL or TENANT/QUEUE: %s", c->args[0]);
+    }
+    struct ctl_reply r;
+    int rc = CTL_EXIT_ERROR;
+    if (ctl_sqs(c, "ListMessageMoveTasks",
+                json_pack("{s:s, s:i}", "SourceArn", arn, "MaxResults", 10), &r)) {
+        rc = CTL_EXIT_OK;
+        json_t *res = json_object_get(r.json, "Results");
+        if (c->json) {
+            ctl_print_json(r.json);
+        } else if (json_array_size(res) == 0) {
+            printf("(no move tasks for %s)\n", arn);
+        } else {
+            struct ctl_table t;
+            ctl_table_init(&t, (const char *[]){"STATUS", "MOVED", "TOTAL", "RATE", "STARTED",
+                                                "DESTINATION", "FAILURE", NULL});
+            size_t i;
+            json_t *task;
+            const char *handle = NULL;
+            json_array_foreach(res, i, task)
+            {
+                char started[32], rate[32] = "max";
+                ctl_format_ms(ctl_jint(task, "StartedTimestamp"), started, sizeof started);
+                if (json_object_get(task, "MaxNumberOfMessagesPerSecond") != NULL) {
+                    snprintf(rate, sizeof rate, "%lld/s",
+                             ctl_jint(task, "MaxNumberOfMessagesPerSecond"));
+                }
+                const char *dest = ctl_jstr(task, "DestinationArn");
+                ctl_table_rowf(&t, "%s\t%lld\t%lld\t%s\t%s\t%s\t%s", ctl_jstr(task, "Status"),
+                               ctl_jint(task, "ApproximateNumberOfMessagesMoved"),
+                               ctl_jint(task, "ApproximateNumberOfMessagesToMove"), rate, started,
+                               dest ? dest : "(each message's source)",
+                               ctl_jstr(task, "FailureReason") ? ctl_jstr(task, "FailureReason")
+                                                               : "-");
+                if (handle == NULL) {
+                    handle = ctl_jstr(task, "TaskHandle");
+                }
+            }
+            ctl_table_print(&t, stdout);
+            ctl_table_free(&t);
+            if (handle != NULL) {
+                printf("cancel the running task with: sluicectl redrive cancel %s\n", handle);
+            }
+        }
+    }
+    ctl_reply_free(&r);
+    return rc;
+}
+
+int ctl_cmd_redrive_cancel(struct ctl *c)
+{
+    if (c->nargs != 1) {
+        return ctl_usage_error("redrive cancel needs one TASK_HANDLE");
+    }
+    struct ctl_reply r;
+    int rc = CTL_EXIT_ERROR;
+    if (ctl_sqs(c, "CancelMessageMoveTask", json_pack("{s:s}", "TaskHandle", c->args[0]), &r)) {
+        rc = CTL_EXIT_OK;
+        if (c->json) {
+            ctl_print_json(r.json);
+        } else {
+            printf("cancelling; %lld message(s) moved so far stay moved\n",
+                   ctl_jint(r.json, "ApproximateNumberOfMessagesMoved"));
+        }
+    }
+    ctl_reply_free(&r);
+    return rc;
+}
+
+int ctl_cmd_purge(struct ctl *c)
+{
+    if (c->nargs != 1) {
+        return ctl_usage_error("purge needs one QUEUE_URL");
+    }
+    if (!c->yes) {
+        fprintf(stderr,
+                "sluicectl: purge deletes every message of %s and cannot be undone;\n"
+                "run again with --yes to do it\n",
+                c->args[0]);
+        return CTL_EXIT_USAGE;
+    }
+    struct ctl_reply r;
+    int rc = CTL_EXIT_ERROR;
+    if (ctl_sqs(c, "PurgeQueue", json_pack("{s:s}", "QueueUrl", c->args[0]), &r)) {
+        rc = CTL_EXIT_OK;
+        if (c->json) {
+            printf("%s\n", r.body != NULL && r.body[0] != '\0' ? r.body : "{}");
+        } else {
+            printf("purged %s\n", c->args[0]);
+        }
+    }
+    ctl_reply_free(&r);
+    return rc;
+}
