@@ -12,8 +12,9 @@
  *  - the cookie authenticates admin API reads and the console page;
  *    GET /console/session gives the same CSRF token;
  *  - a write with the cookie and no token, a wrong token, or a foreign
- *    Origin gets 403; with the token it passes (logout), the cookie is
- *    cleared and the session no longer works, even for reads;
+ *    Origin gets 403 and changes nothing; with the token an admin API
+ *    write passes, audited with the session's principal; logout clears the
+ *    cookie and the session no longer works, even for reads;
  *  - a tenant's SigV4 key gets 403 on every console route; the admin's
  *    SigV4 signature gets the page;
  *  - a SIGHUP that rotates the admin secret ends the sessions opened with
@@ -29,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "it_harness.h"
+#include "it_sqs.h"
 
 #define LOGIN_FAILURE_BURST 10 /* GW_CONSOLE_LOGIN_FAILURES_BURST */
 
@@ -201,6 +202,15 @@ static long login(const struct it_server *s, const char *secret, char *cookie, s
     return status;
 }
 
+/* paused.enqueue of a queue object (docs/admin.md). */
+static bool paused_for_enqueue(const char *body)
+{
+    json_t *q = json_loads(body, 0, NULL);
+    bool paused = json_is_true(json_object_get(json_object_get(q, "paused"), "enqueue"));
+    json_decref(q);
+    return paused;
+}
+
 static bool is_hex(const char *s, size_t n)
 {
     if (strlen(s) != n) {
@@ -252,6 +262,14 @@ static void check_login_and_session(void)
     it_response_free(&r);
     r = call(&srv, &(struct call){.method = "GET", .path = "/console/session", .cookie = cookie});
     IT_CHECK(r.status == 200 && strstr(r.body, csrf) != NULL);
+    char audit[200] = "";
+    json_t *session = json_loads(r.body, 0, NULL);
+    const char *label = json_string_value(json_object_get(session, "session"));
+    IT_CHECK(label != NULL && is_hex(label, 16));
+    snprintf(audit, sizeof(audit),
+             "principal=admin:session:%s route=\"POST /api/queues/acme/orders/pause\" status=200",
+             label != NULL ? label : "?");
+    json_decref(session);
     it_response_free(&r);
 
     /* Writes need the token, and a browser's Origin must be this one. */
@@ -273,6 +291,31 @@ static void check_login_and_session(void)
     /* Those refusals did not end the session. */
     IT_CHECK(status_of(&srv, &(struct call){
                                  .method = "GET", .path = "/tenants", .cookie = cookie}) == 200);
+
+    /* An admin API write, as the console's page makes it. */
+    char *url = it_create_queue(&srv, "orders", NULL);
+    IT_REQUIRE(url != NULL);
+    free(url);
+    const char *pause = "/api/queues/" IT_TENANT "/orders/pause";
+    const char *both = "{\"enqueue\": true, \"dequeue\": true}";
+    IT_CHECK(status_of(
+                 &srv,
+                 &(struct call){.method = "POST", .path = pause, .body = both, .cookie = cookie}) ==
+             403);
+    r = call(&srv, &(struct call){.method = "GET",
+                                  .path = "/api/queues/" IT_TENANT "/orders",
+                                  .cookie = cookie});
+    IT_CHECK(r.status == 200 && !paused_for_enqueue(r.body));
+    it_response_free(&r);
+    r = call(&srv, &(struct call){.method = "POST",
+                                  .path = pause,
+                                  .body = both,
+                                  .cookie = cookie,
+                                  .csrf = csrf,
+                                  .http1 = true});
+    IT_CHECK(r.status == 200 && paused_for_enqueue(r.body));
+    it_response_free(&r);
+    IT_CHECK(it_wait_log(&srv, audit, 5000));
 
     char origin[80];
     snprintf(origin, sizeof(origin), "%s", srv.admin_url);
