@@ -358,6 +358,18 @@ function attributeList(attrs, messageAttrs) {
   return el('details', {}, el('summary', {}, `${n} attributes`), dl);
 }
 
+// Deletes one peeked message (its ref names the stored row), after the
+// browser's own confirmation.
+async function deleteMessage(m) {
+  if (!state.dlq || !window.confirm(`Delete message ${m.id} from ${state.dlq.name}? This cannot be undone.`)) return;
+  try {
+    await api('POST', `${queuePath(state.dlq.tenant, state.dlq.name)}/messages/${encodeURIComponent(m.ref)}/delete`);
+    await Promise.all([peek(), refresh()]);
+  } catch (e) {
+    showError(e);
+  }
+}
+
 async function peek() {
   if (!state.dlq) return;
   const max = $('dlq-peek-max').value;
@@ -370,8 +382,11 @@ async function peek() {
       el('td', {}, fmtTime(m.last_receive_ms)),
       el('td', {}, fmtTime(m.sent_ms)),
       el('td', { class: 'body' }, el('pre', { data: { field: 'body' } }, m.body)),
-      el('td', {}, attributeList(m.attributes, m.message_attributes))));
-    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 7, class: 'help' }, 'No ready messages.')));
+      el('td', {}, attributeList(m.attributes, m.message_attributes)),
+      el('td', {}, el('button', {
+        type: 'button', class: 'small quiet', on: { click: () => deleteMessage(m) },
+      }, 'Delete'))));
+    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 8, class: 'help' }, 'No ready messages.')));
     replaceRows($('dlq-messages').tBodies[0], rows);
     showError(null);
   } catch (e) {

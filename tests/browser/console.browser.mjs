@@ -251,6 +251,25 @@ test("the console, as an operator uses it", async (t) => {
     await shot("07-redrive-cancelled");
   });
 
+  await step("one peeked message can be deleted, after a confirmation", async () => {
+    const count = async () => Number((await sqs(server, "GetQueueAttributes", {
+      QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"],
+    })).Attributes.ApproximateNumberOfMessages);
+    const before = await count();
+    await page.click("#dlq-peek");
+    await page.waitForSelector("#dlq-messages tbody tr[data-message] button");
+    const id = await page.$eval("#dlq-messages tbody tr[data-message]", (r) => r.dataset.message);
+    // The first dialog is dismissed: nothing happens.
+    page.once("dialog", (d) => d.dismiss());
+    await page.click(`#dlq-messages tr[data-message="${id}"] button`);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await count(), before, "a dismissed confirmation deletes nothing");
+    page.once("dialog", (d) => d.accept());
+    await page.click(`#dlq-messages tr[data-message="${id}"] button`);
+    await until("the message to go", async () => (await page.$(`#dlq-messages tr[data-message="${id}"]`)) === null);
+    assert.equal(await count(), before - 1);
+  });
+
   await step("purge asks for the queue's name first", async () => {
     const left = Number((await sqs(server, "GetQueueAttributes", {
       QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"],
