@@ -207,6 +207,20 @@ static bool find_session(struct gw_console *c, const struct cfg_snapshot *snap,
                SL_OK;
 }
 
+/* A browser names the origin of a page that sends a write; only this
+ * listener's own pages may. */
+static bool same_origin(const struct gw_request *req)
+{
+    const struct gw_header *origin = gw_request_header(req, "origin");
+    if (origin == NULL) {
+        return true;
+    }
+    const char *scheme = req->tls ? "https://" : "http://";
+    size_t n = strlen(scheme);
+    return origin->value.n == n + req->authority.n && memcmp(origin->value.p, scheme, n) == 0 &&
+           memcmp(origin->value.p + n, req->authority.p, req->authority.n) == 0;
+}
+
 /* ---- login ----------------------------------------------------------------------- */
 
 void gw__console_open(struct gw_console *c, const struct cfg_snapshot *snap, uint64_t now_ns,
@@ -232,6 +246,13 @@ static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct 
     if (pol_gcra_available(&c->login_failures, now) == 0) {
         respond_error(ex, 429, "TooManyRequests",
                       "Too many failed logins; wait a few seconds and try again.", NULL);
+        return;
+    }
+    if (!same_origin(req)) {
+        /* A login from another site's page would sign the browser in to
+         * whatever account that page chose. */
+        respond_error(ex, 403, "AccessDenied",
+                      "A console login must come from the admin listener's own origin.", NULL);
         return;
     }
     if (req->body.n > LOGIN_BODY_MAX) {
@@ -336,20 +357,6 @@ static enum gw_console_auth refuse(struct gw_console_verdict *v, int status, con
     v->code = code;
     v->message = message;
     return GW_CONSOLE_AUTH_REFUSED;
-}
-
-/* A browser names the origin of a page that sends a write; only this
- * listener's own pages may. */
-static bool same_origin(const struct gw_request *req)
-{
-    const struct gw_header *origin = gw_request_header(req, "origin");
-    if (origin == NULL) {
-        return true;
-    }
-    const char *scheme = req->tls ? "https://" : "http://";
-    size_t n = strlen(scheme);
-    return origin->value.n == n + req->authority.n && memcmp(origin->value.p, scheme, n) == 0 &&
-           memcmp(origin->value.p + n, req->authority.p, req->authority.n) == 0;
 }
 
 enum gw_console_auth gw__console_authenticate(struct gw_console *c, const struct cfg_snapshot *snap,

@@ -29,6 +29,7 @@ const state = {
   dlq: null, // {tenant, name} of the open dead-letter queue
   task: null, // the redrive task being watched
   taskTimer: null,
+  peekSeq: 0,
 };
 
 // ---- small DOM helpers ----------------------------------------------------
@@ -373,8 +374,13 @@ async function deleteMessage(m) {
 async function peek() {
   if (!state.dlq) return;
   const max = $('dlq-peek-max').value;
+  // Peeks overlap (a click, a finished redrive, a delete): only the last
+  // one started may draw, or an older answer could bring back a message
+  // that is gone.
+  const seq = ++state.peekSeq;
   try {
     const data = await api('GET', `${queuePath(state.dlq.tenant, state.dlq.name)}/messages?max=${max}`);
+    if (seq !== state.peekSeq) return;
     const rows = data.messages.map((m) => el('tr', { data: { message: m.id } },
       el('td', { class: 'mono' }, m.id),
       el('td', { class: 'num', data: { field: 'receive_count' } }, fmtInt(m.receive_count)),

@@ -259,13 +259,19 @@ test("the console, as an operator uses it", async (t) => {
     await page.click("#dlq-peek");
     await page.waitForSelector("#dlq-messages tbody tr[data-message] button");
     const id = await page.$eval("#dlq-messages tbody tr[data-message]", (r) => r.dataset.message);
-    // The first dialog is dismissed: nothing happens.
-    page.once("dialog", (d) => d.dismiss());
-    await page.click(`#dlq-messages tr[data-message="${id}"] button`);
-    await new Promise((r) => setTimeout(r, 300));
+    // Answers the next confirmation; resolves once it has been shown.
+    const answer = (accept) => new Promise((resolve) => page.once("dialog", async (d) => {
+      await (accept ? d.accept() : d.dismiss());
+      resolve(d.message());
+    }));
+    const button = `#dlq-messages tr[data-message="${id}"] button`;
+    let shown = answer(false);
+    await page.$eval(button, (b) => b.click());
+    assert.match(await shown, new RegExp(`Delete message ${id}`));
     assert.equal(await count(), before, "a dismissed confirmation deletes nothing");
-    page.once("dialog", (d) => d.accept());
-    await page.click(`#dlq-messages tr[data-message="${id}"] button`);
+    shown = answer(true);
+    await page.$eval(button, (b) => b.click());
+    await shown;
     await until("the message to go", async () => (await page.$(`#dlq-messages tr[data-message="${id}"]`)) === null);
     assert.equal(await count(), before - 1);
   });

@@ -5,10 +5,10 @@
  *    login page; the login page and the console's files answer without
  *    credentials, with a Content-Security-Policy that allows no inline
  *    script, nosniff, and an entity tag that revalidates to 304;
- *  - a login with a wrong secret or a malformed body is refused (and the
- *    refusal audited); the admin secret sets a cookie that is HttpOnly,
- *    SameSite=Strict, Path=/ and bounded in time, and answers the CSRF
- *    token;
+ *  - a login with a wrong secret, a malformed body, or from another
+ *    origin is refused (a wrong secret audited); the admin secret sets a
+ *    cookie that is HttpOnly, SameSite=Strict, Path=/ and bounded in
+ *    time, and answers the CSRF token;
  *  - the cookie authenticates admin API reads and the console page;
  *    GET /console/session gives the same CSRF token;
  *  - a write with the cookie and no token, a wrong token, or a foreign
@@ -235,6 +235,11 @@ static void check_login_and_session(void)
     IT_CHECK(status_of(&srv, &(struct call){.method = "POST",
                                             .path = "/console/login",
                                             .body = "not json"}) == 400);
+    /* The right secret from another site's page: no session for it. */
+    IT_CHECK(status_of(&srv, &(struct call){.method = "POST",
+                                            .path = "/console/login",
+                                            .body = "{\"secret\": \"" IT_ADMIN_SECRET "\"}",
+                                            .origin = "https://attacker.example"}) == 403);
 
     IT_REQUIRE(login(&srv, IT_ADMIN_SECRET, cookie, sizeof(cookie), csrf, sizeof(csrf), set_cookie,
                      sizeof(set_cookie)) == 200);
