@@ -217,13 +217,25 @@ static int parse_ref(struct gw_admin_req *r, const char *ref, uint32_t *partitio
     return SL_OK;
 }
 
+/* A one-message write the engine refused. */
+static void message_failed(struct gw_admin_req *r, int status)
+{
+    if (status == SL_ENOTFOUND) {
+        gw__admin_fail(r, 404, "NotFound",
+                       "Message %s is gone, or not ready (in flight or delayed): only a ready "
+                       "message is deleted or moved.",
+                       r->seg[4]);
+    } else {
+        gw__admin_fail_storage(r, status, "The message");
+    }
+}
+
 static void removed(struct part_cookie cookie, int status, const struct part_result *res)
 {
     (void)res;
     struct gw_admin_req *r = cookie.ptr;
     if (status != SL_OK) {
-        gw__admin_fail_storage(r, status,
-                               "That message (or it is not ready: in flight or delayed)");
+        message_failed(r, status);
         return;
     }
     gw__admin_json(r, 200, json_pack("{s:b}", "deleted", true));
@@ -253,8 +265,7 @@ static void moved(struct part_cookie cookie, int status, const struct part_resul
         status = SL_ENOTFOUND;
     }
     if (status != SL_OK) {
-        gw__admin_fail_storage(r, status,
-                               "That message (or it is not ready: in flight or delayed)");
+        message_failed(r, status);
         return;
     }
     const char *dest = json_string_value(json_object_get(r->body, "destination"));

@@ -104,41 +104,16 @@ void gw__admin_fail_storage(struct gw_admin_req *r, int status, const char *what
 
 /* ---- paths and queries ----------------------------------------------------- */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-/* %XX-decodes s into a new string (plus_space: '+' is a space, as in a
- * query). NULL for a bad escape or an encoded NUL. */
-static char *unescape(struct sl_slice s, bool plus_space)
+/* %XX-decodes s into a new string ('+' is a space, as in a form; no
+ * name the admin API takes has either). NULL for a bad escape or an
+ * encoded NUL. */
+static char *unescape(struct sl_slice s)
 {
     char *out = sl_xmalloc(s.n + 1);
-    size_t n = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        char c = s.p[i];
-        if (c == '%') {
-            int hi = i + 2 < s.n ? hexval(s.p[i + 1]) : -1;
-            int lo = i + 2 < s.n ? hexval(s.p[i + 2]) : -1;
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-                free(out);
-                return NULL;
-            }
-            c = (char)(hi * 16 + lo);
-            i += 2;
-        } else if (c == '+' && plus_space) {
-            c = ' ';
-        }
-        out[n++] = c;
+    long n = gw_sqs_url_decode(s, out);
+    if (n < 0 || memchr(out, '\0', (size_t)n) != NULL) {
+        free(out);
+        return NULL;
     }
     out[n] = '\0';
     return out;
@@ -155,7 +130,7 @@ int gw__admin_split_path(struct gw_admin_req *r, struct sl_slice rest)
         if (j == i || r->nseg == GW_ADMIN_MAX_SEGS) {
             return SL_EINVAL;
         }
-        char *seg = unescape((struct sl_slice){rest.p + i, j - i}, false);
+        char *seg = unescape((struct sl_slice){rest.p + i, j - i});
         if (seg == NULL) {
             return SL_EINVAL;
         }
@@ -180,7 +155,7 @@ const char *gw__admin_query(const struct gw_admin_req *r, const char *name, char
         }
         struct sl_slice pair = {q.p + i, j - i};
         if (pair.n > nl && memcmp(pair.p, name, nl) == 0 && pair.p[nl] == '=') {
-            char *v = unescape((struct sl_slice){pair.p + nl + 1, pair.n - nl - 1}, true);
+            char *v = unescape((struct sl_slice){pair.p + nl + 1, pair.n - nl - 1});
             if (v == NULL || strlen(v) >= cap) {
                 free(v);
                 return NULL;

@@ -225,6 +225,10 @@ int gw_opstore_backup(struct gw_opstore *s, const char *path, char *err, size_t 
     int rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(db, OPSTORE_BUSY_MS);
+        rc =
+            sqlite3_exec(db, "PRAGMA synchronous=OFF", NULL, NULL, NULL); /* synced by the caller */
+    }
+    if (rc == SQLITE_OK) {
         rc = sqlite3_prepare_v2(db, "VACUUM INTO ?1", -1, &st, NULL);
     }
     if (rc == SQLITE_OK) {

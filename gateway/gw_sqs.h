@@ -508,6 +508,11 @@ void gw_sqs_request_fini(struct gw_sqs_request *r);
  * of gw_actions.def), MalformedQueryString (bad percent-encoding). */
 int gw_sqs_query_action(struct sl_slice form, enum gw_sqs_action *out, struct gw_sqs_err *err);
 
+/* Percent-decodes in into out (at least in.n bytes; '+' is a space, as in
+ * every form). Returns the decoded length, or -1 for a '%' without two hex
+ * digits. Also the admin API's path and query decoder. */
+long gw_sqs_url_decode(struct sl_slice in, char *out);
+
 /* Decodes a whole query-protocol form into *out with the JSON protocol's
  * validation: the form's parameters are translated into the JSON
  * protocol's document (the flattened lists "X.N", maps "X.N.Name/Value",

@@ -248,7 +248,7 @@ static int hex_digit(char c)
 
 /* Percent-decodes in into out ('+' is a space, as in every form).
  * Returns the decoded length, or -1 for a '%' without two hex digits. */
-static long url_decode(struct sl_slice in, char *out)
+long gw_sqs_url_decode(struct sl_slice in, char *out)
 {
     size_t o = 0;
     for (size_t i = 0; i < in.n; i++) {
@@ -287,8 +287,8 @@ static int decode_pair(struct sl_slice part, char *out, struct qparam *p, struct
     struct sl_slice k = {part.p, eq != NULL ? (size_t)(eq - part.p) : part.n};
     struct sl_slice v = eq != NULL ? (struct sl_slice){eq + 1, part.n - k.n - 1}
                                    : (struct sl_slice){part.p + part.n, 0};
-    long kn = url_decode(k, out);
-    long vn = kn < 0 ? -1 : url_decode(v, out + kn);
+    long kn = gw_sqs_url_decode(k, out);
+    long vn = kn < 0 ? -1 : gw_sqs_url_decode(v, out + kn);
     if (vn < 0) {
         return malformed(err, part);
     }
@@ -419,7 +419,7 @@ int gw_sqs_query_action(struct sl_slice form, enum gw_sqs_action *out, struct gw
                                       "The action %.*s... is not valid for this endpoint.", 32,
                                       v.p);
             }
-            long n = url_decode(v, name);
+            long n = gw_sqs_url_decode(v, name);
             if (n < 0) {
                 return malformed(err, part);
             }

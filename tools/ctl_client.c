@@ -129,6 +129,23 @@ static void take_body(struct sink *sink, struct ctl_reply *out)
     out->json = json_loads(out->body, 0, NULL);
 }
 
+/* Performs the request with headers hl (freed here) and, when a reply
+ * came, takes its body into out. False when none came (out says why). */
+static bool exchange(const struct ctl_endpoint *ep, const char *method, const char *url,
+                     struct curl_slist *hl, const char *payload, struct sink *sink,
+                     struct ctl_reply *out)
+{
+    sl_buf_init(&sink->body);
+    bool reached = perform(ep, method, url, hl, payload, sink, out);
+    curl_slist_free_all(hl);
+    if (!reached) {
+        sl_buf_free(&sink->body);
+        return false;
+    }
+    take_body(sink, out);
+    return true;
+}
+
 bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, struct ctl_reply *out)
 {
     memset(out, 0, sizeof *out);
@@ -180,17 +197,13 @@ bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, st
     hl = curl_slist_append(hl, "expect:");
 
     struct sink sink = {0};
-    sl_buf_init(&sink.body);
-    bool reached = perform(ep, "POST", url, hl, payload, &sink, out);
-    curl_slist_free_all(hl);
+    bool reached = exchange(ep, "POST", url, hl, payload, &sink, out);
     free(authz_h);
     sl_buf_free(&auth);
     free(payload);
     if (!reached) {
-        sl_buf_free(&sink.body);
         return false;
     }
-    take_body(&sink, out);
     if (out->status >= 200 && out->status < 300) {
         return true;
     }
@@ -281,24 +294,21 @@ bool ctl_admin(const struct ctl_endpoint *ep, const char *method, const char *pa
     hl = curl_slist_append(hl, authz_h);
     hl = curl_slist_append(hl, "expect:");
     struct sink sink = {0};
-    sl_buf_init(&sink.body);
-    bool reached = perform(ep, method, url, hl, payload, &sink, out);
-    curl_slist_free_all(hl);
+    bool reached = exchange(ep, method, url, hl, payload, &sink, out);
     free(authz_h);
     free(url);
     sl_buf_free(&auth);
     free(payload);
     if (!reached) {
-        sl_buf_free(&sink.body);
         return false;
     }
-    take_body(&sink, out);
     if (out->status >= 200 && out->status < 300) {
         return true;
     }
     const char *code = json_string_value(json_object_get(out->json, "error"));
-    snprintf(out->code, sizeof out->code, "%s", code != NULL ? code : "HTTP");
-    if (code == NULL) {
+    if (code != NULL) {
+        snprintf(out->code, sizeof out->code, "%s", code);
+    } else {
         snprintf(out->code, sizeof out->code, "HTTP%ld", out->status);
     }
     out->message = json_string_value(json_object_get(out->json, "message"));

@@ -519,8 +519,9 @@ typedef void part_backup_file_fn(void *arg, const char *name);
  * "catalog.db" and every "part-NNNN.db", each database copied with SQLite's
  * VACUUM INTO on a read-only connection of its own while the writers go on
  * (one WAL snapshot per file; docs/operations.md says what that
- * guarantees across files). Blocks for as long as the copies take: call it
- * off the I/O loops. Any thread. Returns SL_OK, or SL_EIO with a sentence
+ * guarantees across files). The copies are not fsync'd: the caller syncs
+ * each file it keeps. Blocks for as long as the copies take: call it off
+ * the I/O loops. Any thread. Returns SL_OK, or SL_EIO with a sentence
  * in err (the directory then holds a partial copy). */
 int part_engine_backup(struct part_engine *e, const char *dir, part_backup_file_fn *done, void *arg,
                        char *err, size_t errlen);

@@ -3,7 +3,7 @@
  * command an on-call engineer runs during a DLQ incident, in table and
  * --json output (queues, attrs, dlq sources, dlq peek, redrive start
  * --wait / status / cancel, purge, tenants, watch, pause, resume,
- * reload); the progress lines of redrive --wait when stdout is not a
+ * reload, backup); the progress lines of redrive --wait when stdout is not a
  * terminal; where endpoint and credentials come from (flags over the
  * environment over the config file, never demo defaults); a TLS gateway
  * with a private CA (--cacert, SSL_CERT_FILE); what errors look like
@@ -295,6 +295,26 @@ static void check_admin_commands(const char *src)
     v = ctl_admin("resume acme/ctl-src");
     IT_CHECK(v.status == 0);
     CHECK_HAS(v, "acme/ctl-src: paused nothing (serving)");
+
+    char args[1024];
+    snprintf(args, sizeof args, "backup '%s/bk-table'", srv.dir);
+    v = ctl_admin(args);
+    IT_CHECK(v.status == 0);
+    CHECK_HAS(v, "FILE          BYTES  SHA256");
+    CHECK_HAS(v, "catalog.db");
+    CHECK_HAS(v, "part-0001.db");
+    CHECK_HAS(v, "manifest.json lists and checks every file");
+    snprintf(args, sizeof args, "--json backup '%s/bk-json'", srv.dir);
+    v = ctl_admin(args);
+    doc = json_of(&v);
+    IT_CHECK(json_array_size(json_object_get(json_object_get(doc, "manifest"), "files")) == 5);
+    json_decref(doc);
+    snprintf(args, sizeof args, "backup '%s/bk-table'", srv.dir); /* not empty now */
+    v = ctl_admin(args);
+    IT_CHECK(v.status == 1);
+    CHECK_HAS(v, "error: BadRequest: ");
+    v = ctl_admin("backup relative/dir");
+    IT_CHECK(v.status == 1);
 
     v = ctl_admin("reload");
     IT_CHECK(v.status == 0);
