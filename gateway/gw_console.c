@@ -107,10 +107,9 @@ static void respond_json(struct gw_exchange *ex, int status, json_t *o, const ch
 }
 
 /* {"error": code, "message": message}, the admin listener's error shape. */
-static void respond_error(struct gw_exchange *ex, int status, const char *code, const char *message,
-                          const char *cookie)
+static void respond_error(struct gw_exchange *ex, int status, const char *code, const char *message)
 {
-    respond_json(ex, status, json_pack("{s:s, s:s}", "error", code, "message", message), cookie);
+    respond_json(ex, status, json_pack("{s:s, s:s}", "error", code, "message", message), NULL);
 }
 
 static void redirect(struct gw_exchange *ex, const char *location)
@@ -245,18 +244,18 @@ static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct 
     uint64_t now = sl_mono_ns();
     if (pol_gcra_available(&c->login_failures, now) == 0) {
         respond_error(ex, 429, "TooManyRequests",
-                      "Too many failed logins; wait a few seconds and try again.", NULL);
+                      "Too many failed logins; wait a few seconds and try again.");
         return;
     }
     if (!same_origin(req)) {
         /* A login from another site's page would sign the browser in to
          * whatever account that page chose. */
         respond_error(ex, 403, "AccessDenied",
-                      "A console login must come from the admin listener's own origin.", NULL);
+                      "A console login must come from the admin listener's own origin.");
         return;
     }
     if (req->body.n > LOGIN_BODY_MAX) {
-        respond_error(ex, 413, "PayloadTooLarge", "A login body is at most 4 KiB.", NULL);
+        respond_error(ex, 413, "PayloadTooLarge", "A login body is at most 4 KiB.");
         return;
     }
     json_error_t jerr;
@@ -266,14 +265,14 @@ static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct 
     if (body == NULL || json_unpack(body, "{s:s%}", "secret", &secret, &secret_len) != 0) {
         json_decref(body);
         respond_error(ex, 400, "BadRequest",
-                      "The login body must be a JSON object {\"secret\": STRING}.", NULL);
+                      "The login body must be a JSON object {\"secret\": STRING}.");
         return;
     }
     if (!secret_equal((struct sl_slice){secret, secret_len}, admin_secret(snap))) {
         json_decref(body);
         pol_gcra_take(&c->login_failures, 1, POL_PPM, now, NULL);
         sl_log(SL_LOG_WARN, "audit", "principal=- route=\"POST /console/login\" status=403");
-        respond_error(ex, 403, "AccessDenied", "That is not the admin secret.", NULL);
+        respond_error(ex, 403, "AccessDenied", "That is not the admin secret.");
         return;
     }
     json_decref(body);
@@ -330,7 +329,7 @@ bool gw__console_public(struct gw_console *c, const struct cfg_snapshot *snap,
         const struct gw_console_asset *a = asset_named(name);
         if (a == NULL || sl_slice_eq_cstr(name, "index.html") ||
             sl_slice_eq_cstr(name, "login.html")) {
-            respond_error(ex, 404, "NotFound", "No such console file.", NULL);
+            respond_error(ex, 404, "NotFound", "No such console file.");
         } else {
             respond_asset(ex, req, a);
         }
@@ -404,8 +403,7 @@ static void session_info(struct gw_console *c, const struct cfg_snapshot *snap,
     if (!find_session(c, snap, req, &view)) {
         respond_error(ex, 400, "BadRequest",
                       "This request is not authenticated by a console session; there is no "
-                      "CSRF token to give.",
-                      NULL);
+                      "CSRF token to give.");
         return;
     }
     respond_json(ex, 200,
@@ -443,8 +441,7 @@ bool gw__console_serve(struct gw_console *c, const struct cfg_snapshot *snap,
     } else if (path.n >= strlen("/console/") && memcmp(path.p, "/console/", 9) == 0) {
         respond_error(ex, get || post ? 404 : 405, get || post ? "NotFound" : "MethodNotAllowed",
                       "The console serves GET /console/, GET /console/login, GET "
-                      "/console/session, POST /console/login and POST /console/logout.",
-                      NULL);
+                      "/console/session, POST /console/login and POST /console/logout.");
     } else {
         return false;
     }
