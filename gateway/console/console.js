@@ -15,7 +15,8 @@
 'use strict';
 
 const REFRESH_MS = 2000;
-const HISTORY = 300; // samples kept per series: 10 minutes at REFRESH_MS
+const WINDOW_MS = 10 * 60 * 1000; // what a chart spans
+const HISTORY = WINDOW_MS / REFRESH_MS; // samples kept per series
 const TASK_REFRESH_MS = 500;
 const TERMINAL = new Set(['COMPLETED', 'CANCELLED', 'FAILED']);
 
@@ -124,8 +125,11 @@ function record(name, sample) {
     series = [];
     state.history.set(name, series);
   }
-  series.push(sample);
-  if (series.length > HISTORY) series.splice(0, series.length - HISTORY);
+  series.push({ t: Date.now(), ...sample });
+  const old = Date.now() - WINDOW_MS;
+  let drop = Math.max(0, series.length - HISTORY);
+  while (drop < series.length && series[drop].t < old) drop++;
+  if (drop > 0) series.splice(0, drop);
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -136,8 +140,10 @@ function svg(tag, attrs) {
   return node;
 }
 
-// A small line chart of the fields of one history series, all on one
-// scale from 0 to the largest value seen, with that maximum labelled.
+// A small line chart of the fields of one history series over the last
+// WINDOW_MS (now at the right edge; a gap where the series was not
+// sampled), all on one scale from 0 to the largest value seen, with that
+// maximum labelled.
 function sparkline(name, fields, width = 180, height = 36) {
   const series = state.history.get(name) || [];
   const root = svg('svg', { class: 'spark', width, height, viewBox: `0 0 ${width} ${height}` });
@@ -145,13 +151,25 @@ function sparkline(name, fields, width = 180, height = 36) {
   let max = 0;
   for (const s of series) for (const f of fields) max = Math.max(max, s[f] || 0);
   const scale = max > 0 ? (height - 4) / max : 0;
-  const step = width / (HISTORY - 1);
-  const x0 = width - (series.length - 1) * step;
+  const now = Date.now();
+  const x = (t) => (width - ((now - t) * width) / WINDOW_MS).toFixed(1);
+  const y = (v) => (height - 1 - (v || 0) * scale).toFixed(1);
+  // Runs of samples no more than a few refreshes apart are joined.
+  const runs = [];
+  for (const s of series) {
+    const run = runs[runs.length - 1];
+    if (run && s.t - run[run.length - 1].t <= 3 * REFRESH_MS) run.push(s);
+    else runs.push([s]);
+  }
   for (const f of fields) {
-    const points = series
-      .map((s, i) => `${(x0 + i * step).toFixed(1)},${(height - 1 - (s[f] || 0) * scale).toFixed(1)}`)
-      .join(' ');
-    if (series.length > 1) root.append(svg('polyline', { class: f, points }));
+    for (const run of runs) {
+      if (run.length < 2) continue;
+      root.append(svg('polyline', { class: f, points: run.map((s) => `${x(s.t)},${y(s[f])}`).join(' ') }));
+    }
+    // The latest value as a dot: in a console opened moments ago the line
+    // is still a few pixels long.
+    const last = series[series.length - 1];
+    if (last) root.append(svg('circle', { class: f, cx: x(last.t), cy: y(last[f]), r: 1.8 }));
   }
   const label = svg('text', { x: 2, y: 9 });
   label.textContent = max > 0 ? `max ${fmtRate(max)}` : '';

@@ -297,11 +297,28 @@ test("the console, as an operator uses it", async (t) => {
     await shot("09-purged");
   });
 
+  await step("the overview follows a tenant's backlog and request rate", async () => {
+    await goto("overview");
+    const row = `#tenants tr[data-tenant="${tenant.name}"]`;
+    const field = (f) => page.$eval(`${row} [data-field="${f}"]`, (td) => td.textContent.replace(/,/g, ""));
+    await page.waitForSelector(row);
+    const before = Number(await field("backlog"));
+    const url = `${server.endpoint}/${tenant.name}/elsewhere`;
+    for (let i = 0; i < 3; i++) await sqs(server, "SendMessage", { QueueUrl: url, MessageBody: `late ${i}` });
+    await until("the backlog to grow by 3", async () => Number(await field("backlog")) === before + 3);
+    // Requests keep coming while the page measures their rate.
+    await until("a request rate", async () => {
+      await sqs(server, "GetQueueUrl", { QueueName: "elsewhere" });
+      return Number(await field("rate")) > 0;
+    });
+    await shot("10-overview-live");
+  });
+
   await step("the partitions page shows each writer", async () => {
     await goto("partitions");
     await page.waitForSelector('#partitions tr[data-partition="3"]');
     assert.equal((await page.$$("#partitions tbody tr")).length, 4);
-    await shot("10-partitions");
+    await shot("11-partitions");
   });
 
   await step("logout ends the session", async () => {
