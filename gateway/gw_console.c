@@ -31,6 +31,7 @@
 #include "gw.h"
 #include "gw_console.h"
 #include "gw_console_assets.h"
+#include "gw_console_history.h"
 #include "pol.h"
 
 #define COOKIE_NAME "sluice_session"
@@ -44,12 +45,14 @@
 
 struct gw_console {
     struct gw_console_sessions *sessions;
+    struct gw_console_history *history; /* NULL without an engine */
     struct pol_gcra login_failures;
 };
 
-struct gw_console *gw__console_new(void)
+struct gw_console *gw__console_new(struct part_engine *engine)
 {
     struct gw_console *c = sl_xcalloc(1, sizeof(*c));
+    c->history = engine != NULL ? gw__console_history_start(engine) : NULL;
     c->sessions = gw__console_sessions_new();
     pol_gcra_init(&c->login_failures, GW_CONSOLE_LOGIN_FAILURES_PER_S,
                   GW_CONSOLE_LOGIN_FAILURES_BURST);
@@ -61,6 +64,7 @@ void gw__console_free(struct gw_console *c)
     if (c == NULL) {
         return;
     }
+    gw__console_history_stop(c->history);
     gw__console_sessions_free(c->sessions);
     free(c);
 }
@@ -436,12 +440,15 @@ bool gw__console_serve(struct gw_console *c, const struct cfg_snapshot *snap,
         respond_asset(ex, req, asset_named(SL_SLICE_LIT("index.html")));
     } else if (get && sl_slice_eq_cstr(path, "/console/session")) {
         session_info(c, snap, ex, req);
+    } else if (get && sl_slice_eq_cstr(path, "/console/history") && c->history != NULL) {
+        respond_json(ex, 200, gw__console_history_json(c->history), NULL);
     } else if (post && sl_slice_eq_cstr(path, "/console/logout")) {
         logout(c, ex, req);
     } else if (path.n >= strlen("/console/") && memcmp(path.p, "/console/", 9) == 0) {
         respond_error(ex, get || post ? 404 : 405, get || post ? "NotFound" : "MethodNotAllowed",
                       "The console serves GET /console/, GET /console/login, GET "
-                      "/console/session, POST /console/login and POST /console/logout.");
+                      "/console/session, GET /console/history, POST /console/login and POST "
+                      "/console/logout.");
     } else {
         return false;
     }

@@ -29,6 +29,7 @@
 
 struct cfg_snapshot;
 struct gw_console;
+struct part_engine;
 
 /* Failed logins allowed, process-wide: a few typos, then one a second. */
 #define GW_CONSOLE_LOGIN_FAILURES_PER_S 1
@@ -37,7 +38,10 @@ struct gw_console;
 /* The header a console write carries its session's CSRF token in. */
 #define GW_CONSOLE_CSRF_HEADER "x-sluice-csrf"
 
-struct gw_console *gw__console_new(void);
+/* The console over engine (borrowed; it must outlive the console), whose
+ * queues it starts sampling for the charts (gw_console_history.h); NULL
+ * engine: no history. */
+struct gw_console *gw__console_new(struct part_engine *engine);
 void gw__console_free(struct gw_console *c);
 
 /* The value of the session cookie among req's Cookie headers (any of
@@ -88,8 +92,9 @@ enum gw_console_auth gw__console_authenticate(struct gw_console *c, const struct
                                               struct gw_console_verdict *v);
 
 /* Answers the console's authenticated routes: GET /console/ (the page),
- * GET /console/session (the CSRF token of the cookie's session) and POST
- * /console/logout (ends the session and clears the cookie). Returns true
+ * GET /console/session (the CSRF token of the cookie's session), GET
+ * /console/history (the queues' last minutes) and POST /console/logout
+ * (ends the session and clears the cookie). Returns true
  * when req was one of them and answered. */
 bool gw__console_serve(struct gw_console *c, const struct cfg_snapshot *snap,
                        struct gw_exchange *ex, const struct gw_request *req);

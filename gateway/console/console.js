@@ -180,6 +180,16 @@ function sparkline(name, fields, width = 180, height = 36) {
   return root;
 }
 
+// The gateway keeps every queue's last minutes (GET /console/history):
+// the charts start from them instead of from an empty page.
+async function loadHistory() {
+  const data = await api('GET', '/console/history');
+  for (const [key, h] of Object.entries(data.queues)) {
+    const series = h.t_ms.map((t, i) => ({ t, ready: h.ready[i], inflight: h.inflight[i], delayed: h.delayed[i] }));
+    state.history.set(`queue:${key}`, series.filter((s) => s.t > Date.now() - WINDOW_MS));
+  }
+}
+
 // ---- /metrics -----------------------------------------------------------------------
 
 // Sums each metric named in wanted by its tenant label: {name: Map(tenant -> value)}.
@@ -583,6 +593,7 @@ async function logout() {
 async function start() {
   const session = await api('GET', '/console/session');
   state.csrf = session.csrf_token;
+  await loadHistory().catch(showError);
   $('logout').addEventListener('click', logout);
   $('queues-tenant').addEventListener('change', renderQueues);
   $('dlq-peek').addEventListener('click', peek);

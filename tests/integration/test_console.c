@@ -15,6 +15,8 @@
  *    Origin gets 403 and changes nothing; with the token an admin API
  *    write passes, audited with the session's principal; logout clears the
  *    cookie and the session no longer works, even for reads;
+ *  - GET /console/history has every queue's recent counts: three sends
+ *    show in a later sample;
  *  - a tenant's SigV4 key gets 403 on every console route; the admin's
  *    SigV4 signature gets the page;
  *  - a SIGHUP that rotates the admin secret ends the sessions opened with
@@ -224,6 +226,42 @@ static bool is_hex(const char *s, size_t n)
     return true;
 }
 
+/* The ready count of the last sample of acme/QUEUE in /console/history,
+ * or -1 when the queue has none yet. */
+static long last_ready(const char *body, const char *queue)
+{
+    json_t *h = json_loads(body, 0, NULL);
+    json_t *ready = json_object_get(json_object_get(json_object_get(h, "queues"), queue), "ready");
+    size_t n = json_array_size(ready);
+    long v = n > 0 ? (long)json_integer_value(json_array_get(ready, n - 1)) : -1;
+    json_decref(h);
+    return v;
+}
+
+/* The gateway samples every queue for the console's charts: three sends
+ * show in a later sample (one comes every GW_CONSOLE_HISTORY_STEP_S). */
+static void check_history(const char *cookie)
+{
+    IT_CHECK(status_of(&srv, &(struct call){.method = "GET", .path = "/console/history"}) == 401);
+    char *url = it_create_queue(&srv, "charted", NULL);
+    IT_REQUIRE(url != NULL);
+    for (int i = 0; i < 3; i++) {
+        free(it_send(&srv, url, "sampled"));
+    }
+    free(url);
+    long ready = -1;
+    for (int i = 0; i < 300 && ready != 3; i++) { /* 15 s: three sampling steps */
+        struct it_response r = call(
+            &srv, &(struct call){.method = "GET", .path = "/console/history", .cookie = cookie});
+        ready = r.status == 200 ? last_ready(r.body, IT_TENANT "/charted") : -2;
+        it_response_free(&r);
+        if (ready != 3) {
+            nanosleep(&(struct timespec){0, 50000000}, NULL);
+        }
+    }
+    IT_CHECK(ready == 3);
+}
+
 static void check_login_and_session(void)
 {
     char cookie[200], csrf[100], set_cookie[300];
@@ -321,6 +359,7 @@ static void check_login_and_session(void)
     IT_CHECK(r.status == 200 && paused_for_enqueue(r.body));
     it_response_free(&r);
     IT_CHECK(it_wait_log(&srv, audit, 5000));
+    check_history(cookie);
 
     char origin[80];
     snprintf(origin, sizeof(origin), "%s", srv.admin_url);
