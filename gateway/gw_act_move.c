@@ -158,16 +158,17 @@ static char *dup_or_null(const char *s)
 static void list_one(void *arg, const struct gw_move_view *v)
 {
     struct list_acc *acc = arg;
+    const struct gw_op_task *t = &v->task;
     acc->out[acc->n++] = (struct gw_sqs_move_task){
         .task_handle = v->running ? sl_xstrdup(v->handle) : NULL,
-        .status = v->status,
-        .source_arn = sl_xstrdup(v->source_arn),
-        .destination_arn = dup_or_null(v->dest_arn),
-        .max_per_second = v->rate,
-        .moved = v->moved,
-        .to_move = v->to_move,
-        .failure_reason = dup_or_null(v->failure),
-        .started_ms = v->started_ms,
+        .status = t->status,
+        .source_arn = sl_xstrdup(t->source_arn),
+        .destination_arn = dup_or_null(t->dest_arn),
+        .max_per_second = t->rate,
+        .moved = t->moved,
+        .to_move = t->to_move,
+        .failure_reason = dup_or_null(t->error),
+        .started_ms = t->started_ms,
     };
 }
 

@@ -8,14 +8,16 @@
  * finds nothing rather than another message; and only a READY row is
  * deleted or moved, never one a consumer holds.
  *
- * Stack: above gw_admin_util.c and gw_attrs.c. Loop threads; the peek
- * reads SQLite on the loop thread (bounded: at most PART_PEEK_MAX rows a
- * partition), the writes complete on it.
+ * Stack: above gw_admin_util.c and gw_attrs.c. Loop threads; the peek's
+ * reads run on libuv's thread pool and answer on the loop, the writes
+ * complete on the loop.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <uv.h>
 
 #include "gw_admin_routes.h"
 #include "gw_attrs.h"
@@ -129,6 +131,44 @@ static json_t *message_json(struct gw_admin_req *r, const struct part_message *m
     return o;
 }
 
+/* The reads of a peek run on libuv's thread pool: a few ms a partition
+ * of SQLite I/O that the loop's other exchanges should not wait behind. */
+struct peek_job {
+    uv_work_t work;
+    struct gw_admin_req *r;
+    uint64_t queue_id;
+    uint32_t max;
+    int status;
+    uint32_t skipped;
+    struct part_peek_list list;
+};
+
+static void peek_work(uv_work_t *w)
+{
+    struct peek_job *j = w->data;
+    j->status = part_peek(j->r->api->engine, j->queue_id, j->max, &j->list, &j->skipped);
+}
+
+static void peek_done(uv_work_t *w, int status)
+{
+    (void)status;
+    struct peek_job *j = w->data;
+    struct gw_admin_req *r = j->r;
+    if (j->status != SL_OK) {
+        gw__admin_fail_storage(r, j->status, "The queue");
+    } else {
+        json_t *msgs = json_array();
+        for (size_t i = 0; i < j->list.count; i++) {
+            json_array_append_new(msgs, message_json(r, &j->list.items[i]));
+        }
+        gw__admin_json(
+            r, 200,
+            json_pack("{s:o, s:I}", "messages", msgs, "partitions_unread", (json_int_t)j->skipped));
+    }
+    part_peek_list_free(&j->list);
+    free(j);
+}
+
 void gw__admin_peek(struct gw_admin_req *r)
 {
     struct gw_queue q;
@@ -147,21 +187,15 @@ void gw__admin_peek(struct gw_admin_req *r)
             return;
         }
     }
-    struct part_peek_list list;
-    uint32_t skipped = 0;
-    int rc = part_peek(r->api->engine, q.id, (uint32_t)max, &list, &skipped);
-    if (rc != SL_OK) {
-        gw__admin_fail_storage(r, rc, "The queue");
-        return;
+    struct peek_job *j = sl_xcalloc(1, sizeof *j);
+    j->r = r;
+    j->queue_id = q.id;
+    j->max = (uint32_t)max;
+    j->work.data = j;
+    if (uv_queue_work(r->l->base.loop, &j->work, peek_work, peek_done) != 0) {
+        free(j);
+        gw__admin_fail(r, 503, "ServiceUnavailable", "The gateway is shutting down.");
     }
-    json_t *msgs = json_array();
-    for (size_t i = 0; i < list.count; i++) {
-        json_array_append_new(msgs, message_json(r, &list.items[i]));
-    }
-    part_peek_list_free(&list);
-    gw__admin_json(
-        r, 200,
-        json_pack("{s:o, s:I}", "messages", msgs, "partitions_unread", (json_int_t)skipped));
 }
 
 /* ---- purge ------------------------------------------------------------------------- */

@@ -24,18 +24,19 @@
 
 static json_t *task_json(const struct gw_move_view *v)
 {
+    const struct gw_op_task *t = &v->task;
     char source[160], dest[160];
-    snprintf(source, sizeof source, "%s/%s", v->tenant, v->source);
-    if (v->destination != NULL) {
-        snprintf(dest, sizeof dest, "%s/%s", v->tenant, v->destination);
+    snprintf(source, sizeof source, "%s/%s", t->tenant, t->source);
+    if (t->destination != NULL) {
+        snprintf(dest, sizeof dest, "%s/%s", t->tenant, t->destination);
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:i, s:I, s:I, s:o}", "id", v->id,
-                     "tenant", v->tenant, "source", source, "destination",
-                     v->destination != NULL ? json_string(dest) : json_null(), "status", v->status,
-                     "moved", (json_int_t)v->moved, "total", (json_int_t)v->to_move, "rate",
-                     (int)v->rate, "started_ms", (json_int_t)v->started_ms, "finished_ms",
-                     (json_int_t)v->finished_ms, "error",
-                     v->failure != NULL ? json_string(v->failure) : json_null());
+    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:i, s:I, s:I, s:o}", "id", t->id,
+                     "tenant", t->tenant, "source", source, "destination",
+                     t->destination != NULL ? json_string(dest) : json_null(), "status", t->status,
+                     "moved", (json_int_t)t->moved, "total", (json_int_t)t->to_move, "rate",
+                     (int)t->rate, "started_ms", (json_int_t)t->started_ms, "finished_ms",
+                     (json_int_t)t->finished_ms, "error",
+                     t->error != NULL ? json_string(t->error) : json_null());
 }
 
 static void append_task(void *arg, const struct gw_move_view *v)

@@ -14,7 +14,7 @@
 #include "gw_admin_int.h"
 
 #define LOG_AUDIT "audit"
-#define ADMIN_BODY_MAX (64 * 1024)
+#define ADMIN_BODY_MAX 65536 /* bytes: the largest body a route takes is a few hundred */
 
 void gw__admin_respond_text(struct gw_exchange *ex, int status, const char *ctype, const void *body,
                             size_t n)

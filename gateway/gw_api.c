@@ -138,7 +138,8 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
         return rc;
     }
     struct gw_opstore *ops = NULL;
-    rc = gw_opstore_open(snap->data_dir, &ops, err, errlen);
+    rc =
+        gw_opstore_open(snap->data_dir, opt.durability == PART_DURABILITY_FSYNC, &ops, err, errlen);
     if (rc != SL_OK) {
         part_engine_close(engine);
         cfg_snapshot_unref(snap);

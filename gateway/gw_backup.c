@@ -166,8 +166,8 @@ int gw__backup_write(struct gw_api *api, const char *dir, json_t **manifest, cha
      * (a pool thread, Linux schedules threads one by one) yields to them
      * while it copies, and is put back after -- where the process may
      * raise its priority again (root, CAP_SYS_NICE); otherwise the pool
-     * thread stays nice, which costs nothing: backups are all sluice runs
-     * on libuv's pool. */
+     * thread stays nice, which costs little: sluice runs only backups and
+     * peeks on libuv's pool, and a peek may yield to the writers too. */
     pid_t tid = (pid_t)syscall(SYS_gettid);
     errno = 0;
     int nice_before = getpriority(PRIO_PROCESS, (id_t)tid);

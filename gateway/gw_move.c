@@ -148,13 +148,10 @@ static bool status_active(enum move_status s)
     return s == MOVE_RUNNING || s == MOVE_CANCELLING;
 }
 
-/* Writes r to ops.db. Registry mutex held. */
-static void record_persist(struct gw_move_registry *reg, struct move_record *r)
+/* r's stored form (borrowing r's strings). Registry mutex held. */
+static struct gw_op_task record_task(const struct move_record *r)
 {
-    if (reg->ops == NULL) {
-        return;
-    }
-    const struct gw_op_task t = {
+    return (struct gw_op_task){
         .id = r->id,
         .tenant = r->tenant,
         .source = r->source,
@@ -166,10 +163,19 @@ static void record_persist(struct gw_move_registry *reg, struct move_record *r)
         .to_move = r->to_move,
         .moved = r->moved,
         .status = STATUS_NAME[r->status],
-        .error = r->failure,
+        .error = r->status == MOVE_FAILED ? r->failure : NULL,
         .started_ms = r->started_ms,
         .finished_ms = r->finished_ms,
     };
+}
+
+/* Writes r to ops.db. Registry mutex held. */
+static void record_persist(struct gw_move_registry *reg, struct move_record *r)
+{
+    if (reg->ops == NULL) {
+        return;
+    }
+    const struct gw_op_task t = record_task(r);
     gw_opstore_put_task(reg->ops, &t, GW_MOVE_HISTORY);
     r->persisted_ms = sl_wall_ms();
 }
@@ -449,21 +455,9 @@ size_t gw__move_visit(struct gw_api *api, uint64_t source_id, const char *tenant
             continue;
         }
         const struct gw_move_view v = {
-            .id = r->id,
-            .tenant = r->tenant,
-            .source = r->source,
-            .source_arn = r->source_arn,
-            .destination = r->destination,
-            .dest_arn = r->dest_arn,
+            .task = record_task(r),
             .handle = r->handle,
-            .status = STATUS_NAME[r->status],
             .running = r->status == MOVE_RUNNING,
-            .failure = r->status == MOVE_FAILED ? r->failure : NULL,
-            .rate = r->rate,
-            .moved = r->moved,
-            .to_move = r->to_move,
-            .started_ms = r->started_ms,
-            .finished_ms = r->finished_ms,
         };
         fn(arg, &v);
         n++;

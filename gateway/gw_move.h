@@ -17,6 +17,7 @@
 #define SLUICE_GW_MOVE_H
 
 #include "gw_act.h"
+#include "gw_opstore.h"
 #include "gw_sqs_move.h"
 
 #define GW_MOVE_HISTORY 10 /* tasks kept per source queue (ListMessageMoveTasks' max) */
@@ -39,23 +40,14 @@ struct gw_move_spec {
 int gw__move_start(struct gw_api_loop *l, const struct gw_move_spec *spec,
                    char id[GW_SQS_TASK_ID_LEN + 1]);
 
-/* A task as visit shows it; every pointer is valid during the call only. */
+/* A task as visit shows it: its stored form (gw_opstore.h; status is one
+ * of RUNNING, CANCELLING, COMPLETED, CANCELLED, FAILED, and error is set
+ * for FAILED only) and what only a live registry knows. Every pointer is
+ * valid during the call only. */
 struct gw_move_view {
-    const char *id;
-    const char *tenant;
-    const char *source;
-    const char *source_arn;
-    const char *destination; /* NULL: each message's source */
-    const char *dest_arn;
-    const char *handle;  /* the SQS TaskHandle */
-    const char *status;  /* RUNNING, CANCELLING, COMPLETED, CANCELLED, FAILED */
-    bool running;        /* RUNNING (Cancel applies) */
-    const char *failure; /* FAILED only, else NULL */
-    int32_t rate;
-    int64_t moved;
-    int64_t to_move;
-    uint64_t started_ms;
-    uint64_t finished_ms; /* 0: not finished */
+    struct gw_op_task task;
+    const char *handle; /* the SQS TaskHandle */
+    bool running;       /* RUNNING (Cancel applies) */
 };
 
 typedef void gw_move_visit_fn(void *arg, const struct gw_move_view *v);

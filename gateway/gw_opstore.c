@@ -2,10 +2,13 @@
  * gw_opstore.c -- data_dir/ops.db: move-task history and paused queues
  * (gw_opstore.h).
  *
- * One connection under a mutex, synchronous=FULL: these writes are rare
- * and an operator who paused a queue must find it paused after a power
- * cut. WAL lets a backup (VACUUM INTO on a connection of its own) read
- * the file while a write goes on.
+ * One connection under a mutex. With durability fsync each commit is
+ * synced (synchronous=FULL): these writes are rare, and an operator who
+ * paused a queue must find it paused after a power cut; with durability
+ * os a commit is a WAL append (synchronous=NORMAL), which survives a
+ * crash of the process, as the engine's files do. WAL lets a backup
+ * (VACUUM INTO on a connection of its own) read the file while a write
+ * goes on.
  *
  * Stack: a leaf of the gateway (SQLite only).
  */
@@ -28,7 +31,7 @@ struct gw_opstore {
 };
 
 static const char SCHEMA[] =
-    "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+    "PRAGMA journal_mode=WAL;"
     "CREATE TABLE IF NOT EXISTS move_tasks(id TEXT PRIMARY KEY, tenant TEXT NOT NULL,"
     " source TEXT NOT NULL, source_arn TEXT NOT NULL, destination TEXT, dest_arn TEXT,"
     " source_id INTEGER NOT NULL, rate INTEGER NOT NULL, to_move INTEGER NOT NULL,"
@@ -37,7 +40,8 @@ static const char SCHEMA[] =
     "CREATE INDEX IF NOT EXISTS move_tasks_source ON move_tasks(source_id, started_ms);"
     "CREATE TABLE IF NOT EXISTS paused(queue_id INTEGER PRIMARY KEY, flags INTEGER NOT NULL);";
 
-int gw_opstore_open(const char *data_dir, struct gw_opstore **out, char *err, size_t errlen)
+int gw_opstore_open(const char *data_dir, bool fsync, struct gw_opstore **out, char *err,
+                    size_t errlen)
 {
     struct sl_buf path;
     sl_buf_init(&path);
@@ -48,6 +52,10 @@ int gw_opstore_open(const char *data_dir, struct gw_opstore **out, char *err, si
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(s->db, OPSTORE_BUSY_MS);
         rc = sqlite3_exec(s->db, SCHEMA, NULL, NULL, NULL);
+    }
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_exec(s->db, fsync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+                          NULL, NULL, NULL);
     }
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", s->path,

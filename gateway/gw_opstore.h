@@ -11,6 +11,7 @@
 #ifndef SLUICE_GW_OPSTORE_H
 #define SLUICE_GW_OPSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,9 +21,12 @@ struct gw_opstore;
 
 #define GW_OPSTORE_FILE "ops.db"
 
-/* Opens or creates data_dir/ops.db. Returns SL_OK and *out, or SL_EIO with
- * a sentence in err. */
-int gw_opstore_open(const char *data_dir, struct gw_opstore **out, char *err, size_t errlen);
+/* Opens or creates data_dir/ops.db. fsync: every commit reaches the disk
+ * (durability: fsync), else it survives a crash of the process (os), as
+ * the engine's own files do. Returns SL_OK and *out, or SL_EIO with a
+ * sentence in err. */
+int gw_opstore_open(const char *data_dir, bool fsync, struct gw_opstore **out, char *err,
+                    size_t errlen);
 void gw_opstore_close(struct gw_opstore *s);
 /* The file's path (borrowed; for backups). */
 const char *gw_opstore_path(const struct gw_opstore *s);

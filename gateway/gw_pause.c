@@ -120,6 +120,16 @@ const char *gw__pause_name(unsigned flags)
 
 /* ---- held receives ----------------------------------------------------------- */
 
+/* ReceiveMessage's answer with no messages. Takes ownership of ctx. */
+static void answer_empty(struct gw_act_ctx *ctx)
+{
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_messages(&reply, NULL, 0);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
+}
+
 static void hold_closed(uv_handle_t *h)
 {
     free(h->data);
@@ -146,11 +156,7 @@ static void hold_answer(struct pause_hold *h)
     pthread_mutex_unlock(&s->holds_mu);
     struct gw_act_ctx *ctx = h->ctx;
     gw_exchange_on_cancel(ctx->ex, NULL, NULL);
-    struct gw_sqs_reply reply;
-    gw__act_reply_init(ctx, &reply);
-    gw_sqs_reply_messages(&reply, NULL, 0);
-    gw__act_finish(ctx, &reply);
-    gw_sqs_reply_fini(&reply);
+    answer_empty(ctx);
     uv_timer_stop(&h->timer);
     uv_close((uv_handle_t *)&h->timer, hold_closed);
 }
@@ -169,11 +175,7 @@ static void hold_cancelled(struct gw_exchange *ex, void *data)
 void gw__pause_hold_receive(struct gw_act_ctx *ctx, uint32_t wait_ms)
 {
     if (wait_ms == 0 || ctx->loop->draining) {
-        struct gw_sqs_reply reply;
-        gw__act_reply_init(ctx, &reply);
-        gw_sqs_reply_messages(&reply, NULL, 0);
-        gw__act_finish(ctx, &reply);
-        gw_sqs_reply_fini(&reply);
+        answer_empty(ctx);
         return;
     }
     struct gw_pause_set *s = ctx->api->paused;

@@ -83,7 +83,10 @@ void ctl_excerpt(const char *body, size_t width, char *out, size_t cap)
             break;
         }
         chars += lead;
-        out[n++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+        out[n++] = *p;
+        if (ch < 0x20 || ch == 0x7f) {
+            out[n - 1] = ' '; /* a control character would move the cursor */
+        }
     }
     if (*p != '\0' && n + 4 <= cap) {
         memcpy(out + n, "...", 3);

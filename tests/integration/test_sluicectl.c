@@ -3,13 +3,13 @@
  * command an on-call engineer runs during a DLQ incident, in table and
  * --json output (queues, attrs, dlq sources, dlq peek, redrive start
  * --wait / status / cancel, purge, tenants, watch, pause, resume,
- * reload, backup); the progress lines of redrive --wait when stdout is not a
- * terminal; where endpoint and credentials come from (flags over the
- * environment over the config file, never demo defaults); a TLS gateway
- * with a private CA (--cacert, SSL_CERT_FILE); what errors look like
- * ("error: <Code>: <message>", exit 1; usage mistakes exit 2).
- * sluicectl runs as a child process with its output captured; waits are
- * bounded polls.
+ * reload, backup); the progress lines of redrive --wait when stdout is
+ * not a terminal, and its bar on one (a pty from script(1)); where
+ * endpoint and credentials come from (flags over the environment over the
+ * config file, never demo defaults); a TLS gateway with a private CA
+ * (--cacert, SSL_CERT_FILE); what errors look like ("error: <Code>:
+ * <message>", exit 1; usage mistakes exit 2). sluicectl runs as a child
+ * process with its output captured; waits are bounded polls.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,6 +292,24 @@ static void check_admin_commands(const char *src)
     IT_CHECK(json_array_size(json_object_get(doc, "queues")) == 2);
     json_decref(doc);
 
+    /* the admin's SigV4 keys instead of the token: a signed query string
+     * (watch, peek) and a signed body (pause) */
+    v = ctl("--access-key-id " IT_ADMIN_KEY " --secret-access-key " IT_ADMIN_SECRET
+            " watch acme --count 1");
+    IT_CHECK(v.status == 0);
+    CHECK_HAS(v, "ctl-dlq      2");
+    v = ctl("--access-key-id " IT_ADMIN_KEY " --secret-access-key " IT_ADMIN_SECRET
+            " dlq peek acme/ctl-dlq 1");
+    IT_CHECK(v.status == 0);
+    CHECK_HAS(v, "1 message(s) shown");
+    v = ctl("--access-key-id " IT_ADMIN_KEY " --secret-access-key " IT_ADMIN_SECRET
+            " pause acme/ctl-src");
+    IT_CHECK(v.status == 0);
+    CHECK_HAS(v, "acme/ctl-src: paused both");
+    v = ctl("--access-key-id " IT_ADMIN_KEY " --secret-access-key wrong tenants");
+    IT_CHECK(v.status == 1);
+    CHECK_HAS(v, "error: AccessDenied: ");
+
     v = ctl_admin("resume acme/ctl-src");
     IT_CHECK(v.status == 0);
     CHECK_HAS(v, "acme/ctl-src: paused nothing (serving)");
@@ -376,6 +394,37 @@ static void check_redrive(const char *src)
     IT_CHECK(it_queue_attr_int(&srv, src, "ApproximateNumberOfMessages") == 0);
 }
 
+/* redrive start --wait on a terminal: script(1) gives sluicectl a pty, on
+ * which it redraws one bar line with carriage returns. */
+static void check_progress_bar(const char *dlq, const char *src)
+{
+    for (int i = 0; i < 3; i++) {
+        free(it_send(&srv, dlq, "parked"));
+    }
+    const char *dir = getenv("SLUICE_BUILD_DIR");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "script -qec \"env -i HOME='%s' TERM=dumb SLUICE_ENDPOINT='%s' "
+             "SLUICE_ACCESS_KEY_ID='" IT_KEY "' SLUICE_SECRET_ACCESS_KEY='" IT_SECRET
+             "' '%s/sluicectl' redrive start acme/ctl-dlq --to acme/ctl-src --rate 2 --wait\" "
+             "/dev/null 2>&1",
+             srv.dir, srv.base_url, dir ? dir : ".");
+    struct run r = {.status = -1};
+    FILE *p = popen(cmd, "r");
+    IT_REQUIRE(p != NULL);
+    size_t n = fread(r.out, 1, sizeof r.out - 1, p);
+    r.out[n] = '\0';
+    int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    IT_CHECK(r.status == 0);
+    CHECK_HAS(r, "\r[");
+    CHECK_HAS(r, "[##############################] 100%  3/3  ");
+    CHECK_HAS(r, "msg/s  ETA 0s");
+    CHECK_HAS(r, "COMPLETED: moved 3 of 3 in ");
+    IT_CHECK(strstr(r.out, "progress: ") == NULL); /* the plain lines are for pipes */
+    IT_CHECK(it_queue_attr_int(&srv, src, "ApproximateNumberOfMessages") == 3);
+}
+
 /* A TLS gateway whose certificate no system CA signed. */
 static void check_private_ca(void)
 {
@@ -429,6 +478,7 @@ int main(void)
     check_peek(dlq);
     check_admin_commands(src);
     check_redrive(src);
+    check_progress_bar(dlq, src);
 
     free(src);
     free(dlq);
