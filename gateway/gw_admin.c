@@ -415,7 +415,7 @@ static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex
 {
     struct gw_admin_loop *l = loop_ctx;
     if (gw__console_is_public(partial)) {
-        return GW_HEADERS_CONTINUE;
+        return gw__console_public_headers(ex, partial);
     }
     struct cfg_snapshot *snap = cfg_holder_get(l->base.api->holder);
     struct auth_failure f;

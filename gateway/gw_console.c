@@ -317,6 +317,25 @@ bool gw__console_is_public(const struct gw_request *req)
     return sl_slice_eq_cstr(req->method, "POST") && sl_slice_eq_cstr(path, "/console/login");
 }
 
+enum gw_headers_verdict gw__console_public_headers(struct gw_exchange *ex,
+                                                   const struct gw_request *partial)
+{
+    const struct gw_header *len = gw_request_header(partial, "content-length");
+    if (len == NULL) {
+        return GW_HEADERS_CONTINUE; /* chunked: login() checks what arrived */
+    }
+    uint64_t n = 0;
+    for (size_t i = 0; i < len->value.n && n <= LOGIN_BODY_MAX; i++) {
+        char d = len->value.p[i];
+        n = d >= '0' && d <= '9' ? n * 10 + (uint64_t)(d - '0') : LOGIN_BODY_MAX + 1;
+    }
+    if (n <= LOGIN_BODY_MAX) {
+        return GW_HEADERS_CONTINUE;
+    }
+    respond_error(ex, 413, "PayloadTooLarge", "A login body is at most 4 KiB.");
+    return GW_HEADERS_ANSWERED;
+}
+
 bool gw__console_public(struct gw_console *c, const struct cfg_snapshot *snap,
                         struct gw_exchange *ex, const struct gw_request *req)
 {

@@ -54,6 +54,12 @@ bool gw__console_cookie(const struct gw_request *req, struct sl_slice *value);
  * lets its body in. */
 bool gw__console_is_public(const struct gw_request *req);
 
+/* The on_headers verdict (gw_http.h) for such a request: a login whose
+ * Content-Length says it is too large is answered 413 before its body
+ * is read, since anyone may send one. */
+enum gw_headers_verdict gw__console_public_headers(struct gw_exchange *ex,
+                                                   const struct gw_request *partial);
+
 /* Answers the console's requests that come before authentication: the
  * public routes above, redirects from "/" and "/console", and the console
  * page for a browser: served with a live session cookie, else a redirect

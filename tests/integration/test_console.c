@@ -273,6 +273,18 @@ static void check_login_and_session(void)
     IT_CHECK(status_of(&srv, &(struct call){.method = "POST",
                                             .path = "/console/login",
                                             .body = "not json"}) == 400);
+    /* A login body past 4 KiB is refused (before it is read, when its
+     * length is declared). */
+    static char big[8192];
+    memset(big, ' ', sizeof(big) - 1);
+    memcpy(big, "{\"secret\": \"x\"", 14);
+    big[sizeof(big) - 2] = '}';
+    IT_CHECK(status_of(&srv, &(struct call){
+                                 .method = "POST", .path = "/console/login", .body = big}) == 413);
+    IT_CHECK(status_of(&srv, &(struct call){.method = "POST",
+                                            .path = "/console/login",
+                                            .body = big,
+                                            .http1 = true}) == 413);
     /* The right secret from another site's page: no session for it. */
     IT_CHECK(status_of(&srv, &(struct call){.method = "POST",
                                             .path = "/console/login",
