@@ -154,7 +154,7 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     pol_gcra_init(&api->admin_auth_failures, GW_ADMIN_AUTH_FAILURES_PER_S,
                   GW_ADMIN_AUTH_FAILURES_BURST);
     pol_gcra_init(&api->admin_writes, GW_ADMIN_WRITES_PER_S, GW_ADMIN_WRITES_BURST);
-    api->console = gw__console_new(engine);
+    api->console = gw__console_new(engine, api->metrics);
     apply_aging(engine, snap);
     RUN_HOOKS(api_init, api);
     cfg_snapshot_unref(snap);

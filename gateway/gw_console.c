@@ -32,6 +32,7 @@
 #include "gw_console.h"
 #include "gw_console_assets.h"
 #include "gw_console_history.h"
+#include "gw_metrics.h"
 #include "pol.h"
 
 #define COOKIE_NAME "sluice_session"
@@ -46,12 +47,14 @@
 struct gw_console {
     struct gw_console_sessions *sessions;
     struct gw_console_history *history; /* NULL without an engine */
+    struct gw_metrics *metrics;         /* borrowed; may be NULL */
     struct pol_gcra login_failures;
 };
 
-struct gw_console *gw__console_new(struct part_engine *engine)
+struct gw_console *gw__console_new(struct part_engine *engine, struct gw_metrics *metrics)
 {
     struct gw_console *c = sl_xcalloc(1, sizeof(*c));
+    c->metrics = metrics;
     c->history = engine != NULL ? gw__console_history_start(engine) : NULL;
     c->sessions = gw__console_sessions_new();
     pol_gcra_init(&c->login_failures, GW_CONSOLE_LOGIN_FAILURES_PER_S,
@@ -240,6 +243,15 @@ static bool secret_equal(struct sl_slice presented, struct sl_slice configured)
     return configured.n > 0 && CRYPTO_memcmp(a, b, sizeof(a)) == 0;
 }
 
+/* A refused login is a failed authentication of the admin listener, in
+ * sluice_admin_auth_failures_total, where an alert on guessing sees it. */
+static void count_refusal(struct gw_console *c, bool throttled)
+{
+    if (c->metrics != NULL) {
+        gw_metrics_count_admin_auth(c->metrics, throttled);
+    }
+}
+
 /* POST /console/login {"secret": "..."}: the admin's secret access key
  * opens a session. */
 static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct gw_exchange *ex,
@@ -247,6 +259,7 @@ static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct 
 {
     uint64_t now = sl_mono_ns();
     if (pol_gcra_available(&c->login_failures, now) == 0) {
+        count_refusal(c, true);
         respond_error(ex, 429, "TooManyRequests",
                       "Too many failed logins; wait a few seconds and try again.");
         return;
@@ -275,6 +288,7 @@ static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct 
     if (!secret_equal((struct sl_slice){secret, secret_len}, admin_secret(snap))) {
         json_decref(body);
         pol_gcra_take(&c->login_failures, 1, POL_PPM, now, NULL);
+        count_refusal(c, false);
         sl_log(SL_LOG_WARN, "audit", "principal=- route=\"POST /console/login\" status=403");
         respond_error(ex, 403, "AccessDenied", "That is not the admin secret.");
         return;

@@ -29,6 +29,7 @@
 
 struct cfg_snapshot;
 struct gw_console;
+struct gw_metrics;
 struct part_engine;
 
 /* Failed logins allowed, process-wide: a few typos, then one a second. */
@@ -39,9 +40,11 @@ struct part_engine;
 #define GW_CONSOLE_CSRF_HEADER "x-sluice-csrf"
 
 /* The console over engine (borrowed; it must outlive the console), whose
- * queues it starts sampling for the charts (gw_console_history.h); NULL
- * engine: no history. */
-struct gw_console *gw__console_new(struct part_engine *engine);
+ * queues it starts sampling for the charts (gw_console_history.h), and
+ * metrics (borrowed, likewise), where refused logins are counted as the
+ * admin listener's failed authentications. Either may be NULL: no history,
+ * no counting. */
+struct gw_console *gw__console_new(struct part_engine *engine, struct gw_metrics *metrics);
 void gw__console_free(struct gw_console *c);
 
 /* The value of the session cookie among req's Cookie headers (any of

@@ -36,7 +36,7 @@ static void setup(void)
     if (console != NULL) {
         return;
     }
-    console = gw__console_new(NULL);
+    console = gw__console_new(NULL, NULL);
     snap.admin.secret_access_key = "admin-secret";
     gw__console_open(console, &snap, sl_mono_ns(), &live);
 }

@@ -23,7 +23,8 @@
  *    the old one;
  *  - over TLS the cookie is __Host- prefixed and Secure;
  *  - failed logins past their burst are refused unchecked (429), even
- *    with the right secret.
+ *    with the right secret, and both kinds of refusal are counted in
+ *    sluice_admin_auth_failures_total.
  */
 #include <ctype.h>
 #include <signal.h>
@@ -450,6 +451,19 @@ static void check_rotated_secret(const struct it_options *opt)
                                  .method = "GET", .path = "/tenants", .cookie = cookie}) == 200);
 }
 
+/* The value of the sample named exactly series in a Prometheus text, or
+ * -1. */
+static double metric(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; (p = strstr(p, series)) != NULL; p += n) {
+        if ((p == text || p[-1] == '\n') && p[n] == ' ') {
+            return strtod(p + n + 1, NULL);
+        }
+    }
+    return -1;
+}
+
 static void check_login_rationing(void)
 {
     char cookie[200], csrf[100];
@@ -461,6 +475,16 @@ static void check_login_rationing(void)
     /* While rationed, even the right secret is not checked. */
     IT_CHECK(login(&srv, "rotated-secret", cookie, sizeof(cookie), csrf, sizeof(csrf), NULL, 0) ==
              429);
+    /* Refused logins count as the listener's failed authentications. */
+    struct it_response r = call(&srv, &(struct call){.method = "GET",
+                                                     .path = "/metrics",
+                                                     .key = IT_ADMIN_KEY,
+                                                     .secret = "rotated-secret"});
+    IT_CHECK(r.status == 200);
+    IT_CHECK(metric(r.body, "sluice_admin_auth_failures_total{outcome=\"failed\"}") >=
+             LOGIN_FAILURE_BURST);
+    IT_CHECK(metric(r.body, "sluice_admin_auth_failures_total{outcome=\"throttled\"}") >= 2);
+    it_response_free(&r);
 }
 
 static void check_tls_cookie(void)
