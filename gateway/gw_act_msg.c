@@ -342,6 +342,8 @@ static void observe_receive(struct gw_act_ctx *ctx, const struct part_result *re
         if (m->receive_count == 1 && m->first_receive_ms >= m->sent_ms) {
             gw_metrics_observe_first_receive_age(ctx->api->metrics, tenant,
                                                  m->first_receive_ms - m->sent_ms);
+            gw_metrics_note_queue_first_attempt(ctx->api->metrics, m->queue_id,
+                                                m->first_receive_ms - m->sent_ms);
         }
     }
     uint64_t now = sl_mono_ns();

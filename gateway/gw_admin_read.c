@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gw_admin_routes.h"
+#include "gw_metrics.h"
 #include "gw_pause.h"
 
 /* ---- GET /tenants ------------------------------------------------------------------ */
@@ -137,7 +138,75 @@ static void queue_url(const struct cfg_snapshot *snap, const char *tenant, const
                   host, v6 ? "]" : "", snap->listen.port, tenant, name);
 }
 
+/* Which queues name which as their dead-letter queue, for a whole list at
+ * once: (target id, source name) pairs sorted by target, from one pass over
+ * the typed configs, so /api/queues costs a binary search per queue
+ * instead of a scan of the catalog per queue. */
+struct dlq_pair {
+    uint64_t target;
+    const char *source; /* borrowed from the queue list */
+};
+
+struct dlq_index {
+    struct dlq_pair *pairs;
+    size_t n;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const struct dlq_pair *x = a, *y = b;
+    if (x->target != y->target) {
+        return x->target < y->target ? -1 : 1;
+    }
+    return strcmp(x->source, y->source);
+}
+
+static void dlq_index_build(struct part_engine *e, const struct part_queue_list *all,
+                            struct dlq_index *ix)
+{
+    ix->pairs = sl_xcalloc(all->count + 1, sizeof *ix->pairs);
+    ix->n = 0;
+    for (size_t i = 0; i < all->count; i++) {
+        struct part_queue_config cfg;
+        uint64_t id;
+        if (part_queue_find(e, all->items[i].tenant, all->items[i].name, &id, &cfg) == SL_OK &&
+            cfg.dlq_target_id != 0) {
+            ix->pairs[ix->n++] = (struct dlq_pair){cfg.dlq_target_id, all->items[i].name};
+        }
+    }
+    qsort(ix->pairs, ix->n, sizeof *ix->pairs, pair_cmp);
+}
+
+/* The names of the queues whose DLQ is id, as a JSON array. */
+static json_t *dlq_of_indexed(const struct dlq_index *ix, uint64_t id)
+{
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->pairs[mid].target < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    json_t *a = json_array();
+    for (; lo < ix->n && ix->pairs[lo].target == id; lo++) {
+        json_array_append_new(a, json_string(ix->pairs[lo].source));
+    }
+    return a;
+}
+
+static json_t *queue_json(struct gw_admin_req *r, uint64_t id, bool full,
+                          const struct dlq_index *ix);
+
 json_t *gw__admin_queue_json(struct gw_admin_req *r, uint64_t id, bool full)
+{
+    return queue_json(r, id, full, NULL);
+}
+
+/* ix: the DLQ links of every queue, or NULL to look this one's up. */
+static json_t *queue_json(struct gw_admin_req *r, uint64_t id, bool full,
+                          const struct dlq_index *ix)
 {
     struct part_engine *e = r->api->engine;
     struct part_queue_info *qi = NULL;
@@ -155,8 +224,15 @@ json_t *gw__admin_queue_json(struct gw_admin_req *r, uint64_t id, bool full)
     uint64_t now = sl_wall_ms();
     uint64_t oldest_s =
         c.oldest_ready_ms != 0 && now > c.oldest_ready_ms ? (now - c.oldest_ready_ms) / 1000 : 0;
-    struct part_queue_list sources;
-    part_queue_dlq_sources(e, id, &sources);
+    json_t *dlq_of;
+    if (ix != NULL) {
+        dlq_of = dlq_of_indexed(ix, id);
+    } else {
+        struct part_queue_list sources;
+        part_queue_dlq_sources(e, id, &sources);
+        dlq_of = names_json(&sources);
+        part_queue_list_free(&sources);
+    }
     json_t *target = json_null();
     struct part_queue_info *dlq = NULL;
     if (qi->cfg.dlq_target_id != 0 && part_queue_get(e, qi->cfg.dlq_target_id, &dlq) == SL_OK) {
@@ -164,16 +240,16 @@ json_t *gw__admin_queue_json(struct gw_admin_req *r, uint64_t id, bool full)
         part_queue_info_free(dlq);
     }
     unsigned paused = gw__pause_flags(r->api, id);
+    double first_attempt_s = (double)gw_metrics_queue_first_attempt(r->api->metrics, id) / 1e3;
     json_t *o =
-        json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:{s:b, s:b}}",
+        json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:f, s:o, s:o, s:{s:b, s:b}}",
                   "tenant", qi->tenant, "name", qi->name, "url", url.p, "arn", arn.p, "fifo",
                   qi->cfg.fifo, "ready", (json_int_t)SL_MAX(c.ready, 0), "inflight",
                   (json_int_t)SL_MAX(c.inflight, 0), "delayed", (json_int_t)SL_MAX(c.delayed, 0),
                   "overflow", (json_int_t)SL_MAX(c.overflow_ready + c.overflow_delayed, 0),
-                  "oldest_age_s", (json_int_t)oldest_s, "age_of_first_attempt_s", (json_int_t)0,
-                  "dlq_of", names_json(&sources), "redrive_target", target, "paused", "enqueue",
+                  "oldest_age_s", (json_int_t)oldest_s, "age_of_first_attempt_s", first_attempt_s,
+                  "dlq_of", dlq_of, "redrive_target", target, "paused", "enqueue",
                   (paused & GW_PAUSE_ENQUEUE) != 0, "dequeue", (paused & GW_PAUSE_DEQUEUE) != 0);
-    part_queue_list_free(&sources);
     sl_buf_free(&url);
     sl_buf_free(&arn);
     if (full) {
@@ -219,17 +295,20 @@ void gw__admin_get_queues(struct gw_admin_req *r)
     json_t *list = json_array();
     struct part_queue_list all;
     part_queue_list(r->api->engine, only, NULL, &all);
+    struct dlq_index ix;
+    dlq_index_build(r->api->engine, &all, &ix);
     for (size_t i = 0; i < all.count; i++) {
         /* Queues of tenants no longer configured stay in the catalog but
          * are out of reach, as they are for the SQS API. */
         if (cfg_find_tenant(r->snap, all.items[i].tenant, strlen(all.items[i].tenant)) == NULL) {
             continue;
         }
-        json_t *q = gw__admin_queue_json(r, all.items[i].id, false);
+        json_t *q = queue_json(r, all.items[i].id, false, &ix);
         if (q != NULL) {
             json_array_append_new(list, q);
         }
     }
+    free(ix.pairs);
     part_queue_list_free(&all);
     gw__admin_json(r, 200, json_pack("{s:o}", "queues", list));
 }

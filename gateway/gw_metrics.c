@@ -80,6 +80,7 @@ enum queue_outcome { QO_OK, QO_THROTTLED, QO_CLIENT_ERROR, QO_SERVER_ERROR, QO_C
 struct queue_block {
     struct block head; /* the queue id, in decimal */
     _Atomic uint64_t requests[GW_SQS_ACT__COUNT][QO_COUNT_];
+    _Atomic uint64_t first_attempt_ms; /* latest AgeOfFirstAttempt seen */
 };
 
 struct table {
@@ -296,6 +297,17 @@ void gw_metrics_count_queue_request(struct gw_metrics *m, uint64_t queue_id,
     }
     atomic_fetch_add_explicit(&queue_get(m, queue_id)->requests[action][queue_outcome_of(outcome)],
                               1, memory_order_relaxed);
+}
+
+void gw_metrics_note_queue_first_attempt(struct gw_metrics *m, uint64_t queue_id, uint64_t age_ms)
+{
+    atomic_store_explicit(&queue_get(m, queue_id)->first_attempt_ms, age_ms, memory_order_relaxed);
+}
+
+uint64_t gw_metrics_queue_first_attempt(struct gw_metrics *m, uint64_t queue_id)
+{
+    struct queue_block *b = queue_find(m, queue_id);
+    return b != NULL ? atomic_load_explicit(&b->first_attempt_ms, memory_order_relaxed) : 0;
 }
 
 void gw_metrics_count_admin_auth(struct gw_metrics *m, bool throttled)

@@ -64,6 +64,12 @@ void gw_metrics_count_spill(struct gw_metrics *m, const char *tenant, uint64_t n
 void gw_metrics_observe_first_receive_age(struct gw_metrics *m, const char *tenant,
                                           uint64_t age_ms);
 
+/* The latest AgeOfFirstAttempt seen on queue_id (note), and reading it
+ * back (0: none seen since start): the admin API's per-queue figure, which
+ * a histogram per tenant cannot give. Any thread. */
+void gw_metrics_note_queue_first_attempt(struct gw_metrics *m, uint64_t queue_id, uint64_t age_ms);
+uint64_t gw_metrics_queue_first_attempt(struct gw_metrics *m, uint64_t queue_id);
+
 /* How long a ReceiveMessage took from request to answer, long-poll wait
  * included: sluice_receive_latency_seconds{tenant}. For the receive path. */
 void gw_metrics_observe_receive_latency(struct gw_metrics *m, const char *tenant,

@@ -173,6 +173,11 @@ static void check_reads(void)
              strcmp(json_string_value(json_array_get(of, 0)), "src") == 0);
     IT_CHECK(strncmp(it_jstr(q, "arn"), "arn:aws:sqs:us-east-1:acme:dlq", 30) == 0);
     json_decref(q);
+    /* src's messages were received (first attempt) before they moved */
+    q = queue_entry("src");
+    IT_CHECK(q != NULL && json_is_real(json_object_get(q, "age_of_first_attempt_s")) &&
+             json_real_value(json_object_get(q, "age_of_first_attempt_s")) >= 0);
+    json_decref(q);
     q = queue_entry("src");
     IT_CHECK(q != NULL && strcmp(it_jstr(q, "redrive_target"), "dlq") == 0);
     json_decref(q);
