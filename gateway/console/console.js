@@ -63,6 +63,8 @@ const fmtRate = (n) => (n === null ? '–' : n < 10 ? n.toFixed(2) : n.toFixed(0
 
 function fmtAge(s) {
   if (s === null || s === undefined) return '–';
+  if (s > 0 && s < 1) return `${Math.round(s * 1000)} ms`;
+  if (s < 10 && !Number.isInteger(s)) return `${s.toFixed(1)} s`;
   if (s < 60) return `${Math.round(s)} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
   if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
@@ -319,7 +321,7 @@ function renderQueues() {
         el('td', { class: 'num', data: { field: 'delayed' } }, fmtInt(q.delayed)),
         el('td', { class: 'num', data: { field: 'overflow' } }, fmtInt(q.overflow)),
         el('td', { class: 'num' }, fmtAge(q.oldest_age_s)),
-        el('td', { class: 'num', title: q.age_of_first_attempt_s ? '' : 'not tracked per queue yet: see the tenant on Overview' },
+        el('td', { class: 'num', title: q.age_of_first_attempt_s ? 'the latest message\'s age at its first receive' : 'no first receive since the gateway started' },
           q.age_of_first_attempt_s ? fmtAge(q.age_of_first_attempt_s) : '–'),
         el('td', {}, ...badges),
         el('td', {}, sparkline(`queue:${key}`, ['ready', 'inflight', 'delayed'])),
