@@ -321,7 +321,7 @@ function renderQueues() {
         el('td', { class: 'num', data: { field: 'delayed' } }, fmtInt(q.delayed)),
         el('td', { class: 'num', data: { field: 'overflow' } }, fmtInt(q.overflow)),
         el('td', { class: 'num' }, fmtAge(q.oldest_age_s)),
-        el('td', { class: 'num', title: q.age_of_first_attempt_s ? 'the latest message\'s age at its first receive' : 'no first receive since the gateway started' },
+        el('td', { class: 'num', data: { field: 'age_of_first_attempt' }, title: q.age_of_first_attempt_s ? 'the latest message\'s age at its first receive' : 'no first receive since the gateway started' },
           q.age_of_first_attempt_s ? fmtAge(q.age_of_first_attempt_s) : '–'),
         el('td', {}, ...badges),
         el('td', {}, sparkline(`queue:${key}`, ['ready', 'inflight', 'delayed'])),

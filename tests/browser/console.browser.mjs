@@ -165,6 +165,9 @@ test("the console, as an operator uses it", async (t) => {
       const a = await sqs(server, "GetQueueAttributes", { QueueUrl: dlqUrl, AttributeNames: ["All"] });
       return a.Attributes.ApproximateNumberOfMessages === "5";
     });
+    // The receives gave the source queue an AgeOfFirstAttempt.
+    await until("an age of first attempt", async () =>
+      /\d/.test(await cell("queues", `${tenant.name}/${orders}`, "age_of_first_attempt") ?? ""));
     await goto("dlq");
     const key = `${tenant.name}/${dlq}`;
     await until("the DLQ row", async () => (await cell("dlqs", key, "ready")) === "5");
