@@ -2,8 +2,10 @@
 // sluiced with an admin listener (one tenant), an SQS client small enough
 // to need no SDK (AWS JSON 1.0 over HTTP/1.1, signed with SigV4 by
 // node:crypto), and Debian's chromium driven by puppeteer-core.
+import { execFileSync } from "node:child_process";
 import { createHash, createHmac } from "node:crypto";
 import { mkdirSync } from "node:fs";
+import net from "node:net";
 import { join } from "node:path";
 import { buildDir, spawnSluiced } from "../js/sluiced.mjs";
 
@@ -14,6 +16,15 @@ export const tenant = { name: "acme", key: "AKIDACME", secret: "acme-secret" };
 export const admin = { key: "admin", secret: "admin-secret" };
 const REGION = "us-east-1";
 
+// Over TLS, node's fetch would refuse the self-signed certificate; an
+// accepted TCP connection says the listener is up.
+function tcpOpen(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1", () => { socket.destroy(); resolve(true); });
+    socket.on("error", () => resolve(false));
+  });
+}
+
 async function healthz(port) {
   try {
     return (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200;
@@ -22,9 +33,21 @@ async function healthz(port) {
   }
 }
 
-// Starts sluiced; resolves to { endpoint, adminUrl, stderr, stop }.
-export async function startSluiced() {
+// A self-signed certificate for 127.0.0.1 in dir (the openssl CLI).
+function makeCertificate(dir) {
+  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+    "-nodes", "-keyout", join(dir, "server.key"), "-out", join(dir, "server.crt"), "-days", "2",
+    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+  return [`tls:`, `  cert_file: ${join(dir, "server.crt")}`, `  key_file: ${join(dir, "server.key")}`];
+}
+
+// Starts sluiced, with TLS on both listeners when tls is set (the SQS
+// client below then does not fit: it speaks cleartext). Resolves to
+// { endpoint, adminUrl, stderr, stop }.
+export async function startSluiced({ tls = false } = {}) {
+  const scheme = tls ? "https" : "http";
   const server = await spawnSluiced("sluice-browser-", ({ dir, port, adminPort }) => [
+    ...(tls ? makeCertificate(dir) : []),
     `listen: 127.0.0.1:${port}`,
     `region: ${REGION}`,
     `data_dir: ${dir}/data`,
@@ -40,11 +63,11 @@ export async function startSluiced() {
     `  ${tenant.name}:`,
     `    access_key_id: ${tenant.key}`,
     `    secret_access_key: ${tenant.secret}`,
-  ].join("\n") + "\n", healthz);
+  ].join("\n") + "\n", tls ? tcpOpen : healthz);
   return {
     ...server,
-    endpoint: `http://127.0.0.1:${server.port}`,
-    adminUrl: `http://127.0.0.1:${server.adminPort}`,
+    endpoint: `${scheme}://127.0.0.1:${server.port}`,
+    adminUrl: `${scheme}://127.0.0.1:${server.adminPort}`,
   };
 }
 
