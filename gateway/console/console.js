@@ -31,6 +31,7 @@ const state = {
   task: null, // the redrive task being watched
   taskTimer: null,
   peekSeq: 0,
+  running: new Set(), // "T/Q" of the sources of running redrives
 };
 
 // ---- small DOM helpers ----------------------------------------------------
@@ -336,6 +337,13 @@ function renderQueues() {
 
 const queuePath = (tenant, name) => `/api/queues/${encodeURIComponent(tenant)}/${encodeURIComponent(name)}`;
 
+// The DLQ page also marks the queues a redrive is running on.
+async function refreshDlqs() {
+  const data = await api('GET', '/api/redrives');
+  state.running = new Set(data.tasks.filter((t) => !TERMINAL.has(t.status)).map((t) => t.source));
+  renderDlqs();
+}
+
 function renderDlqs() {
   const dlqs = state.queues.filter((q) => q.dlq_of && q.dlq_of.length);
   $('dlq-none').hidden = dlqs.length > 0;
@@ -343,7 +351,8 @@ function renderDlqs() {
     const key = `${q.tenant}/${q.name}`;
     const open = state.dlq && state.dlq.tenant === q.tenant && state.dlq.name === q.name;
     return el('tr', { data: { queue: key }, class: open ? 'selected' : '' },
-      el('td', { class: 'mono' }, key),
+      el('td', { class: 'mono' }, key,
+        state.running.has(key) ? el('span', { class: 'badge warn', title: 'a redrive is running' }, 'redriving') : null),
       el('td', { class: 'mono' }, q.dlq_of.join(', ')),
       el('td', { class: 'num', data: { field: 'ready' } }, fmtInt(q.ready)),
       el('td', { class: 'num', data: { field: 'inflight' } }, fmtInt(q.inflight)),
@@ -547,7 +556,7 @@ let refreshing = null;
 const pageRefresh = {
   overview: refreshOverview,
   queues: renderQueues,
-  dlq: renderDlqs,
+  dlq: refreshDlqs,
   partitions: refreshPartitions,
 };
 

@@ -244,6 +244,7 @@ test("the console, as an operator uses it", async (t) => {
     await page.click("#redrive-start");
     await until("the slow redrive to run", () =>
       page.$eval("#redrive-task", (e) => e.dataset.status === "RUNNING"));
+    await page.waitForSelector(`#dlqs tr[data-queue="${tenant.name}/${dlq}"] .badge.warn`); // "redriving"
     await page.click("#redrive-cancel");
     await until("the redrive to be cancelled", () =>
       page.$eval("#redrive-task", (e) => e.dataset.status === "CANCELLED"));
