@@ -21,7 +21,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -38,7 +37,6 @@
 #define COOKIE_NAME "sluice_session"
 #define COOKIE_NAME_TLS "__Host-sluice_session"
 #define LOGIN_BODY_MAX 4096u
-#define NS_PER_S 1000000000ull
 
 #define CSP                                                                                        \
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "              \
