@@ -19,6 +19,7 @@
  *    and without any other origin, so even a message body that slipped
  *    into the page as markup could not run.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
