@@ -95,6 +95,7 @@ bool cfg_limits_equal(const struct cfg_limits *a, const struct cfg_limits *b)
     if (a->requests_per_second != b->requests_per_second || a->burst != b->burst ||
         a->max_inflight != b->max_inflight || a->max_backlog != b->max_backlog ||
         a->max_long_polls != b->max_long_polls || a->max_queues != b->max_queues ||
+        a->max_concurrent_requests != b->max_concurrent_requests ||
         a->queue_rate_count != b->queue_rate_count) {
         return false;
     }

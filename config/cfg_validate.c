@@ -45,6 +45,7 @@
 #define MAX_INFLIGHT_MAX 120000000
 #define MAX_BACKLOG_MAX 1000000000000ull
 #define MAX_LONG_POLLS_MAX 1000000
+#define MAX_CONCURRENT_REQUESTS_MAX 1000000
 #define SPILL_DELAY_MAX 900          /* SQS's DelaySeconds ceiling */
 #define SPILL_AGED_AFTER_MAX 1209600 /* 14 days, SQS's longest retention */
 #define REGION_MAX 64
@@ -74,8 +75,9 @@ static const char *const defaults_keys[] = {"limits", "on_excess", "spill", NULL
 static const char *const tenant_keys[] = {
     "access_key_id", "secret_access_key", "limits", "on_excess", "spill", NULL};
 static const char *const limits_keys[] = {
-    "requests_per_second", "burst",  "max_inflight", "max_backlog", "max_long_polls",
-    "max_queues",          "queues", "actions",      NULL};
+    "requests_per_second",     "burst",      "max_inflight", "max_backlog",
+    "max_long_polls",          "max_queues", "queues",       "actions",
+    "max_concurrent_requests", NULL};
 static const char *const spill_keys[] = {"delay_seconds", "aged_after_seconds", NULL};
 static const char *const rate_keys[] = {"requests_per_second", "burst", NULL};
 static const char *const server_keys[] = {"max_connections",       "max_connections_per_peer",
@@ -319,6 +321,8 @@ static void load_limits(struct vctx *v, const char *section, const struct cfg__n
             }
         } else if (cfg__key_is(key, "max_long_polls")) {
             cfg__set_u32(v, key, val, 1, MAX_LONG_POLLS_MAX, &l->max_long_polls);
+        } else if (cfg__key_is(key, "max_concurrent_requests")) {
+            cfg__set_u32(v, key, val, 1, MAX_CONCURRENT_REQUESTS_MAX, &l->max_concurrent_requests);
         } else if (cfg__key_is(key, "max_queues")) {
             cfg__set_u32(v, key, val, 1, MAX_QUEUES_MAX, &l->max_queues);
         } else if (cfg__key_is(key, "queues")) {
@@ -646,6 +650,7 @@ static void set_defaults(struct cfg_snapshot *s, struct tenant_settings *ts)
                    .max_inflight = 120000,
                    .max_backlog = 1000000,
                    .max_long_polls = 1000,
+                   .max_concurrent_requests = 2000,
                    .max_queues = 10000},
         .on_excess = CFG_EXCESS_REJECT,
         .spill = {.delay_seconds = 30, .aged_after_seconds = 300},

@@ -66,6 +66,9 @@ static void log_request(struct gw_act_ctx *ctx, int status, enum gw_sqs_error er
 
 static void ctx_free(struct gw_act_ctx *ctx)
 {
+    if (ctx->entered) {
+        pol_request_release(ctx->limits);
+    }
     gw_sqs_request_fini(&ctx->req);
     if (ctx->snap != NULL) {
         cfg_snapshot_unref(ctx->snap);
@@ -297,6 +300,26 @@ int gw__act_precheck(struct gw_act_ctx *ctx)
     gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.",
                    ctx->principal.tenant->name);
     gw__act_fail(ctx, &err); /* charged: the tenant pays for what it sends */
+    return SL_EBUSY;
+}
+
+int gw__act_enter(struct gw_act_ctx *ctx)
+{
+    struct pol_tenant_state *state = tenant_state(ctx);
+    if (state == NULL) {
+        return SL_OK; /* the admin, or a tenant the limiter has not seen yet */
+    }
+    if (pol_request_acquire(state)) {
+        ctx->entered = true;
+        return SL_OK;
+    }
+    struct gw_sqs_err err;
+    gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED,
+                   "Tenant %s has %u requests in progress, its limit "
+                   "(limits.max_concurrent_requests).",
+                   ctx->principal.tenant->name,
+                   ctx->principal.tenant->limits.max_concurrent_requests);
+    gw__act_fail(ctx, &err);
     return SL_EBUSY;
 }
 

@@ -131,6 +131,7 @@ struct gw_act_ctx {
     uint64_t queue_id;               /* the queue it named, once resolved; 0 before */
     bool charged;                    /* its tokens are settled (admitted, refused or charged) */
     struct pol_tenant_state *limits; /* the tenant's limiter state, once looked up */
+    bool entered;                    /* holds a slot of limits->requests (gw__act_enter) */
 };
 
 typedef void gw_act_fn(struct gw_act_ctx *ctx);
@@ -209,6 +210,14 @@ void gw__act_queue_arn(const struct gw_act_ctx *ctx, const char *tenant, const c
  * on, to be spilled at admission. Returns SL_OK, or SL_EBUSY when it ended
  * the request. */
 int gw__act_precheck(struct gw_act_ctx *ctx);
+
+/* Right after authentication: takes one of the tenant's concurrent
+ * request slots (limits.max_concurrent_requests, over all its connections
+ * and loops), held until the request ends; ending it gives the slot back.
+ * Past the cap the request is answered RequestThrottled at once (charged
+ * one token, as every refused request is) and does no work. The admin is
+ * not counted. Returns SL_OK, or SL_EBUSY when it ended the request. */
+int gw__act_enter(struct gw_act_ctx *ctx);
 
 /* The shard size k under snap: its shard_size, at most the engine's
  * partition count P (set in *partitions) and GW_MAX_SHARD. Any thread. */

@@ -61,20 +61,20 @@ static struct part_cookie cookie_of(struct msg_batch *b)
 
 /* ---- SendMessage, SendMessageBatch ---------------------------------------- */
 
-/* The partition a tenant's send goes to: of its shard, the one holding the
- * fewest ready messages of this queue (the least-loaded of k choices). */
+/* The partition a tenant's send goes to: of its shard, the least loaded
+ * counting every tenant's messages and queued jobs there, so that a
+ * neighbour's backlog steers this send to the tenant's other partitions
+ * (docs/policy.md, "Send"). A queue's messages stay receivable wherever
+ * they land: receives read the whole shard. */
 static uint32_t send_partition(struct gw_act_ctx *ctx, const struct gw_queue *q)
 {
     const uint32_t *shard;
     uint32_t k = gw__act_shard(ctx, q->tenant, &shard);
-    uint64_t ready[GW_MAX_SHARD];
-    uint32_t depth[GW_MAX_SHARD] = {0};
+    uint64_t load[GW_MAX_SHARD];
     for (uint32_t i = 0; i < k; i++) {
-        struct part_counts c = {0};
-        part_queue_counts(ctx->api->engine, q->id, shard[i], &c);
-        ready[i] = c.ready > 0 ? (uint64_t)c.ready : 0;
+        load[i] = (uint64_t)part_engine_partition_load(ctx->api->engine, shard[i]);
     }
-    return pol_pick_send_partition(shard, k, ready, depth);
+    return pol_pick_send_partition(shard, k, load);
 }
 
 /* SQS takes the X-Amzn-Trace-Id request header as the AWSTraceHeader of
@@ -332,10 +332,14 @@ static void receive_finish(struct msg_batch *b)
     free(b);
 }
 
-/* AgeOfFirstAttempt (the article's signal of a backlog building up) and
- * how long the receive took, long-poll wait included. */
+/* AgeOfFirstAttempt (the article's signal of a backlog building up), how
+ * long the receive took, long-poll wait included, and whether it came
+ * back empty (a consumer polling more than the queue needs). */
 static void observe_receive(struct gw_act_ctx *ctx, const struct part_result *res)
 {
+    if (res->message_count == 0) {
+        gw_metrics_count_empty_receive(ctx->api->metrics, ctx->queue_id);
+    }
     const char *tenant = ctx->principal.tenant != NULL ? ctx->principal.tenant->name : "(admin)";
     for (size_t i = 0; i < res->message_count; i++) {
         const struct part_message *m = &res->messages[i];

@@ -11,7 +11,8 @@
  * (struct gw_act_hooks) without knowing what they do.
  *
  * Request life: HEADERS+BODY (gw_h2) -> healthz? -> PROTOCOL -> AUTH ->
- * ROUTE -> DECODE -> HANDLER -> gw__act_finish (respond, log, free). The
+ * ROUTE -> a slot of the tenant's concurrent requests (gw__act_enter) ->
+ * DECODE -> HANDLER -> gw__act_finish (respond, log, free the slot). The
  * HTTP version is invisible here (struct gw_request).
  *
  * The protocol, from the headers alone, so even an authentication failure
@@ -542,7 +543,7 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
         gw__act_fail(ctx, &err);
         return;
     }
-    if (gw__act_precheck(ctx) != SL_OK) {
+    if (gw__act_enter(ctx) != SL_OK || gw__act_precheck(ctx) != SL_OK) {
         return;
     }
     if (decode(ctx, &err) != SL_OK) {

@@ -36,6 +36,18 @@
 
 enum h1_phase { H1_IDLE, H1_HEADERS, H1_BODY, H1_HANDLER, H1_SENDING };
 
+/* A request target, header name or header value as the parser hands it
+ * over. Nearly always it comes in one piece that stays in the connection's
+ * input buffer until the parser returns, and is used from there; only a
+ * piece split across reads, or still wanted when the parser returns, is
+ * copied into buf (profiles showed the two copies per header of copying
+ * always). At most one of ref and buf holds bytes. */
+struct h1_piece {
+    char *ref; /* into gw_h1c.in, valid until http_parser_execute returns */
+    size_t ref_n;
+    struct sl_buf buf;
+};
+
 struct gw_h1c {
     struct gw_proto_env env;
     http_parser parser;
@@ -54,8 +66,8 @@ struct gw_h1c {
     bool keep_alive; /* of the current request, as RFC 9112 §9.3 decides */
     bool head;       /* the current request is HEAD: no body in the answer */
 
-    /* header assembly: a field and value may arrive in pieces */
-    struct sl_buf field, value, url;
+    /* header assembly: see struct h1_piece */
+    struct h1_piece field, value, url;
     bool in_value;
     unsigned content_lengths, transfer_encodings, hosts;
     bool te_not_chunked;
@@ -78,11 +90,54 @@ static void count(struct gw_h1c *c, enum gw_http_refusal why)
     gw__connlimit_count_http(c->env.counters, why);
 }
 
+static size_t piece_len(const struct h1_piece *pc)
+{
+    return pc->ref != NULL ? pc->ref_n : pc->buf.n;
+}
+
+static struct sl_slice piece_view(const struct h1_piece *pc)
+{
+    if (pc->ref != NULL)
+        return (struct sl_slice){pc->ref, pc->ref_n};
+    return (struct sl_slice){pc->buf.p != NULL ? pc->buf.p : "", pc->buf.n};
+}
+
+static void piece_reset(struct h1_piece *pc)
+{
+    pc->ref = NULL;
+    pc->ref_n = 0;
+    sl_buf_reset(&pc->buf);
+}
+
+/* Moves a piece out of the input buffer, which may move once the parser
+ * returns. */
+static void piece_spill(struct h1_piece *pc)
+{
+    if (pc->ref == NULL)
+        return;
+    sl_buf_append(&pc->buf, pc->ref, pc->ref_n);
+    pc->ref = NULL;
+    pc->ref_n = 0;
+}
+
+/* at points into c->in (the parser runs on it), so a reference may write:
+ * commit_header lowercases a name where it lies. */
+static void piece_add(struct gw_h1c *c, struct h1_piece *pc, const char *at, size_t len)
+{
+    if (pc->ref == NULL && pc->buf.n == 0) {
+        pc->ref = c->in.p + (at - c->in.p);
+        pc->ref_n = len;
+        return;
+    }
+    piece_spill(pc);
+    sl_buf_append(&pc->buf, at, len);
+}
+
 static void reset_message_state(struct gw_h1c *c)
 {
-    sl_buf_reset(&c->field);
-    sl_buf_reset(&c->value);
-    sl_buf_reset(&c->url);
+    piece_reset(&c->field);
+    piece_reset(&c->value);
+    piece_reset(&c->url);
     c->in_value = false;
     c->content_lengths = c->transfer_encodings = c->hosts = 0;
     c->te_not_chunked = false;
@@ -218,19 +273,24 @@ static int on_message_begin(http_parser *p)
 static int on_url(http_parser *p, const char *at, size_t len)
 {
     struct gw_h1c *c = p->data;
-    if (c->url.n + len > GW_MAX_HEADER_LIST_BYTES) {
+    if (piece_len(&c->url) + len > GW_MAX_HEADER_LIST_BYTES) {
         refuse(c, 414, GW_HTTP_HEADER_TOO_LARGE, "RequestURITooLong",
                "request target exceeds 65536 bytes");
         return 0;
     }
-    sl_buf_append(&c->url, at, len);
+    piece_add(c, &c->url, at, len);
     return 0;
 }
 
-static bool value_is(struct sl_slice v, const char *want)
+static bool value_is(struct sl_slice v, struct sl_slice want)
 {
-    size_t n = strlen(want);
-    return v.n == n && strncasecmp(v.p, want, n) == 0;
+    return v.n == want.n && strncasecmp(v.p, want.p, want.n) == 0;
+}
+
+/* name is lowercase already: plain bytes compare, length first. */
+static bool name_is(struct sl_slice name, struct sl_slice want)
+{
+    return name.n == want.n && memcmp(name.p, want.p, want.n) == 0;
 }
 
 /* The field and value assembled so far become a header of the request. */
@@ -241,32 +301,32 @@ static int commit_header(struct gw_h1c *c)
     c->in_value = false;
     if (c->phase != H1_HEADERS) {
         /* Trailers of a chunked body: not stored, as on HTTP/2. */
-        sl_buf_reset(&c->field);
-        sl_buf_reset(&c->value);
+        piece_reset(&c->field);
+        piece_reset(&c->value);
         return SL_OK;
     }
-    for (size_t i = 0; i < c->field.n; i++)
-        if (c->field.p[i] >= 'A' && c->field.p[i] <= 'Z')
-            c->field.p[i] = (char)(c->field.p[i] + ('a' - 'A'));
-    while (c->value.n > 0 &&
-           (c->value.p[c->value.n - 1] == ' ' || c->value.p[c->value.n - 1] == '\t'))
-        c->value.n--;
-    struct sl_slice name = {c->field.p, c->field.n};
-    struct sl_slice value = {c->value.p != NULL ? c->value.p : "", c->value.n};
-    if (sl_slice_eq_cstr(name, "content-length")) {
+    struct sl_slice name = piece_view(&c->field);
+    struct sl_slice value = piece_view(&c->value);
+    char *lower = (char *)name.p; /* ours: c->in or field.buf, never a literal */
+    for (size_t i = 0; i < name.n; i++)
+        if (lower[i] >= 'A' && lower[i] <= 'Z')
+            lower[i] = (char)(lower[i] + ('a' - 'A'));
+    while (value.n > 0 && (value.p[value.n - 1] == ' ' || value.p[value.n - 1] == '\t'))
+        value.n--;
+    if (name_is(name, SL_SLICE_LIT("content-length"))) {
         c->content_lengths++;
-    } else if (sl_slice_eq_cstr(name, "transfer-encoding")) {
+    } else if (name_is(name, SL_SLICE_LIT("transfer-encoding"))) {
         c->transfer_encodings++;
-        if (!value_is(value, "chunked"))
+        if (!value_is(value, SL_SLICE_LIT("chunked")))
             c->te_not_chunked = true;
-    } else if (sl_slice_eq_cstr(name, "host")) {
+    } else if (name_is(name, SL_SLICE_LIT("host"))) {
         c->hosts++;
-    } else if (sl_slice_eq_cstr(name, "expect")) {
-        c->expect_continue = value_is(value, "100-continue");
+    } else if (name_is(name, SL_SLICE_LIT("expect"))) {
+        c->expect_continue = value_is(value, SL_SLICE_LIT("100-continue"));
     }
     int rv = gw__exchange_add_header(c->ex, name.p, name.n, value.p, value.n);
-    sl_buf_reset(&c->field);
-    sl_buf_reset(&c->value);
+    piece_reset(&c->field);
+    piece_reset(&c->value);
     return rv;
 }
 
@@ -277,11 +337,11 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
         refuse_headers(c);
         return 0;
     }
-    if (c->field.n + len > GW_MAX_HEADER_LIST_BYTES) {
+    if (piece_len(&c->field) + len > GW_MAX_HEADER_LIST_BYTES) {
         refuse_headers(c);
         return 0;
     }
-    sl_buf_append(&c->field, at, len);
+    piece_add(c, &c->field, at, len);
     return 0;
 }
 
@@ -289,11 +349,11 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 {
     struct gw_h1c *c = p->data;
     c->in_value = true;
-    if (c->value.n + len > GW_MAX_HEADER_LIST_BYTES) {
+    if (piece_len(&c->value) + len > GW_MAX_HEADER_LIST_BYTES) {
         refuse_headers(c);
         return 0;
     }
-    sl_buf_append(&c->value, at, len);
+    piece_add(c, &c->value, at, len);
     return 0;
 }
 
@@ -348,7 +408,8 @@ static const char *header_error(const struct gw_h1c *c)
     if (p->method == HTTP_CONNECT)
         return "CONNECT is not served";
     struct sl_slice authority, path;
-    if (c->url.n == 0 || !split_target((struct sl_slice){c->url.p, c->url.n}, &authority, &path))
+    struct sl_slice url = piece_view(&c->url);
+    if (url.n == 0 || !split_target(url, &authority, &path))
         return "request target must be an absolute path or an absolute URI";
     if (p->http_minor >= 1 && c->hosts == 0)
         return "HTTP/1.1 request without Host";
@@ -363,7 +424,7 @@ static int add_request_line(struct gw_h1c *c)
     const char *method = http_method_str((enum http_method)c->parser.method);
     const char *scheme = c->env.tls ? "https" : "http";
     struct sl_slice authority, path;
-    (void)split_target((struct sl_slice){c->url.p, c->url.n}, &authority, &path);
+    (void)split_target(piece_view(&c->url), &authority, &path);
     if (gw__exchange_add_header(c->ex, ":method", 7, method, strlen(method)) != SL_OK ||
         gw__exchange_add_header(c->ex, ":path", 5, path.p, path.n) != SL_OK ||
         gw__exchange_add_header(c->ex, ":scheme", 7, scheme, strlen(scheme)) != SL_OK)
@@ -513,6 +574,9 @@ static void parse(struct gw_h1c *c)
         scan_headers(c);
         size_t k = http_parser_execute(&c->parser, &parser_settings, c->in.p + c->in_off, avail);
         c->in_off += k;
+        piece_spill(&c->url);
+        piece_spill(&c->field);
+        piece_spill(&c->value);
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
         if (c->failed)
             break; /* a callback refused the request */
@@ -680,9 +744,9 @@ struct gw_h1c *gw__h1c_new(const struct gw_proto_env *env, uint64_t now_ns)
     c->parser.data = c;
     sl_buf_init(&c->in);
     sl_buf_init(&c->out);
-    sl_buf_init(&c->field);
-    sl_buf_init(&c->value);
-    sl_buf_init(&c->url);
+    sl_buf_init(&c->field.buf);
+    sl_buf_init(&c->value.buf);
+    sl_buf_init(&c->url.buf);
     reset_message_state(c);
     return c;
 }
@@ -698,9 +762,9 @@ void gw__h1c_free(struct gw_h1c *c)
     }
     sl_buf_free(&c->in);
     sl_buf_free(&c->out);
-    sl_buf_free(&c->field);
-    sl_buf_free(&c->value);
-    sl_buf_free(&c->url);
+    sl_buf_free(&c->field.buf);
+    sl_buf_free(&c->value.buf);
+    sl_buf_free(&c->url.buf);
     free(c);
 }
 

@@ -45,6 +45,8 @@ static const uint64_t age_bounds_us[] = {
     300000000, 900000000, 1800000000, 3600000000, 21600000000, 86400000000,
 };
 
+_Static_assert(PART_WAIT_BUCKETS - 1 <= HIST_MAX_BOUNDS, "the writer wait histogram fits");
+
 struct hist_spec {
     const uint64_t *bounds_us;
     size_t n;
@@ -81,6 +83,7 @@ struct queue_block {
     struct block head; /* the queue id, in decimal */
     _Atomic uint64_t requests[GW_SQS_ACT__COUNT][QO_COUNT_];
     _Atomic uint64_t first_attempt_ms; /* latest AgeOfFirstAttempt seen */
+    _Atomic uint64_t empty_receives;   /* ReceiveMessage answered with no message */
 };
 
 struct table {
@@ -308,6 +311,11 @@ uint64_t gw_metrics_queue_first_attempt(struct gw_metrics *m, uint64_t queue_id)
 {
     struct queue_block *b = queue_find(m, queue_id);
     return b != NULL ? atomic_load_explicit(&b->first_attempt_ms, memory_order_relaxed) : 0;
+}
+
+void gw_metrics_count_empty_receive(struct gw_metrics *m, uint64_t queue_id)
+{
+    atomic_fetch_add_explicit(&queue_get(m, queue_id)->empty_receives, 1, memory_order_relaxed);
 }
 
 void gw_metrics_count_admin_auth(struct gw_metrics *m, bool throttled)
@@ -556,6 +564,24 @@ static void render_tenant_stats(struct sl_buf *out, const struct gw_metrics_sour
             sample_u64(out, fam[f].name, l, v);
         }
     }
+    const struct hist_spec wait_spec = {part_wait_bounds_us(), PART_WAIT_BUCKETS - 1};
+    family(out, "sluice_writer_queue_wait_seconds", "histogram",
+           "Time the tenant's jobs waited at partition writers before a group commit took "
+           "them, by tenant.");
+    for (size_t i = 0; i < s->tenant_count; i++) {
+        struct hist h;
+        uint64_t n = 0;
+        for (size_t b = 0; b <= HIST_MAX_BOUNDS; b++) {
+            uint64_t v = b < PART_WAIT_BUCKETS ? st[i].wait_bucket[b] : 0;
+            atomic_init(&h.bucket[b], v);
+            n += v;
+        }
+        atomic_init(&h.sum_us, st[i].wait_sum_us);
+        if (n > 0) {
+            hist_render(out, "sluice_writer_queue_wait_seconds", "tenant", s->tenants[i].name, &h,
+                        &wait_spec);
+        }
+    }
     free(st);
 }
 
@@ -602,6 +628,16 @@ static void render_tenants(struct sl_buf *out, const struct gw_metrics_sources *
             const char *l[] = {"tenant", name, NULL};
             sample_u64(out, "sluice_tenant_long_polls", l,
                        t != NULL ? pol_slots_used(&t->long_polls) : 0);
+        }
+        family(out, "sluice_tenant_requests_in_progress", "gauge",
+               "Requests of the tenant being served now, all connections "
+               "(limits.max_concurrent_requests caps them).");
+        for (size_t i = 0; i < s->tenant_count; i++) {
+            const char *name = s->tenants[i].name;
+            struct pol_tenant_state *t = pol_limiter_find(src->limiter, name, strlen(name));
+            const char *l[] = {"tenant", name, NULL};
+            sample_u64(out, "sluice_tenant_requests_in_progress", l,
+                       t != NULL ? pol_slots_used(&t->requests) : 0);
         }
     }
 }
@@ -655,6 +691,15 @@ static void render_queue_requests(struct sl_buf *out, struct gw_metrics *m,
                 }
             }
         }
+    }
+    family(out, "sluice_queue_empty_receives_total", "counter",
+           "ReceiveMessage calls answered with no message (after any long-poll wait), by "
+           "queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        struct queue_block *b = queue_find(m, ql->items[i].id);
+        const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+        sample_u64(out, "sluice_queue_empty_receives_total", l,
+                   b != NULL ? load(&b->empty_receives) : 0);
     }
 }
 
@@ -873,7 +918,7 @@ static void render_budgets(struct sl_buf *out, struct gw_budget *b)
 
 static void render_partitions(struct sl_buf *out, struct part_engine *e)
 {
-    enum { DEPTH, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, TIMERS, NVALS };
+    enum { DEPTH, LOAD, BACKLOG, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, TIMERS, NVALS };
     uint32_t np = part_engine_partitions(e);
     double *v[NVALS];
     for (size_t i = 0; i < NVALS; i++) {
@@ -883,6 +928,8 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
         struct part_partition_stats st = {0};
         part_engine_stats(e, p, &st);
         v[DEPTH][p] = (double)part_engine_partition_queued(e, p);
+        v[LOAD][p] = (double)part_engine_partition_load(e, p);
+        v[BACKLOG][p] = (double)st.backlog;
         v[COMMITS][p] = (double)st.commits;
         v[JOBS][p] = (double)st.jobs;
         v[AVG][p] = st.commits > 0 ? (double)st.jobs / (double)st.commits : 0.0;
@@ -893,6 +940,13 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
     }
     partition_family(out, "sluice_partition_writer_queue_depth", "gauge",
                      "Jobs waiting at the partition's writer thread.", v[DEPTH], np);
+    partition_family(out, "sluice_partition_load_messages", "gauge",
+                     "The send choice's load of the partition: its backlog plus the messages of "
+                     "the jobs waiting at its writer.",
+                     v[LOAD], np);
+    partition_family(out, "sluice_partition_backlog_messages", "gauge",
+                     "Ready and delayed messages of every queue stored in the partition.",
+                     v[BACKLOG], np);
     partition_family(out, "sluice_partition_commits_total", "counter",
                      "Group commits of the partition.", v[COMMITS], np);
     partition_family(out, "sluice_partition_committed_jobs_total", "counter",

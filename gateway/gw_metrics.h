@@ -51,6 +51,11 @@ void gw_metrics_count_request(struct gw_metrics *m, const char *tenant, enum gw_
 void gw_metrics_count_queue_request(struct gw_metrics *m, uint64_t queue_id,
                                     enum gw_sqs_action action, enum gw_sqs_error outcome);
 
+/* A ReceiveMessage of the queue answered with no message, after any
+ * long-poll wait (the Builders' Library's "polls that come back empty"):
+ * sluice_queue_empty_receives_total{tenant,queue}. For the receive path. */
+void gw_metrics_count_empty_receive(struct gw_metrics *m, uint64_t queue_id);
+
 /* n messages of tenant accepted into the overflow lane (spill mode):
  * sluice_spilled_messages_total{tenant}. For the send path. */
 /* Counts an admin request that failed authentication, or (throttled) was

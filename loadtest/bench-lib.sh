@@ -34,6 +34,32 @@ trap 'stop_gateway; rm -rf "$work"' EXIT
 # noisy neighbour a flooder and six quiet tenants at 200 req/s, burst 400.
 noisy_tenants=AKIDFLOOD:flood-secret
 for i in 1 2 3 4 5 6; do noisy_tenants+=",AKIDQUIET$i:quiet$i-secret"; done
+# The unthrottled flooder (issue 12): "hog", whose limits (the defaults
+# below) never throttle it, and 23 quiet tenants u1..u23.
+unthrottled_quiet=23
+unthrottled_tenants=AKIDHOG:hog-secret
+for i in $(seq 1 $unthrottled_quiet); do unthrottled_tenants+=",AKIDU$i:u$i-secret"; done
+
+# The tenants: section for start_gateway: default, and flood and quiet1..6,
+# or with $tenant_set "unthrottled" hog and u1..u23 instead (their limits
+# are the defaults: below, which never throttle them).
+tenant_set=
+tenants_yaml() {
+  printf 'tenants:\n  default:\n    access_key_id: default\n    secret_access_key: default\n'
+  if [[ $tenant_set == unthrottled ]]; then
+    printf '  hog:\n    access_key_id: AKIDHOG\n    secret_access_key: hog-secret\n'
+    for i in $(seq 1 $unthrottled_quiet); do
+      printf '  u%s:\n    access_key_id: AKIDU%s\n    secret_access_key: u%s-secret\n' $i $i $i
+    done
+    return
+  fi
+  printf '  flood:\n    access_key_id: AKIDFLOOD\n    secret_access_key: flood-secret\n'
+  printf '    limits:\n      requests_per_second: 200\n      burst: 400\n'
+  for i in 1 2 3 4 5 6; do
+    printf '  quiet%s:\n    access_key_id: AKIDQUIET%s\n    secret_access_key: quiet%s-secret\n' $i $i $i
+    printf '    limits:\n      requests_per_second: 200\n      burst: 400\n'
+  done
+}
 
 seed_manifest= # when set, the fresh data_dir starts with this manifest (its key)
 start_gateway() { # durability partitions
@@ -58,17 +84,7 @@ defaults:
   limits:
     requests_per_second: 1000000
     burst: 1000000
-tenants:
-  default:
-    access_key_id: default
-    secret_access_key: default
-  flood:
-    access_key_id: AKIDFLOOD
-    secret_access_key: flood-secret
-    limits:
-      requests_per_second: 200
-      burst: 400
-$(for i in 1 2 3 4 5 6; do printf '  quiet%s:\n    access_key_id: AKIDQUIET%s\n    secret_access_key: quiet%s-secret\n    limits:\n      requests_per_second: 200\n      burst: 400\n' $i $i $i; done)
+$(tenants_yaml)
 YAML
   "$sluiced" --config "$work/sluice.yaml" 2>"$work/sluiced.log" &
   pid=$!

@@ -260,6 +260,7 @@ struct lt_opts {
     double rate;               /* 0 = closed loop */
     double flood_rate;         /* noisy: the first tenant's send rate */
     double receive_rate;       /* noisy: each tenant's receive rate */
+    double flood_receive_rate; /* noisy: the first tenant's receive rate */
     unsigned batch;            /* 1 or 10 */
     size_t message_size;
     struct lt_tenant *tenants;

@@ -32,6 +32,7 @@ enum {
     OPT_RATE,
     OPT_FLOOD_RATE,
     OPT_RECEIVE_RATE,
+    OPT_FLOOD_RECEIVE_RATE,
     OPT_BATCH,
     OPT_SIZE,
     OPT_TENANTS,
@@ -63,6 +64,7 @@ static const struct option long_opts[] = {
     {"rate", required_argument, NULL, OPT_RATE},
     {"flood-rate", required_argument, NULL, OPT_FLOOD_RATE},
     {"receive-rate", required_argument, NULL, OPT_RECEIVE_RATE},
+    {"flood-receive-rate", required_argument, NULL, OPT_FLOOD_RECEIVE_RATE},
     {"batch", required_argument, NULL, OPT_BATCH},
     {"size", required_argument, NULL, OPT_SIZE},
     {"tenants", required_argument, NULL, OPT_TENANTS},
@@ -112,6 +114,8 @@ void lt_opts_usage(FILE *out)
         "                         loop) and e2e runs from the intended send time too\n"
         "  --flood-rate R         noisy: send rate of the first tenant (default 10 x --rate)\n"
         "  --receive-rate R       noisy: receive+delete rate of every tenant (default --rate)\n"
+        "  --flood-receive-rate R noisy: receive+delete rate of the first tenant (default\n"
+        "                         --receive-rate)\n"
         "  --batch 1|10           send with SendMessage or SendMessageBatch of 10\n"
         "  --size BYTES           message body size (default 1024, minimum 32)\n"
         "  --tenants K:S[,K:S..]  access key:secret per tenant (default default:default)\n"
@@ -315,6 +319,11 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
             FAIL("--receive-rate wants a positive number per second");
         }
         break;
+    case OPT_FLOOD_RECEIVE_RATE:
+        if (parse_double(arg, &o->flood_receive_rate) != SL_OK || o->flood_receive_rate <= 0) {
+            FAIL("--flood-receive-rate wants a positive number per second");
+        }
+        break;
     case OPT_BATCH:
         if (parse_u64(arg, 10, &u) != SL_OK || (u != 1 && u != 10)) {
             FAIL("--batch is 1 or 10");
@@ -462,8 +471,8 @@ int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t er
     if (!o->allow_remote && !is_loopback(o->host)) {
         FAIL("target %s is not loopback; pass --allow-remote if you mean it", o->host);
     }
-    if (o->receive_rate > 0 && o->scenario != LT_SC_NOISY) {
-        FAIL("--receive-rate is for the noisy scenario");
+    if ((o->receive_rate > 0 || o->flood_receive_rate > 0) && o->scenario != LT_SC_NOISY) {
+        FAIL("--receive-rate and --flood-receive-rate are for the noisy scenario");
     }
     if (o->scenario == LT_SC_NOISY) {
         if (o->rate <= 0) {
@@ -477,6 +486,9 @@ int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t er
         }
         if (o->receive_rate <= 0) {
             o->receive_rate = o->rate;
+        }
+        if (o->flood_receive_rate <= 0) {
+            o->flood_receive_rate = o->receive_rate;
         }
     }
     if (o->consumer_streams == 0) {

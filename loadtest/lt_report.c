@@ -237,6 +237,7 @@ static json_t *config_json(const struct lt_opts *o)
     if (o->scenario == LT_SC_NOISY) {
         json_object_set_new(c, "flood_rate", json_real(o->flood_rate));
         json_object_set_new(c, "receive_rate", json_real(o->receive_rate));
+        json_object_set_new(c, "flood_receive_rate", json_real(o->flood_receive_rate));
     }
     if (o->scenario == LT_SC_LONGPOLL) {
         json_object_set_new(c, "gap_ms", json_integer(o->gap_ms));

@@ -878,7 +878,8 @@ static void build_groups(struct run *run)
             snprintf(name, sizeof(name), "%s:%s/send", kind, t->access_key_id);
             p = add_group(run, name, t, ROLE_SEND, o->streams, i == 0 ? o->flood_rate : o->rate);
             snprintf(name, sizeof(name), "%s:%s/recv", kind, t->access_key_id);
-            c = add_group(run, name, t, ROLE_RECV_DELETE, o->streams, o->receive_rate);
+            c = add_group(run, name, t, ROLE_RECV_DELETE, o->streams,
+                          i == 0 ? o->flood_receive_rate : o->receive_rate);
             share_queues(c, p);
         }
         break;

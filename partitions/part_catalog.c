@@ -511,6 +511,10 @@ void part_tenant_stats(struct part_engine *e, const char *tenant, struct part_te
         out->expired = atomic_load(&t->expired);
         out->aged = atomic_load(&t->aged);
         out->dead_lettered = atomic_load(&t->dead_lettered);
+        for (size_t b = 0; b < PART_WAIT_BUCKETS; b++) {
+            out->wait_bucket[b] = atomic_load_explicit(&t->wait_bucket[b], memory_order_relaxed);
+        }
+        out->wait_sum_us = atomic_load_explicit(&t->wait_sum_us, memory_order_relaxed);
     }
     pthread_rwlock_unlock(&c->lock);
 }

@@ -32,6 +32,7 @@
 #include "part_catalog_db.h"
 #include "part_client.h"
 #include "part_receipt.h"
+#include "part_sched.h"
 
 /* ---- job plumbing ------------------------------------------------------ */
 
@@ -44,13 +45,28 @@ static void writer_submit_list(struct part_writer *w, struct part_job *head, str
     bool dead = !w->started || w->exited;
     if (!dead) {
         tail->next = NULL;
-        if (w->tail) {
-            w->tail->next = head;
-        } else {
-            w->head = head;
+        uint64_t now_ns = sl_mono_ns();
+        int64_t cost = 0;
+        for (struct part_job *j = head; j != NULL; j = j->next) {
+            j->cost = part__job_cost(j);
+            j->enq_ns = now_ns;
+            cost += j->cost;
         }
-        w->tail = tail;
+        if (w->index == UINT32_MAX) { /* the catalog thread: one queue, in order */
+            if (w->tail) {
+                w->tail->next = head;
+            } else {
+                w->head = head;
+            }
+            w->tail = tail;
+        } else {
+            for (struct part_job *j = head, *next; j != NULL; j = next) {
+                next = j->next;
+                part__sched_push(&w->sched, j);
+            }
+        }
         atomic_fetch_add(&w->queued, (int64_t)n);
+        atomic_fetch_add_explicit(&w->queued_cost, cost, memory_order_relaxed);
         pthread_cond_signal(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);

@@ -245,6 +245,17 @@ int64_t part_engine_partition_queued(const struct part_engine *e, uint32_t p)
     return p < e->nparts ? atomic_load(&e->writers[p].queued) : 0;
 }
 
+int64_t part_engine_partition_load(const struct part_engine *e, uint32_t p)
+{
+    if (p >= e->nparts) {
+        return 0;
+    }
+    const struct part_writer *w = &e->writers[p];
+    int64_t load = atomic_load_explicit(&w->backlog, memory_order_relaxed) +
+                   atomic_load_explicit(&w->queued_cost, memory_order_relaxed);
+    return load > 0 ? load : 0; /* the two are read apart: never below empty */
+}
+
 void part_engine_kick(struct part_engine *e)
 {
     for (uint32_t p = 0; p < e->nparts; p++) {
@@ -281,5 +292,7 @@ int part_engine_stats(const struct part_engine *e, uint32_t p, struct part_parti
     out->batch_us = atomic_load_explicit(&w->stat_batch_us, memory_order_relaxed);
     out->failed = atomic_load(&w->failed);
     out->timers = atomic_load_explicit(&w->stat_timers, memory_order_relaxed);
+    out->backlog = atomic_load_explicit(&w->backlog, memory_order_relaxed);
+    out->queued_cost = atomic_load_explicit(&w->queued_cost, memory_order_relaxed);
     return SL_OK;
 }

@@ -13,8 +13,9 @@
  *  - queue counters are atomics written by the partition's writer after a
  *    commit and read by anyone.
  *  - a queue's long-poll waiter list is guarded by queue->wait_mu.
- *  - a writer's job list is guarded by writer->mu; everything else in a
- *    writer (db, statements, timer heap) belongs to its thread alone.
+ *  - a writer's job queue (head/tail, or sched for a partition writer)
+ *    is guarded by writer->mu; everything else in a writer (db,
+ *    statements, timer heap) belongs to its thread alone.
  *  - a client's completion list is guarded by client->mu; the rest of the
  *    client belongs to its loop thread.
  */
@@ -60,6 +61,9 @@ struct part_tenant {
     _Atomic uint64_t expired;
     _Atomic uint64_t aged;
     _Atomic uint64_t dead_lettered;
+    /* time its jobs waited at partition writers (part_sched.c) */
+    _Atomic uint64_t wait_bucket[PART_WAIT_BUCKETS];
+    _Atomic uint64_t wait_sum_us;
 };
 
 /* The per-batch change of one queue's counters on one partition. */
@@ -227,6 +231,10 @@ struct part_job {
     uint64_t move_after;
     uint32_t move_max;
     uint64_t only_row; /* move of one row, and remove: that row; 0 = none */
+    /* set when the job reaches a writer's queue (under its mu) */
+    uint32_t cost;   /* part__job_cost */
+    uint64_t enq_ns; /* sl_mono_ns */
+    uint64_t seq;    /* the writer's push order (part_sched.c) */
 };
 
 struct part_heap_item {
@@ -257,6 +265,32 @@ struct part_heap {
     size_t ntombs; /* occupied slots */
 };
 
+/* One tenant's jobs waiting at one partition writer (part_sched.c). */
+struct part_flow {
+    struct part_tenant *tenant; /* NULL: jobs of no queue (none today but fences) */
+    struct part_job *head;
+    struct part_job *tail;
+    struct part_flow *next_active; /* the writer's round-robin ring */
+    int64_t deficit;               /* cost it may still take this turn */
+    uint32_t jobs;                 /* waiting here */
+    bool active;                   /* in the ring: has jobs */
+};
+
+/* A partition writer's waiting jobs: a flow per tenant, served deficit
+ * round robin, and the barriers (fences) in their own list. Guarded by
+ * the writer's mu. */
+struct part_sched {
+    struct part_flow **map; /* open addressing by tenant pointer; cap a power of 2 */
+    size_t cap;
+    size_t nflows;
+    struct part_flow *ring_head; /* active flows, the one to serve first */
+    struct part_flow *ring_tail;
+    struct part_job *fence_head;
+    struct part_job *fence_tail;
+    uint64_t seq; /* jobs ever pushed: a fence waits for those before it */
+    size_t njobs; /* waiting, fences included */
+};
+
 struct part_writer {
     struct part_engine *engine;
     uint32_t index; /* partition, or UINT32_MAX for the catalog writer */
@@ -264,15 +298,22 @@ struct part_writer {
     bool started;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct part_job *head;
+    struct part_job *head; /* the catalog writer's queue, in order */
     struct part_job *tail;
+    struct part_sched sched; /* a partition writer's queue, by tenant */
     bool stop;
     bool exited; /* the thread has left its loop: submits fail */
     bool kicked;
     _Atomic bool failed;
     _Atomic bool full_seen;  /* a write failed for lack of space since the open */
     _Atomic bool open_later; /* the open found the disk full: db is NULL, retried */
-    _Atomic int64_t queued;  /* jobs waiting: "least busy writer" hint */
+    _Atomic int64_t queued;  /* jobs waiting */
+    /* The send choice's load signal (part_engine_partition_load), relaxed:
+     * ready + delayed messages of every queue stored here as of the last
+     * commit (written by the writer thread), and the cost (part__job_cost)
+     * of the jobs waiting (changed under mu). */
+    _Atomic int64_t backlog;
+    _Atomic int64_t queued_cost;
     /* part_engine_stats: written by the writer thread after each COMMIT,
      * read from any thread; relaxed (monotonic counters, no ordering). */
     _Atomic uint64_t stat_commits;
@@ -361,6 +402,34 @@ struct part_engine {
 };
 
 /* Inline helpers over the types above; any thread. */
+
+/* What a job weighs at its writer, in messages: those a send stores, a
+ * receive may lease, a move may look at, or the receipts a delete or
+ * visibility change names; 1 for anything else. The load signal of the
+ * send choice and the writer's fair share (part_sched.c) count in it. */
+static inline uint32_t part__job_cost(const struct part_job *j)
+{
+    size_t cost = 1;
+    switch (j->op) {
+    case PART_OP_SEND:
+        cost = j->nmsgs;
+        break;
+    case PART_OP_RECEIVE:
+        cost = j->recv != NULL ? j->recv->max : 1;
+        break;
+    case PART_OP_DELETE:
+    case PART_OP_CHANGE_VIS:
+    case PART_OP_RELEASE:
+        cost = j->nrh;
+        break;
+    case PART_OP_MOVE:
+        cost = j->move_max;
+        break;
+    default:
+        break;
+    }
+    return cost > 0 ? (uint32_t)cost : 1;
+}
 
 static inline uint64_t part__now(const struct part_engine *e)
 {

@@ -3,24 +3,22 @@
  * commit, its timers, and what a commit makes visible.
  *
  * Stack: under the engine (open, start, stop) and the client layer (which
- * queues jobs on w->head under w->mu); calls part_ops.c for the message
- * operations, part_batch.c, part_schema.c, part_catalog.c, part_timers.c
- * and part_groups.c. A finished job, a receive to continue and the long
- * polls a commit wakes go up through e->hooks (part_client.c and
- * part_poll.c install them), never by name.
+ * queues jobs in w->sched under w->mu); calls part_sched.c (taking a
+ * batch), part_ops.c for the message operations, part_batch.c,
+ * part_schema.c, part_catalog.c, part_timers.c and part_groups.c. A finished job, a receive to
+ * continue and the long polls a commit wakes go up through e->hooks (part_client.c and part_poll.c
+ * install them), never by name.
  *
- * Group commit: the thread takes every queued job (up to max_batch_jobs)
- * and runs due timers and those jobs in at most two transactions (BEGIN
- * IMMEDIATE ... COMMIT): first the receives, which with durability fsync
- * do not wait for the disk (split_leases says why), then everything else,
- * synchronous FULL with fsync, NORMAL with os. Only after a commit does it
- * apply counter deltas, wake long polls and complete that transaction's
- * jobs. If any statement fails the whole transaction is rolled back and
- * every job in it fails: with SL_EBUSY when the file system is out of
- * space (transient: the partition keeps running, and takes writes again
- * as soon as space returns), else with SL_EIO; corruption or another I/O
- * error also marks the partition failed (sticky), so later jobs fail fast
- * instead of touching the file.
+ * Group commit: the thread takes queued jobs (up to max_batch_jobs,
+ * shared among tenants by part_sched.c) and runs due timers and those jobs in at most two
+ * transactions (BEGIN IMMEDIATE ... COMMIT): first the receives, which with durability fsync do not
+ * wait for the disk (split_leases says why), then everything else, synchronous FULL with fsync,
+ * NORMAL with os. Only after a commit does it apply counter deltas, wake long polls and complete
+ * that transaction's jobs. If any statement fails the whole transaction is rolled back and every
+ * job in it fails: with SL_EBUSY when the file system is out of space (transient: the partition
+ * keeps running, and takes writes again as soon as space returns), else with SL_EIO; corruption or
+ * another I/O error also marks the partition failed (sticky), so later jobs fail fast instead of
+ * touching the file.
  *
  * Near a full disk the WAL is checkpointed sooner (part_disk.c sets the
  * size), also after a group that failed for lack of space, whose
@@ -53,6 +51,7 @@
 #include "part_disk.h"
 #include "part_groups.h"
 #include "part_ops.h"
+#include "part_sched.h"
 #include "part_schema.h"
 #include "part_timers.h"
 #include "part_writer.h"
@@ -111,15 +110,18 @@ static void publish_head(struct part_writer *w, struct part_queue *q)
 /* After a COMMIT: the batch's counters, statistics and group counts. */
 static void batch_apply(struct part_writer *w, struct part_batch *b)
 {
+    int64_t backlog = 0;
     for (size_t i = 0; i < b->n; i++) {
         struct part_delta *d = &b->d[i];
         struct part_tenant *t = d->q->tenant;
         part__counts_add(d->q, w->index, &d->c);
+        backlog += d->c.ready + d->c.delayed;
         atomic_fetch_add_explicit(&t->expired, d->expired, memory_order_relaxed);
         atomic_fetch_add_explicit(&t->aged, d->aged, memory_order_relaxed);
         atomic_fetch_add_explicit(&t->dead_lettered, d->dead_lettered, memory_order_relaxed);
         publish_head(w, d->q);
     }
+    atomic_fetch_add_explicit(&w->backlog, backlog, memory_order_relaxed);
     part__batch_groups_apply(w, b);
     for (size_t i = 0; i < b->ngone; i++) {
         part__heap_forget_row(&w->timers, b->gone[i]);
@@ -457,6 +459,7 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
             .overflow_delayed = overflow && state == PART_STATE_DELAYED,
         };
         part__counts_add(q, w->index, &d);
+        atomic_fetch_add_explicit(&w->backlog, d.ready + d.delayed, memory_order_relaxed);
         const char *group = (const char *)sqlite3_column_text(st, 6);
         if (state == PART_STATE_INFLIGHT && group != NULL) {
             struct part_qcount *qc = &q->per[w->index];
@@ -605,7 +608,7 @@ static void *writer_main(void *arg)
     size_t max = e->opt.max_batch_jobs ? e->opt.max_batch_jobs : 1024;
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        while (!w->stop && w->head == NULL && !w->kicked) {
+        while (!w->stop && part__sched_empty(&w->sched) && !w->kicked) {
             if (atomic_load(&w->open_later)) { /* try again in a second */
                 struct timespec ts;
                 deadline_in(&ts, 1000);
@@ -629,27 +632,19 @@ static void *writer_main(void *arg)
             }
         }
         w->kicked = false;
-        struct part_job *jobs = w->head, *last = NULL;
         size_t n = 0;
-        for (struct part_job *j = w->head; j != NULL && n < max; j = j->next) {
-            last = j;
-            n++;
-        }
-        if (last != NULL) {
-            w->head = last->next;
-            if (w->head == NULL) {
-                w->tail = NULL;
-            }
-            last->next = NULL;
+        int64_t cost = 0;
+        struct part_job *jobs = part__sched_take(&w->sched, max, &n, &cost);
+        if (jobs != NULL) {
             atomic_fetch_sub(&w->queued, (int64_t)n);
-        } else {
-            jobs = NULL;
+            atomic_fetch_sub_explicit(&w->queued_cost, cost, memory_order_relaxed);
         }
-        bool stop = w->stop && w->head == NULL && jobs == NULL;
+        bool stop = w->stop && part__sched_empty(&w->sched) && jobs == NULL;
         if (stop) {
             w->exited = true;
         }
         pthread_mutex_unlock(&w->mu);
+        part__sched_note_waits(jobs, sl_mono_ns());
         if (atomic_load(&w->open_later)) {
             open_again(w);
         }
@@ -714,6 +709,7 @@ void part__writer_stop(struct part_writer *w)
         w->db = NULL;
     }
     part__heap_free(&w->timers);
+    part__sched_free(&w->sched);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
 }

@@ -194,6 +194,7 @@ static void insert_at(struct pol_limiter *l, size_t at, const struct cfg_tenant 
     memcpy(s->name, t->name, len + 1);
     pol_gcra_init(&s->rate, t->limits.requests_per_second, t->limits.burst);
     pol_slots_init(&s->long_polls, t->limits.max_long_polls);
+    pol_slots_init(&s->requests, t->limits.max_concurrent_requests);
     for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
         rule_init(&s->actions[a]);
     }
@@ -244,6 +245,7 @@ void pol_limiter_apply(struct pol_limiter *l, const struct cfg_snapshot *snap, u
         pol_gcra_set_rate(&l->states[at]->rate, t->limits.requests_per_second, t->limits.burst,
                           now_ns);
         pol_slots_set_max(&l->states[at]->long_polls, t->limits.max_long_polls);
+        pol_slots_set_max(&l->states[at]->requests, t->limits.max_concurrent_requests);
         apply_rules(l->states[at], &t->limits, now_ns);
     }
     pthread_rwlock_unlock(&l->lock);
@@ -304,4 +306,14 @@ bool pol_long_poll_acquire(struct pol_tenant_state *t)
 void pol_long_poll_release(struct pol_tenant_state *t)
 {
     pol_slots_release(&t->long_polls);
+}
+
+bool pol_request_acquire(struct pol_tenant_state *t)
+{
+    return pol_slots_acquire(&t->requests);
+}
+
+void pol_request_release(struct pol_tenant_state *t)
+{
+    pol_slots_release(&t->requests);
 }

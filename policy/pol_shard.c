@@ -128,18 +128,24 @@ int pol_shard_place(const uint8_t *key, size_t key_len, const char *tenant, size
     return rc;
 }
 
-uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64_t *ready,
-                                 const uint32_t *writer_depth)
+/* Whether a is lighter than b by more than the noise of the signal. */
+static bool clearly_lighter(uint64_t a, uint64_t b)
+{
+    uint64_t slack = SL_MAX((uint64_t)POL_SEND_TIE_MESSAGES, b / 8);
+    return a < b && b - a > slack;
+}
+
+uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64_t *load)
 {
     uint32_t best = 0;
 
     SL_ASSERT(k >= 1);
-    /* Strict comparisons keep the earliest in shard order on full ties:
-     * when idle, a tenant's messages gather in its first partition, which
-     * keeps receives cheap (docs/policy.md, section 1). */
+    /* A partition displaces the best so far only when clearly lighter:
+     * on ties and near-ties the earlier in shard order keeps the send, so
+     * an idle or evenly loaded tenant's messages gather in its first
+     * partition, where receives look first (docs/policy.md, section 1). */
     for (uint32_t i = 1; i < k; i++) {
-        if (ready[i] < ready[best] ||
-            (ready[i] == ready[best] && writer_depth[i] < writer_depth[best])) {
+        if (clearly_lighter(load[i], load[best])) {
             best = i;
         }
     }

@@ -77,12 +77,13 @@ struct cfg_queue_rate {
 };
 
 struct cfg_limits {
-    double requests_per_second; /* token refill rate; a batch costs one per entry */
-    uint32_t burst;             /* bucket size, in tokens */
-    uint32_t max_inflight;      /* received-but-not-deleted messages, all queues */
-    uint64_t max_backlog;       /* stored messages (all lanes) before sends throttle */
-    uint32_t max_long_polls;    /* concurrent waiting ReceiveMessage calls */
-    uint32_t max_queues;        /* queues the tenant may have (the catalog's bound) */
+    double requests_per_second;       /* token refill rate; a batch costs one per entry */
+    uint32_t burst;                   /* bucket size, in tokens */
+    uint32_t max_inflight;            /* received-but-not-deleted messages, all queues */
+    uint64_t max_backlog;             /* stored messages (all lanes) before sends throttle */
+    uint32_t max_long_polls;          /* concurrent waiting ReceiveMessage calls */
+    uint32_t max_concurrent_requests; /* requests in progress, all its connections */
+    uint32_t max_queues;              /* queues the tenant may have (the catalog's bound) */
     /* limits.actions, by key; requests_per_second 0 where none is set */
     struct cfg_rate actions[CFG_ACTION_KEY_COUNT];
     /* limits.queues, sorted by queue name (strcmp); owned by the snapshot.

@@ -103,9 +103,16 @@ void part_engine_set_min_free(struct part_engine *e, uint64_t bytes);
  * (docs/partitions.md). Any thread. */
 void part_engine_disk(struct part_engine *e, uint64_t *free_bytes, bool *low);
 
-/* Jobs waiting at partition p's writer right now (the "least busy writer"
- * tie-break of the send choice); 0 for a bad p. Any thread. */
+/* Jobs waiting at partition p's writer right now; 0 for a bad p. Any
+ * thread. */
 int64_t part_engine_partition_queued(const struct part_engine *e, uint32_t p);
+/* Partition p's load as the send choice weighs it, in messages, counting
+ * every tenant: the ready and delayed messages (both lanes) of every queue
+ * stored there as of its last commit, plus the messages of the jobs
+ * waiting at its writer (sends to store, receives' leases, receipts,
+ * move rows; 1 for any other job). 0 for a bad p. Two relaxed atomic
+ * loads, no lock: any thread, on every send (docs/policy.md, "Send"). */
+int64_t part_engine_partition_load(const struct part_engine *e, uint32_t p);
 /* Makes every writer re-read the clock and run due timers now (for an
  * injected clock that jumped; real time needs no kicks). Any thread. */
 void part_engine_kick(struct part_engine *e);
@@ -212,12 +219,24 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
 void part_tenant_counts(struct part_engine *e, const char *tenant, int64_t *backlog,
                         int64_t *inflight);
 
+/* Buckets of the writer queueing-delay histogram: PART_WAIT_BUCKETS - 1
+ * upper bounds (part_wait_bounds_us) and +Inf. */
+#define PART_WAIT_BUCKETS 16
+/* The PART_WAIT_BUCKETS - 1 finite upper bounds, in microseconds,
+ * ascending (static storage). */
+const uint64_t *part_wait_bounds_us(void);
+
 /* What the timers and the receive path did to a tenant's messages since
  * the engine opened (counters only grow). */
 struct part_tenant_stats {
     uint64_t expired;       /* dropped at the end of their queue's retention */
     uint64_t aged;          /* moved from the main to the overflow lane for age */
     uint64_t dead_lettered; /* moved to a dead-letter queue past maxReceiveCount */
+    /* How long its jobs waited at partition writers, from reaching a
+     * writer's queue to being taken into a group commit: per bucket (not
+     * cumulative; the last is +Inf) and the sum. */
+    uint64_t wait_bucket[PART_WAIT_BUCKETS];
+    uint64_t wait_sum_us;
 };
 /* Unknown tenants count zero. Any thread. */
 void part_tenant_stats(struct part_engine *e, const char *tenant, struct part_tenant_stats *out);
@@ -555,6 +574,10 @@ struct part_partition_stats {
      * 16,384) dead ones not compacted away yet (docs/partitions.md,
      * "Timers"). */
     uint64_t timers;
+    /* Ready and delayed messages of every queue here (a gauge; both lanes). */
+    int64_t backlog;
+    /* The cost of the jobs waiting at the writer (part_engine_partition_load). */
+    int64_t queued_cost;
 };
 /* Fills *out for partition p. Returns SL_OK or SL_EINVAL (bad p). Any
  * thread; each counter is read on its own (no snapshot across them). */

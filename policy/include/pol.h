@@ -4,7 +4,7 @@
  * What it decides (docs/policy.md has the rules, keys and arithmetic):
  *   1. placement: which k of the P partitions hold a tenant (keyed
  *      rendezvous hashing = shuffle sharding), which of them a send goes to
- *      (the one with the fewest ready messages, as AWS Lambda does) and which
+ *      (the least loaded counting every tenant, as AWS Lambda does) and which
  *      partitions a receive must read;
  *   2. per-tenant rate limits (GCRA, lock-free), with optional per-queue
  *      and per-action buckets inside a tenant, and the registry that keeps
@@ -15,7 +15,8 @@
  *   4. fair dequeue inside a queue: noisy message groups go last (SQS fair
  *      queues);
  *   5. aged spill and retention predicates;
- *   6. the per-tenant cap on concurrent long polls.
+ *   6. the per-tenant cap on concurrent long polls;
+ *   7. the per-tenant cap on requests in progress.
  *
  * Policy does no I/O, starts no thread and never reads a clock: time is
  * always a parameter (now_ns from sl_mono_ns() for rates, wall-clock
@@ -66,14 +67,18 @@
 int pol_shard_place(const uint8_t *key, size_t key_len, const char *tenant, size_t tenant_len,
                     uint32_t partitions, uint32_t k, uint32_t *out);
 
+/* Loads within this many messages of each other, or within 1/8 of the
+ * larger, are a tie for pol_pick_send_partition. */
+#define POL_SEND_TIE_MESSAGES 16u
+
 /* Picks the partition a send goes to among the shard's k partitions
- * (shard[0..k), in shard order). ready[i] is the queue's ready messages in
- * shard[i]; writer_depth[i] is the depth of shard[i]'s writer job queue.
- * The fewest ready wins; ties go to the least busy writer, then to the
- * earlier in shard order. Returns the partition number (a member of shard).
- * k must be >= 1. */
-uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64_t *ready,
-                                 const uint32_t *writer_depth);
+ * (shard[0..k), in shard order). load[i] is shard[i]'s load counting every
+ * tenant (part_engine_partition_load: messages stored there plus the
+ * messages queued at its writer). The least loaded wins; loads that are
+ * within POL_SEND_TIE_MESSAGES or 1/8 of each other are a tie, and a tie
+ * goes to the earlier partition in shard order (docs/policy.md says why).
+ * Returns the partition number (a member of shard). k must be >= 1. */
+uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64_t *load);
 
 /* The partitions a receive must read: the tenant's shard (in shard order),
  * then every other partition p with messages[p] > 0 in ascending order
@@ -182,6 +187,7 @@ struct pol_tenant_state {
     char name[65];               /* NUL-terminated; read-only */
     struct pol_gcra rate;        /* limits.requests_per_second / burst */
     struct pol_slots long_polls; /* limits.max_long_polls (0 = unlimited) */
+    struct pol_slots requests;   /* limits.max_concurrent_requests (0 = unlimited) */
     /* limits.actions, by key; use pol_tenant_action_rate() */
     struct pol_rate_rule actions[CFG_ACTION_KEY_COUNT];
     /* private: limits.queues, sorted by queue name, each rule allocated
@@ -352,5 +358,17 @@ uint64_t pol_aging_ms(const struct cfg_spill *spill);
  * pol_slots_release() when it ends. These name that use. */
 bool pol_long_poll_acquire(struct pol_tenant_state *t);
 void pol_long_poll_release(struct pol_tenant_state *t);
+
+/* ==== 7. concurrent requests ============================================ */
+
+/* A tenant's requests in progress, over all its connections and I/O
+ * threads, are capped by state->requests (limits.max_concurrent_requests):
+ * pol_request_acquire() once the request is authenticated (on false it is
+ * answered RequestThrottled and does no work), pol_request_release() when
+ * it is answered. Since every job a request submits waits for its previous
+ * one, the cap also bounds the tenant's jobs waiting at any one partition
+ * writer (docs/policy.md, "Concurrency"). Lock-free, any thread. */
+bool pol_request_acquire(struct pol_tenant_state *t);
+void pol_request_release(struct pol_tenant_state *t);
 
 #endif

@@ -30,7 +30,7 @@
 
 int it_passed, it_failed;
 
-static void sleep_ms(int ms)
+void it_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -103,11 +103,13 @@ void it_config_yaml(const struct it_server *s, const struct it_options *opt, cha
                      "listen: 127.0.0.1:%u\n"
                      "region: " IT_REGION "\n"
                      "data_dir: %s\n"
-                     "partitions: 2\n"
-                     "shard_size: 1\n"
+                     "partitions: %u\n"
+                     "shard_size: %u\n"
                      "durability: os\n"
                      "io_threads: %u\n",
-                     s->port, s->data_dir, opt->io_threads != 0 ? opt->io_threads : 2);
+                     s->port, s->data_dir, opt->partitions != 0 ? opt->partitions : 2,
+                     opt->shard_size != 0 ? opt->shard_size : 1,
+                     opt->io_threads != 0 ? opt->io_threads : 2);
     if (opt->tls)
         n += snprintf(buf + n, cap - (size_t)n, "tls:\n  cert_file: %s\n  key_file: %s\n",
                       s->cert_path, s->key_path);
@@ -231,7 +233,7 @@ int it_server_restart(struct it_server *s)
         }
         if (it_healthz(s))
             return 0;
-        sleep_ms(50);
+        it_sleep_ms(50);
     }
     fprintf(stderr, "it: sluiced did not become healthy\n");
     print_log(s);
@@ -260,7 +262,7 @@ int it_server_stop(struct it_server *s)
             print_log(s);
             return -1;
         }
-        sleep_ms(50);
+        it_sleep_ms(50);
     }
     fprintf(stderr, "it: sluiced did not exit after SIGTERM; killing it\n");
     print_log(s);
@@ -308,7 +310,7 @@ bool it_wait_log(const struct it_server *s, const char *text, int timeout_ms)
     for (int waited = 0; waited <= timeout_ms; waited += 50) {
         if (it_log_contains(s, text))
             return true;
-        sleep_ms(50);
+        it_sleep_ms(50);
     }
     return false;
 }
@@ -566,6 +568,29 @@ void it_response_free(struct it_response *r)
     free(r->headers);
     free(r->body);
     memset(r, 0, sizeof(*r));
+}
+
+double it_metric(const struct it_server *s, const char *series)
+{
+    struct it_request req = {.method = "GET",
+                             .path = "/metrics",
+                             .access_key = IT_ADMIN_KEY,
+                             .secret = IT_ADMIN_SECRET,
+                             .admin = true};
+    struct it_response r;
+    double v = -1;
+    if (it_request(s, &req, &r) == 0 && r.status == 200) {
+        size_t n = strlen(series);
+        for (const char *p = r.body; p != NULL && *p != '\0';
+             p = strchr(p, '\n'), p = p ? p + 1 : p) {
+            if (strncmp(p, series, n) == 0 && p[n] == ' ') {
+                v = strtod(p + n + 1, NULL);
+                break;
+            }
+        }
+    }
+    it_response_free(&r);
+    return v;
 }
 
 bool it_healthz(const struct it_server *s)

@@ -51,6 +51,8 @@ struct it_options {
                                  tenant acme with IT_KEY / IT_SECRET */
     const char *extra_yaml;   /* appended at top level (e.g. "durability: os\n") */
     unsigned nofile_limit;    /* > 0: sluiced runs with RLIMIT_NOFILE soft = hard = this */
+    unsigned partitions;      /* P; 0 = 2 */
+    unsigned shard_size;      /* k; 0 = 1 */
 };
 
 struct it_server {
@@ -158,6 +160,14 @@ int it_sqs(const struct it_server *s, const char *action, const char *json, cons
 bool it_response_header(const struct it_response *r, const char *name, char *buf, size_t cap);
 
 void it_response_free(struct it_response *r);
+
+/* Sleeps ms milliseconds. */
+void it_sleep_ms(int ms);
+
+/* The value of one /metrics sample, asked as the admin (start the server
+ * with it_options.admin): series is the whole name with its labels, e.g.
+ * "sluice_partition_backlog_messages{partition=\"1\"}". -1 when absent. */
+double it_metric(const struct it_server *s, const char *series);
 
 /* GET /healthz over HTTP/2: true on 200 "ok". */
 bool it_healthz(const struct it_server *s);

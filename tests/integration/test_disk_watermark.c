@@ -20,25 +20,7 @@ static struct it_options opt = {.admin = true};
 
 static double metric(const char *name)
 {
-    struct it_request req = {.method = "GET",
-                             .path = "/metrics",
-                             .access_key = IT_ADMIN_KEY,
-                             .secret = IT_ADMIN_SECRET,
-                             .admin = true};
-    struct it_response r;
-    double v = -1;
-    if (it_request(&srv, &req, &r) == 0 && r.status == 200) {
-        size_t n = strlen(name);
-        for (const char *p = r.body; p != NULL && *p != '\0';
-             p = strchr(p, '\n'), p = p ? p + 1 : p) {
-            if (strncmp(p, name, n) == 0 && p[n] == ' ') {
-                v = strtod(p + n + 1, NULL);
-                break;
-            }
-        }
-        it_response_free(&r);
-    }
-    return v;
+    return it_metric(&srv, name);
 }
 
 static void set_watermark(const char *bytes)

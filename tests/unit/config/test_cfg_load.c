@@ -112,7 +112,8 @@ static const struct bad_case bad_cases[] = {
       "7:19: max_inflight must be between 1 and 120000000, not \"999999999999\"",
       "8:18: max_backlog must be between 1 and 1000000000000, not \"0\"",
       "9:21: max_long_polls must be between 1 and 1000000, not \"0\"",
-      "11:20: delay_seconds must be between 0 and 900, not \"901\""}},
+      "10:30: max_concurrent_requests must be between 1 and 1000000, not \"0\"",
+      "12:20: delay_seconds must be between 0 and 900, not \"901\""}},
     {"port.yaml",
      {"1:9: port in listen must be between 1 and 65535, not \"70000\"",
       "3:11: port in listen must be between 1 and 65535, not \"0\""}},
@@ -269,6 +270,7 @@ static void assert_builtin_tenant_defaults(const struct cfg_tenant *t)
     assert_int_equal(t->limits.max_inflight, 120000);
     assert_int_equal(t->limits.max_backlog, 1000000);
     assert_int_equal(t->limits.max_long_polls, 1000);
+    assert_int_equal(t->limits.max_concurrent_requests, 2000);
     assert_int_equal(t->on_excess, CFG_EXCESS_REJECT);
     assert_int_equal(t->spill.delay_seconds, 30);
     assert_int_equal(t->spill.aged_after_seconds, 300);
@@ -343,6 +345,7 @@ static void test_defaults_apply_per_key(void **state)
     assert_int_equal(plain->limits.max_inflight, 500);
     assert_int_equal(plain->limits.max_backlog, 7000);
     assert_int_equal(plain->limits.max_long_polls, 9);
+    assert_int_equal(plain->limits.max_concurrent_requests, 33);
     assert_int_equal(plain->on_excess, CFG_EXCESS_SPILL);
     assert_int_equal(plain->spill.delay_seconds, 60);
     assert_int_equal(plain->spill.aged_after_seconds, 600);

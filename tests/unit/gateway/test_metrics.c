@@ -530,7 +530,11 @@ static void test_gauges_render(void **state)
     assert_true(has_line(text, "sluice_tenant_rate_tokens_available{tenant=\"acme\"} 3"));
     assert_true(has_line(text, "sluice_tenant_backlog_messages{tenant=\"acme\"} 0"));
     assert_true(has_line(text, "sluice_tenant_long_polls{tenant=\"acme\"} 0"));
+    assert_true(has_line(text, "sluice_tenant_requests_in_progress{tenant=\"acme\"} 0"));
     assert_true(has_line(text, "sluice_partition_writer_queue_depth{partition=\"2\"} 0"));
+    assert_true(has_line(text, "sluice_partition_load_messages{partition=\"1\"} 0"));
+    assert_true(has_line(text, "sluice_partition_backlog_messages{partition=\"0\"} 0"));
+    assert_non_null(strstr(text, "# TYPE sluice_writer_queue_wait_seconds histogram\n"));
     assert_true(has_line(text, "sluice_partition_failed{partition=\"0\"} 0"));
     assert_true(has_line(text, "sluice_partition_timers{partition=\"1\"} 0"));
     assert_non_null(strstr(text, "# TYPE sluice_partition_commits_total counter\n"));

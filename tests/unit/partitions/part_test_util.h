@@ -72,6 +72,7 @@ struct t_env {
     uint32_t nparts;
     enum part_durability durability;
     uint32_t checkpoint_pages; /* 0: the engine's default */
+    uint32_t max_batch_jobs;   /* 0: the engine's default */
 };
 
 static uint64_t t_clock(void *ctx)
@@ -179,6 +180,7 @@ static void t_open(struct t_env *t)
                              .partitions = t->nparts,
                              .durability = t->durability,
                              .checkpoint_pages = t->checkpoint_pages,
+                             .max_batch_jobs = t->max_batch_jobs,
                              .now_ms = t_clock,
                              .clock_ctx = (void *)&t->now};
     char err[512] = "";

@@ -33,7 +33,8 @@ static struct cfg_limits limits(double rps, uint32_t burst, uint32_t long_polls)
                                .burst = burst,
                                .max_inflight = 0,
                                .max_backlog = 0,
-                               .max_long_polls = long_polls};
+                               .max_long_polls = long_polls,
+                               .max_concurrent_requests = long_polls};
 }
 
 /* names must be sorted, as cfg sorts them. */
@@ -148,6 +149,34 @@ static void test_long_polls(void **state)
     pol_limiter_free(l);
 }
 
+/* The concurrent-request cap is its own count, and a reload keeps what
+ * is held, as the long-poll cap does. */
+static void test_concurrent_requests(void **state)
+{
+    struct fixture f;
+    make(&f, 1, (char *[]){"acme"}, (struct cfg_limits[]){limits(10, 5, 2)});
+    struct pol_limiter *l = pol_limiter_new(&f.snap, T0);
+    struct pol_tenant_state *acme = pol_limiter_find(l, "acme", 4);
+
+    assert_true(pol_request_acquire(acme));
+    assert_true(pol_request_acquire(acme));
+    assert_false(pol_request_acquire(acme));
+    assert_true(pol_long_poll_acquire(acme)); /* a separate count */
+    /* Reload to 1: both holders keep their slot, nobody else gets one
+     * until they are down to below 1. */
+    make(&f, 1, (char *[]){"acme"}, (struct cfg_limits[]){limits(10, 5, 1)});
+    pol_limiter_apply(l, &f.snap, T0);
+    pol_request_release(acme);
+    assert_false(pol_request_acquire(acme));
+    pol_request_release(acme);
+    assert_true(pol_request_acquire(acme));
+    assert_false(pol_request_acquire(acme));
+    pol_request_release(acme);
+    pol_long_poll_release(acme);
+    assert_int_equal(pol_slots_used(&acme->requests), 0);
+    pol_limiter_free(l);
+}
+
 /* Many tenants so apply grows (reallocates) the table while another
  * thread looks up: the state pointers must not move. */
 struct reader {
@@ -206,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_reload_keeps_state_and_takes_new_rates),
         cmocka_unit_test(test_tenants_that_leave_keep_their_state),
         cmocka_unit_test(test_long_polls),
+        cmocka_unit_test(test_concurrent_requests),
         cmocka_unit_test(test_find_races_with_apply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -174,18 +174,26 @@ static void test_pick_send_partition(void **state)
 {
     static const uint32_t shard[3] = {9, 4, 13};
 
-    /* Fewest ready wins. */
-    assert_int_equal(
-        pol_pick_send_partition(shard, 3, (uint64_t[]){5, 2, 7}, (uint32_t[]){0, 9, 0}), 4);
-    /* Tie on ready: the least busy writer. */
-    assert_int_equal(
-        pol_pick_send_partition(shard, 3, (uint64_t[]){3, 3, 3}, (uint32_t[]){4, 6, 1}), 13);
+    /* The least loaded wins when clearly lighter. */
+    assert_int_equal(pol_pick_send_partition(shard, 3, (uint64_t[]){500, 20, 700}), 4);
+    assert_int_equal(pol_pick_send_partition(shard, 3, (uint64_t[]){20000, 3000, 0}), 13);
+    /* A flooded first partition is avoided even by an idle tenant. */
+    assert_int_equal(pol_pick_send_partition(shard, 2, (uint64_t[]){20000, 0}), 4);
     /* Full tie: the first in shard order. */
-    assert_int_equal(
-        pol_pick_send_partition(shard, 3, (uint64_t[]){0, 0, 0}, (uint32_t[]){2, 2, 2}), 9);
-    assert_int_equal(
-        pol_pick_send_partition(shard, 3, (uint64_t[]){1, 0, 0}, (uint32_t[]){0, 3, 3}), 4);
-    assert_int_equal(pol_pick_send_partition(shard, 1, (uint64_t[]){100}, (uint32_t[]){100}), 9);
+    assert_int_equal(pol_pick_send_partition(shard, 3, (uint64_t[]){0, 0, 0}), 9);
+    assert_int_equal(pol_pick_send_partition(shard, 3, (uint64_t[]){7, 7, 7}), 9);
+    /* Near ties stay in shard order: within POL_SEND_TIE_MESSAGES ... */
+    assert_int_equal(pol_pick_send_partition(shard, 2, (uint64_t[]){POL_SEND_TIE_MESSAGES, 0}), 9);
+    assert_int_equal(pol_pick_send_partition(shard, 2, (uint64_t[]){POL_SEND_TIE_MESSAGES + 1, 0}),
+                     4);
+    /* ... or within an eighth of the heavier. */
+    assert_int_equal(pol_pick_send_partition(shard, 2, (uint64_t[]){800, 700}), 9);
+    assert_int_equal(pol_pick_send_partition(shard, 2, (uint64_t[]){800, 699}), 4);
+    /* The later partition keeps a tie it won against the first. */
+    assert_int_equal(pol_pick_send_partition(shard, 3, (uint64_t[]){1000, 100, 95}), 4);
+    /* A later one displaces it when clearly lighter than it. */
+    assert_int_equal(pol_pick_send_partition(shard, 3, (uint64_t[]){1000, 100, 50}), 13);
+    assert_int_equal(pol_pick_send_partition(shard, 1, (uint64_t[]){100}), 9);
 }
 
 static void test_read_set(void **state)
