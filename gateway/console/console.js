@@ -114,10 +114,21 @@ async function api(method, path, body) {
   return data;
 }
 
-function showError(e) {
+// Two kinds of trouble share the banner: an action that failed (it stays
+// until the next action succeeds, so a refresh does not wipe it before it
+// is read) and a refresh that failed (until one succeeds).
+const trouble = { action: null, refresh: null };
+
+function drawTrouble() {
+  const e = trouble.action || trouble.refresh;
   const banner = $('banner');
   banner.textContent = e ? e.message : '';
   banner.hidden = !e;
+}
+
+function showError(e) {
+  trouble.action = e;
+  drawTrouble();
 }
 
 // ---- history and charts ------------------------------------------------------------
@@ -566,7 +577,8 @@ async function refreshOnce() {
   const results = await Promise.allSettled([fetchQueues()]);
   results.push(...(await Promise.allSettled([pageRefresh[state.page]()])));
   const failed = results.find((r) => r.status === 'rejected' && r.reason.status !== 401);
-  showError(failed ? failed.reason : null);
+  trouble.refresh = failed ? failed.reason : null;
+  drawTrouble();
   if (!failed) $('status').textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 

@@ -35,6 +35,13 @@ async function cell(section, key, field) {
   }, section, key, field);
 }
 
+// Clicks the element selector names as it is at that instant. A pointer
+// click aims at where the element was a moment before, and the page
+// redraws every 2 s.
+async function press(selector) {
+  await page.$eval(selector, (e) => e.click());
+}
+
 async function goto(hash) {
   await page.evaluate((h) => { location.hash = h; }, hash);
   await page.waitForSelector(`#page-${hash}:not([hidden])`);
@@ -89,6 +96,9 @@ function stepper(t) {
     } catch (e) {
       failed = name;
       await shot(`failed-${name.replace(/[^a-z0-9]+/gi, "-")}`).catch(() => {});
+      const banner = await page.$eval("#banner", (b) => (b.hidden ? "" : b.textContent)).catch(() => "");
+      console.error(`failed step "${name}"; the page's banner: ${banner || "(none)"}`);
+      console.error(`sluiced's log, last lines:\n${server.stderr().split("\n").slice(-30).join("\n")}`);
       throw e;
     }
   });
@@ -100,7 +110,7 @@ test("the console, as an operator uses it", async (t) => {
     await page.goto(`${server.adminUrl}/`);
     assert.equal(new URL(page.url()).pathname, "/console/login");
     await page.type("#secret", "not-the-secret");
-    await page.click("#login-button");
+    await press("#login-button");
     await page.waitForSelector("#login-error:not([hidden])");
     assert.match(await page.$eval("#login-error", (e) => e.textContent), /not the admin secret/);
     await shot("01-login-refused");
@@ -148,11 +158,11 @@ test("the console, as an operator uses it", async (t) => {
       badge: row.querySelector(".badge.bad")?.textContent ?? null,
       button: row.querySelector("button").textContent,
     }));
-    await page.click(`#queues tr[data-queue="${key}"] button`);
+    await press(`#queues tr[data-queue="${key}"] button`);
     await until("the paused badge", async () => (await state()).badge === "paused");
     assert.equal((await state()).button, "Resume");
     await assert.rejects(sqs(server, "SendMessage", { QueueUrl: `${server.endpoint}/${key}`, MessageBody: "x" }), /QueuePaused/);
-    await page.click(`#queues tr[data-queue="${key}"] button`);
+    await press(`#queues tr[data-queue="${key}"] button`);
     await until("the badge to go", async () => (await state()).badge === null);
     await sqs(server, "SendMessage", { QueueUrl: `${server.endpoint}/${key}`, MessageBody: "x" });
   });
@@ -176,10 +186,10 @@ test("the console, as an operator uses it", async (t) => {
   let counts;
   await step("a peek shows bodies as text and does not change receive counts", async () => {
     const key = `${tenant.name}/${dlq}`;
-    await page.click(`#dlqs tr[data-queue="${key}"] button`);
+    await press(`#dlqs tr[data-queue="${key}"] button`);
     await page.waitForSelector("#dlq-detail:not([hidden])");
     const peekCounts = async () => {
-      await page.click("#dlq-peek");
+      await press("#dlq-peek");
       await page.waitForSelector("#dlq-messages tbody tr[data-message]");
       return page.$$eval("#dlq-messages tbody tr[data-message]", (rows) =>
         Object.fromEntries(rows.map((r) => [r.dataset.message, r.querySelector('[data-field="receive_count"]').textContent])));
@@ -220,7 +230,7 @@ test("the console, as an operator uses it", async (t) => {
   await step("a redrive to the source shows progress up to 100 %", async () => {
     await page.select("#redrive-destination", "");
     await page.$eval("#redrive-rate", (e) => { e.value = "10"; });
-    await page.click("#redrive-start");
+    await press("#redrive-start");
     await page.waitForSelector("#redrive-task:not([hidden])");
     await shot("05-redrive-running");
     await until("the redrive to complete", async () =>
@@ -241,11 +251,11 @@ test("the console, as an operator uses it", async (t) => {
     await sqs(server, "SendMessageBatch", { QueueUrl: dlqUrl, Entries: batch });
     await page.select("#redrive-destination", `${tenant.name}/elsewhere`);
     await page.$eval("#redrive-rate", (e) => { e.value = "1"; });
-    await page.click("#redrive-start");
+    await press("#redrive-start");
     await until("the slow redrive to run", () =>
       page.$eval("#redrive-task", (e) => e.dataset.status === "RUNNING"));
     await page.waitForSelector(`#dlqs tr[data-queue="${tenant.name}/${dlq}"] .badge.warn`); // "redriving"
-    await page.click("#redrive-cancel");
+    await press("#redrive-cancel");
     await until("the redrive to be cancelled", () =>
       page.$eval("#redrive-task", (e) => e.dataset.status === "CANCELLED"));
     const pct = Number(await page.$eval("#redrive-task", (e) => e.dataset.percent));
@@ -260,7 +270,7 @@ test("the console, as an operator uses it", async (t) => {
       QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"],
     })).Attributes.ApproximateNumberOfMessages);
     const before = await count();
-    await page.click("#dlq-peek");
+    await press("#dlq-peek");
     await page.waitForSelector("#dlq-messages tbody tr[data-message] button");
     const id = await page.$eval("#dlq-messages tbody tr[data-message]", (r) => r.dataset.message);
     // Answers the next confirmation; resolves once it has been shown.
@@ -285,7 +295,7 @@ test("the console, as an operator uses it", async (t) => {
       QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"],
     })).Attributes.ApproximateNumberOfMessages);
     assert.ok(left > 0, "the cancelled redrive left messages behind");
-    await page.click("#purge-open");
+    await press("#purge-open");
     await page.waitForSelector("#purge-confirm:not([hidden])");
     assert.equal(await page.$eval("#purge-go", (b) => b.disabled), true);
     await page.type("#purge-typed", "orders");
@@ -293,7 +303,7 @@ test("the console, as an operator uses it", async (t) => {
     await page.type("#purge-typed", "-dlq");
     assert.equal(await page.$eval("#purge-go", (b) => b.disabled), false);
     await shot("08-purge-confirm");
-    await page.click("#purge-go");
+    await press("#purge-go");
     await until("the purge result", async () =>
       new RegExp(`Purged ${left} messages`).test(await page.$eval("#purge-result", (e) => e.textContent)));
     const a = await sqs(server, "GetQueueAttributes", { QueueUrl: dlqUrl, AttributeNames: ["ApproximateNumberOfMessages"] });
