@@ -156,21 +156,26 @@ void gw__act_reply_empty(struct gw_act_ctx *ctx)
     gw_sqs_reply_fini(&reply);
 }
 
-void gw__act_fail_storage(struct gw_act_ctx *ctx, int status)
+void gw__act_storage_err(int status, struct gw_sqs_err *err)
 {
-    struct gw_sqs_err err;
     if (status == SL_ENOTFOUND) {
-        gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
+        gw_sqs_err_set(err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
     } else if (status == SL_ECLOSED) {
-        gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE, "The service is shutting down.");
+        gw_sqs_err_set(err, GW_SQS_E_SERVICE_UNAVAILABLE, "The service is shutting down.");
     } else if (status == SL_EBUSY) {
         /* the partitions' "full": the disk is full or below its watermark;
          * transient, the client retries */
-        gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE,
+        gw_sqs_err_set(err, GW_SQS_E_SERVICE_UNAVAILABLE,
                        "The disk is full or nearly full; retry later.");
     } else {
-        gw_sqs_err_set(&err, GW_SQS_E_INTERNAL_ERROR, "Storage failed: %s.", sl_strerror(status));
+        gw_sqs_err_set(err, GW_SQS_E_INTERNAL_ERROR, "Storage failed: %s.", sl_strerror(status));
     }
+}
+
+void gw__act_fail_storage(struct gw_act_ctx *ctx, int status)
+{
+    struct gw_sqs_err err;
+    gw__act_storage_err(status, &err);
     gw__act_fail(ctx, &err);
 }
 

@@ -52,6 +52,7 @@ struct gw_api {
     size_t purge_count;
     size_t purge_cap;
     struct gw_move_registry *moves;   /* message move tasks (gw_move.c) */
+    struct gw_attempts *attempts;     /* FIFO receive attempts (gw_act_msg.c's hooks) */
     struct gw_metrics *metrics;       /* owned; request counters (gw_metrics.h) */
     struct gw_connlimit *conns;       /* SQS listener's caps, borrowed; NULL in tests */
     struct gw_connlimit *admin_conns; /* admin listener's, borrowed; may be NULL */
@@ -160,6 +161,8 @@ void gw__act_reply_empty(struct gw_act_ctx *ctx);
 /* Sends InternalError / ServiceUnavailable / QueueDoesNotExist for an
  * engine status. Always takes ownership of ctx. */
 void gw__act_fail_storage(struct gw_act_ctx *ctx, int status);
+/* The error gw__act_fail_storage answers for status (a batch entry's). */
+void gw__act_storage_err(int status, struct gw_sqs_err *err);
 
 /* The handler of every action not implemented yet: UnsupportedOperation,
  * "<Action> is not implemented yet". Always takes ownership of ctx. */

@@ -15,6 +15,8 @@
  */
 #include "gw_act_msg.h"
 
+#include "gw_act_fifo.h"
+#include "gw_attempts.h"
 #include "gw_attrs.h"
 #include "gw_pause.h"
 #include "gw_metrics.h"
@@ -38,6 +40,11 @@ struct msg_batch {
     struct pol_tenant_state *long_poll; /* a long-poll slot to release, or NULL */
     uint64_t queue_id;
     bool spilled; /* send: accepted into the overflow lane */
+    bool fifo;    /* send: to a FIFO queue (answers carry SequenceNumber) */
+    /* send fanned out over several partitions (FIFO groups): the sub-jobs
+     * still running, and what each job entry got */
+    uint32_t pending;
+    struct part_sent sent[PART_MAX_BATCH];
     /* Written before they are read, so batch_new leaves them as they are
      * (zeroing them cost more than the rest of a send's bookkeeping). */
     struct gw_sqs_err errs[PART_MAX_BATCH]; /* storage for failures found here */
@@ -119,10 +126,24 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
     if (b->spilled) {
         gw_metrics_count_spill(ctx->api->metrics, ctx->principal.tenant->name, b->job_count);
     }
+    uint64_t duplicates = 0;
+    for (size_t j = 0; j < res->sent_count; j++) {
+        duplicates += res->sent[j].duplicate;
+    }
+    if (duplicates > 0) {
+        gw_metrics_count_deduplicated(ctx->api->metrics, ctx->queue_id, duplicates);
+    }
+    char seq[PART_MAX_BATCH][GW_FIFO_SEQ_LEN + 1];
     if (ctx->action == GW_SQS_ACT_SEND_MESSAGE) {
+        /* a single message that failed validation was answered before */
+        SL_ASSERT(res->sent != NULL && res->sent_count == 1);
         struct gw_sqs_send_result r = {0};
         snprintf(r.message_id, sizeof r.message_id, "%s", res->sent[0].message_id);
         gw_sqs_send_result_fill(&ctx->req.u.send_message.msg, &b->digests[0], &r);
+        if (b->fifo) {
+            gw__fifo_seq_text(res->sent[0].sequence, seq[0]);
+            r.sequence_number = sl_slice_cstr(seq[0]);
+        }
         free(b);
         struct gw_sqs_reply reply;
         gw__act_reply_init(ctx, &reply);
@@ -137,10 +158,17 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
     size_t n_ok = 0;
     size_t n_failed = 0;
     for (size_t j = 0; j < b->job_count && j < res->sent_count; j++) {
+        if (b->fail[b->job_entry[j]] != NULL) {
+            continue; /* its partition's sub-job failed */
+        }
         const struct gw_sqs_send_entry *m = &req->entries[b->job_entry[j]];
         ok[n_ok].id = m->id;
         snprintf(ok[n_ok].message_id, sizeof ok[n_ok].message_id, "%s", res->sent[j].message_id);
         gw_sqs_send_result_fill(m, &b->digests[j], &ok[n_ok]);
+        if (b->fifo) {
+            gw__fifo_seq_text(res->sent[j].sequence, seq[n_ok]);
+            ok[n_ok].sequence_number = sl_slice_cstr(seq[n_ok]);
+        }
         n_ok++;
     }
     for (size_t i = 0; i < b->count; i++) {
@@ -154,6 +182,62 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
     free(b);
     gw__act_finish(ctx, &reply);
     gw_sqs_reply_fini(&reply);
+}
+
+/* One partition's share of a send fanned out over several (a FIFO batch
+ * whose groups live on different partitions): cookie.id has a bit per job
+ * entry it carried, in order. Entries of a failed share fail alone; the
+ * answer goes out when the last share is in. */
+static void send_part_done(struct part_cookie cookie, int status, const struct part_result *res)
+{
+    struct msg_batch *b = cookie.ptr;
+    size_t k = 0;
+    for (uint32_t j = 0; j < b->job_count; j++) {
+        if ((cookie.id & (1u << j)) == 0) {
+            continue;
+        }
+        if (status == SL_OK && res != NULL && k < res->sent_count) {
+            b->sent[j] = res->sent[k++];
+        } else {
+            uint32_t i = b->job_entry[j];
+            gw__act_storage_err(status != SL_OK ? status : SL_EIO, &b->errs[i]);
+            b->fail[i] = &b->errs[i];
+        }
+    }
+    if (--b->pending == 0) {
+        send_done((struct part_cookie){.ptr = b}, SL_OK,
+                  &(struct part_result){.sent = b->sent, .sent_count = b->job_count});
+    }
+}
+
+/* Submits the job entries of a FIFO send, one job per partition their
+ * groups live on, each in the request's order; the answer comes from
+ * send_part_done (a share the engine refused fails its entries). */
+static void send_fanned(struct gw_act_ctx *ctx, const struct gw_queue *q, struct msg_batch *b,
+                        const struct part_send_entry *job, const uint32_t *partition)
+{
+    uint32_t left = (1u << b->job_count) - 1;
+    b->pending = 1; /* held until every share is submitted */
+    while (left != 0) {
+        uint32_t p = partition[__builtin_ctz(left)];
+        struct part_send_entry share[PART_MAX_BATCH];
+        size_t n = 0;
+        uint32_t mask = 0;
+        for (uint32_t j = 0; j < b->job_count; j++) {
+            if ((left & (1u << j)) != 0 && partition[j] == p) {
+                share[n++] = job[j];
+                mask |= 1u << j;
+            }
+        }
+        left &= ~mask;
+        b->pending++;
+        int rc = part_send(ctx->loop->part, q->id, p, share, n,
+                           (struct part_cookie){.ptr = b, .id = mask}, send_part_done);
+        if (rc != SL_OK) {
+            send_part_done((struct part_cookie){.ptr = b, .id = mask}, rc, NULL);
+        }
+    }
+    send_part_done((struct part_cookie){.ptr = b, .id = 0}, SL_OK, NULL);
 }
 
 /* Sends the request's entries that passed validation. entries/count are
@@ -171,7 +255,13 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
         gw__act_fail(ctx, &err);
         return;
     }
+    struct gw_sqs_err fifo_err;
+    if (gw__fifo_check(&q.cfg, entries, count, &fifo_err) != SL_OK) {
+        gw__act_fail(ctx, &fifo_err); /* nothing of the request is stored */
+        return;
+    }
     struct msg_batch *b = batch_new(ctx, count);
+    b->fifo = q.cfg.fifo;
     uint32_t max_size = q.cfg.max_message_size ? q.cfg.max_message_size : GW_SQS_MAX_MESSAGE_BYTES;
     for (size_t i = 0; i < count; i++) {
         b->fail[i] = entries[i].fail;
@@ -202,6 +292,18 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
         free(b);
         return;
     }
+    if (spill && b->fifo) {
+        /* The overflow lane would let a group's later messages overtake
+         * it: a FIFO send over the limit is throttled instead. */
+        free(b);
+        struct gw_sqs_err err;
+        gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED,
+                       "Tenant %s is over its rate; sends to FIFO queues are throttled rather "
+                       "than spilled, which would reorder their message groups.",
+                       q.tenant);
+        gw__act_fail(ctx, &err);
+        return;
+    }
     /* Every entry's stored attributes and system attributes in one
      * buffer; the slices into it are taken once it stops growing. */
     struct part_send_entry job[PART_MAX_BATCH];
@@ -210,6 +312,9 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     sl_buf_reserve(&enc, 128 * b->job_count);
     size_t attrs_at[PART_MAX_BATCH + 1];
     size_t sys_at[PART_MAX_BATCH];
+    char content_ids[PART_MAX_BATCH][65];
+    uint32_t fifo_part[PART_MAX_BATCH] = {0};
+    bool fanned = false;
     for (size_t j = 0; j < b->job_count; j++) {
         const struct gw_sqs_send_entry *m = &entries[b->job_entry[j]];
         attrs_at[j] = enc.n;
@@ -224,6 +329,13 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             .group_id = m->has_group_id ? m->group_id : (struct sl_slice){NULL, 0},
             .delay_s = delay,
         };
+        if (b->fifo) {
+            /* FIFO: the queue's delay always (a per-message 0 means it) */
+            job[j].delay_s = -1;
+            job[j].dedup_id = gw__fifo_dedup_id(m, content_ids[j]);
+            fifo_part[j] = gw__fifo_partition(ctx, &q, m);
+            fanned = fanned || fifo_part[j] != fifo_part[0];
+        }
         if (spill) {
             /* The overflow lane, invisible for at least spill.delay_seconds;
              * receives serve it after the main lane. */
@@ -238,9 +350,14 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
         job[j].attrs = (struct sl_slice){enc.p + attrs_at[j], sys_at[j] - attrs_at[j]};
         job[j].sys_attrs = (struct sl_slice){enc.p + sys_at[j], attrs_at[j + 1] - sys_at[j]};
     }
-    uint32_t partition = send_partition(ctx, &q);
-    int rc =
-        part_send(ctx->loop->part, q.id, partition, job, b->job_count, cookie_of(b), send_done);
+    int rc = SL_OK;
+    if (fanned) {
+        send_fanned(ctx, &q, b, job, fifo_part);
+    } else {
+        uint32_t partition = b->fifo ? fifo_part[0] : send_partition(ctx, &q);
+        rc =
+            part_send(ctx->loop->part, q.id, partition, job, b->job_count, cookie_of(b), send_done);
+    }
     sl_buf_free(&enc);
     if (rc != SL_OK) {
         free(b);
@@ -292,6 +409,17 @@ static size_t received_sys_attrs(struct gw_act_ctx *ctx, const struct part_messa
         case GW_SQS_SYSATTR_MESSAGE_GROUP_ID:
             value = sl_slice_cstr(m->group_id);
             break;
+        case GW_SQS_SYSATTR_MESSAGE_DEDUPLICATION_ID: /* FIFO only */
+            value = sl_slice_cstr(m->dedup_id);
+            break;
+        case GW_SQS_SYSATTR_SEQUENCE_NUMBER: /* FIFO only: its rows carry a dedup id */
+            if (m->dedup_id != NULL) {
+                gw__fifo_seq_text((uint64_t)m->priority, num[n]);
+                value = sl_slice_cstr(num[n]);
+            }
+            break;
+        case GW_SQS_SYSATTR__COUNT:
+            break;
         case GW_SQS_SYSATTR_DEAD_LETTER_QUEUE_SOURCE_ARN:
             if (m->source_queue_id != 0) {
                 struct part_queue_info *src = NULL;
@@ -310,8 +438,6 @@ static size_t received_sys_attrs(struct gw_act_ctx *ctx, const struct part_messa
                     value = stored[i].value;
                 }
             }
-            break;
-        default: /* SequenceNumber, MessageDeduplicationId: FIFO only */
             break;
         }
         if (value.p != NULL) {
@@ -359,6 +485,7 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
 {
     struct msg_batch *b = cookie.ptr;
     struct gw_act_ctx *ctx = b->ctx;
+    bool fifo = b->fifo;
     receive_finish(b);
     if (status == SL_ECLOSED && gw_exchange_cancelled(ctx->ex)) {
         gw__act_reply_empty(ctx); /* the client is gone; this only frees */
@@ -369,6 +496,10 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
         return;
     }
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
+    if (fifo && r->has_receive_request_attempt_id && res->message_count > 0) {
+        gw_attempts_put(ctx->api->attempts, ctx->queue_id, r->receive_request_attempt_id,
+                        sl_wall_ms(), res);
+    }
     size_t n = res->message_count;
     SL_ASSERT(n <= PART_MAX_BATCH);
     observe_receive(ctx, res);
@@ -430,6 +561,16 @@ static void receive_cancelled(struct gw_exchange *ex, void *data)
     part_receive_cancel(b->ctx->loop->part, b->ticket);
 }
 
+/* A ReceiveMessage answered with no message, without asking the engine. */
+static void reply_no_messages(struct gw_act_ctx *ctx)
+{
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_messages(&reply, NULL, 0);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
+}
+
 void gw__act_receive_message(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
@@ -439,6 +580,12 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     struct part_counts total = {0};
     part_queue_counts(ctx->api->engine, q.id, PART_ALL_PARTITIONS, &total);
+    if (total.inflight >= QUEUE_INFLIGHT_LIMIT && q.cfg.fifo) {
+        /* SQS answers a FIFO queue at its in-flight quota with no message
+         * rather than OverLimit: delivery stalls until some are deleted. */
+        reply_no_messages(ctx);
+        return;
+    }
     if (total.inflight >= QUEUE_INFLIGHT_LIMIT) {
         struct gw_sqs_err err;
         gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,
@@ -452,6 +599,16 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     if (gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_RECEIVE, 1, &spill_unused) != SL_OK) {
         return;
     }
+    struct part_result replay;
+    if (q.cfg.fifo && r->has_receive_request_attempt_id &&
+        gw_attempts_get(ctx->api->attempts, q.id, r->receive_request_attempt_id, sl_wall_ms(),
+                        &replay)) {
+        /* A retry of a receive within SQS's five minutes: the same
+         * messages and receipt handles, nothing leased again. */
+        receive_done(cookie_of(batch_new(ctx, 0)), SL_OK, &replay);
+        gw_attempts_result_free(&replay);
+        return;
+    }
     uint32_t max = (uint32_t)r->max_number_of_messages;
     if (ctx->principal.tenant != NULL) {
         int64_t backlog = 0;
@@ -460,11 +617,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         max = pol_receive_allowance(&ctx->principal.tenant->limits,
                                     inflight > 0 ? (uint64_t)inflight : 0, max);
         if (max == 0) {
-            struct gw_sqs_reply reply;
-            gw__act_reply_init(ctx, &reply);
-            gw_sqs_reply_messages(&reply, NULL, 0);
-            gw__act_finish(ctx, &reply);
-            gw_sqs_reply_fini(&reply);
+            reply_no_messages(ctx);
             return;
         }
     }
@@ -476,6 +629,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     struct msg_batch *b = batch_new(ctx, 0);
     b->queue_id = q.id;
+    b->fifo = q.cfg.fifo;
     if (ctx->loop->draining) {
         wait_s = 0;
     }
@@ -527,6 +681,22 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     gw_exchange_on_cancel(ctx->ex, receive_cancelled, b);
 }
+
+static void attempts_init(struct gw_api *api)
+{
+    api->attempts = gw_attempts_new();
+}
+
+static void attempts_free(struct gw_api *api)
+{
+    gw_attempts_free(api->attempts);
+    api->attempts = NULL;
+}
+
+const struct gw_act_hooks gw__act_msg_hooks = {
+    .api_init = attempts_init,
+    .api_free = attempts_free,
+};
 
 /* ---- DeleteMessage(Batch), ChangeMessageVisibility(Batch) --------------------- */
 
@@ -608,6 +778,13 @@ static void receipts_done(struct part_cookie cookie, int status, const struct pa
         int st = res->entry_status[j];
         if (st == SL_EINVAL) {
             set_invalid_handle(&b->errs[i], views[i].handle);
+            b->fail[i] = &b->errs[i];
+        } else if (st == SL_ENOTFOUND && is_delete(ctx->action)) {
+            /* FIFO only: the lease of this handle ended */
+            gw_sqs_err_set(&b->errs[i], GW_SQS_E_INVALID_PARAMETER_VALUE,
+                           "Value %.*s for parameter ReceiptHandle is invalid. Reason: The "
+                           "receipt handle has expired.",
+                           (int)SL_MIN(views[i].handle.n, 200), views[i].handle.p);
             b->fail[i] = &b->errs[i];
         } else if (st != SL_OK) {
             set_not_inflight(&b->errs[i], views[i].handle);

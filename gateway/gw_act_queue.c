@@ -190,11 +190,11 @@ static int redrive_resolve(struct gw_act_ctx *ctx, const char *tenant, const cha
     return SL_OK;
 }
 
-/* Applies validated attributes to the typed config. Returns SL_OK, or
- * SL_EINVAL with err set. */
+/* Applies validated attributes to the typed config (for_create: of a new
+ * queue). Returns SL_OK, or SL_EINVAL with err set. */
 static int apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *name,
-                       const struct gw_sqs_qattrs *attrs, struct part_queue_config *cfg,
-                       struct gw_sqs_err *err)
+                       const struct gw_sqs_qattrs *attrs, bool for_create,
+                       struct part_queue_config *cfg, struct gw_sqs_err *err)
 {
     for (size_t i = 0; i < attrs->count; i++) {
         const struct gw_sqs_qattr_value *v = &attrs->items[i];
@@ -214,6 +214,20 @@ static int apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *n
             break;
         case GW_SQS_QATTR_RECEIVE_MESSAGE_WAIT_TIME_SECONDS:
             cfg->receive_wait_s = n;
+            break;
+        case GW_SQS_QATTR_CONTENT_BASED_DEDUPLICATION:
+            cfg->content_based_dedup = v->number != 0;
+            break;
+        case GW_SQS_QATTR_FIFO_THROUGHPUT_LIMIT:
+            cfg->throughput_per_group = sl_slice_eq_cstr(v->value, "perMessageGroupId");
+            break;
+        case GW_SQS_QATTR_DEDUPLICATION_SCOPE:
+            /* Fixed when the queue is made: SQS keeps deduplicating as the
+             * queue was created when the attribute changes later, and the
+             * scope decides where the queue's groups live. */
+            if (for_create) {
+                cfg->dedup_per_group = sl_slice_eq_cstr(v->value, "messageGroup");
+            }
             break;
         case GW_SQS_QATTR_REDRIVE_POLICY:
             if (v->value.n == 0) {
@@ -436,12 +450,6 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
         gw__act_fail(ctx, &err);
         return;
     }
-    if (r->fifo) {
-        gw_sqs_err_set(&err, GW_SQS_E_UNSUPPORTED_OPERATION,
-                       "FIFO queues are not supported by this sluice version yet.");
-        gw__act_fail(ctx, &err);
-        return;
-    }
     const char *tenant = ctx->principal.tenant->name;
     char name[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
     snprintf(name, sizeof name, "%.*s", (int)r->queue_name.n, r->queue_name.p);
@@ -464,7 +472,7 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     cfg.fifo = r->fifo;
     /* The source does not exist yet, so it cannot be refused by the DLQ's
      * allow policy by name; SQS checks that on SetQueueAttributes too. */
-    if (apply_typed(ctx, tenant, name, &r->attributes, &cfg, &err) != SL_OK) {
+    if (apply_typed(ctx, tenant, name, &r->attributes, true, &cfg, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }
@@ -735,7 +743,7 @@ void gw__act_set_queue_attributes(struct gw_act_ctx *ctx)
     }
     struct part_queue_config cfg = q.cfg;
     struct gw_sqs_err err;
-    if (apply_typed(ctx, q.tenant, q.name, &r->attributes, &cfg, &err) != SL_OK) {
+    if (apply_typed(ctx, q.tenant, q.name, &r->attributes, false, &cfg, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }

@@ -84,6 +84,7 @@ struct queue_block {
     _Atomic uint64_t requests[GW_SQS_ACT__COUNT][QO_COUNT_];
     _Atomic uint64_t first_attempt_ms; /* latest AgeOfFirstAttempt seen */
     _Atomic uint64_t empty_receives;   /* ReceiveMessage answered with no message */
+    _Atomic uint64_t deduplicated;     /* FIFO sends answered as duplicates */
 };
 
 struct table {
@@ -322,6 +323,11 @@ void gw_metrics_count_admin_auth(struct gw_metrics *m, bool throttled)
 {
     atomic_fetch_add_explicit(throttled ? &m->admin_auth_throttled : &m->admin_auth_failed, 1,
                               memory_order_relaxed);
+}
+
+void gw_metrics_count_deduplicated(struct gw_metrics *m, uint64_t queue_id, uint64_t n)
+{
+    atomic_fetch_add_explicit(&queue_get(m, queue_id)->deduplicated, n, memory_order_relaxed);
 }
 
 void gw_metrics_count_spill(struct gw_metrics *m, const char *tenant, uint64_t n)
@@ -751,6 +757,39 @@ static void render_dlq_sources(struct sl_buf *out, struct part_engine *e,
     free(targets);
 }
 
+/* FIFO queues only: groups locked now, and sends deduplicated. */
+static void render_fifo(struct sl_buf *out, struct gw_metrics *m, struct part_engine *e,
+                        const struct part_queue_list *ql, const struct part_counts *counts)
+{
+    bool *fifo = sl_xcalloc(ql->count + 1, sizeof *fifo);
+    for (size_t i = 0; i < ql->count; i++) {
+        uint64_t id;
+        struct part_queue_config cfg;
+        fifo[i] = part_queue_find(e, ql->items[i].tenant, ql->items[i].name, &id, &cfg) == SL_OK &&
+                  cfg.fifo;
+    }
+    family(out, "sluice_fifo_groups_inflight", "gauge",
+           "Message groups of a FIFO queue with a message in flight (locked), by queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        if (fifo[i]) {
+            const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+            sample_f(out, "sluice_fifo_groups_inflight", l, (double)counts[i].groups_inflight);
+        }
+    }
+    family(out, "sluice_fifo_deduplicated_sends_total", "counter",
+           "Sends to a FIFO queue accepted as duplicates within the deduplication interval "
+           "(not stored again), by queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        if (fifo[i]) {
+            struct queue_block *b = queue_find(m, ql->items[i].id);
+            const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+            sample_u64(out, "sluice_fifo_deduplicated_sends_total", l,
+                       b != NULL ? load(&b->deduplicated) : 0);
+        }
+    }
+    free(fifo);
+}
+
 static void render_queues(struct sl_buf *out, struct gw_metrics *m, struct part_engine *e)
 {
     static const struct {
@@ -784,6 +823,7 @@ static void render_queues(struct sl_buf *out, struct gw_metrics *m, struct part_
                      queue_gauge_value((enum queue_gauge)f, &counts[i], now_ms));
         }
     }
+    render_fifo(out, m, e, &ql, counts);
     free(counts);
     render_dlq_sources(out, e, &ql);
     render_queue_requests(out, m, &ql);

@@ -63,6 +63,9 @@ void gw_metrics_count_empty_receive(struct gw_metrics *m, uint64_t queue_id);
 void gw_metrics_count_admin_auth(struct gw_metrics *m, bool throttled);
 
 void gw_metrics_count_spill(struct gw_metrics *m, const char *tenant, uint64_t n);
+/* n sends to FIFO queue queue_id were duplicates within the
+ * deduplication interval (accepted, not stored again). */
+void gw_metrics_count_deduplicated(struct gw_metrics *m, uint64_t queue_id, uint64_t n);
 
 /* A message's age at its first receive (SQS's AgeOfFirstAttempt):
  * sluice_first_receive_age_seconds{tenant}. For the receive path. */

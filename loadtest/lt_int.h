@@ -222,6 +222,32 @@ typedef void lt_code_cb(void *data, const char *code);
 int lt_proto_batch(enum lt_protocol p, struct sl_slice resp, uint64_t *ok, lt_code_cb *failed,
                    void *data);
 
+/* ===== FIFO queues (lt_fifo.c, --fifo-groups; JSON 1.0 only) ================= */
+
+/* A run's FIFO state: which group the next entry goes to, the next
+ * deduplication id, and per group the largest SequenceNumber received. */
+struct lt_fifo {
+    uint32_t groups;
+    uint64_t nonce; /* makes deduplication ids unique across runs */
+    uint64_t next_group;
+    uint64_t next_dedup;
+    uint64_t *last; /* per group g<k> */
+};
+void lt_fifo_init(struct lt_fifo *f, uint32_t groups, uint64_t nonce);
+void lt_fifo_fini(struct lt_fifo *f);
+/* CreateQueue of a high-throughput FIFO queue (name ends in .fifo). */
+void lt_fifo_body_create(struct sl_buf *b, const char *name);
+/* lt_body_send's bodies, each entry with MessageGroupId g<k> (round robin
+ * over the groups) and a unique MessageDeduplicationId. */
+void lt_fifo_body_send(struct sl_buf *b, struct lt_fifo *f, const char *queue_url, size_t size,
+                       unsigned batch, uint64_t wall_us);
+/* ReceiveMessage asking for MessageGroupId and SequenceNumber. */
+void lt_fifo_body_receive(struct sl_buf *b, const char *queue_url, unsigned max, int wait_s);
+/* Checks a receive's messages: each one's SequenceNumber must exceed the
+ * largest received before in its group. Adds to *checked and
+ * *violations; SL_EINVAL for a reply or message it cannot read. */
+int lt_fifo_check(struct lt_fifo *f, struct sl_slice resp, uint64_t *checked, uint64_t *violations);
+
 /* ===== options ========================================================== */
 
 enum lt_scenario {
@@ -269,7 +295,8 @@ struct lt_opts {
     char *queue_prefix;
     int wait_s; /* ReceiveMessage WaitTimeSeconds; -1 = scenario default */
     uint64_t prefill;
-    unsigned gap_ms; /* longpoll: receive waiting before the send */
+    uint32_t fifo_groups; /* > 0: FIFO queues, sends spread over this many groups */
+    unsigned gap_ms;      /* longpoll: receive waiting before the send */
     char *json_path;
     char *plot_path;
     int server_pid;
@@ -325,10 +352,12 @@ struct lt_group_stats {
     uint64_t errors;   /* non-2xx replies and transport failures */
     uint64_t messages; /* messages sent (producers) or deleted (consumers) */
     uint64_t empty_receives;
-    uint64_t late_max;  /* open loop: most operations ever overdue at once */
-    double target_rate; /* 0 = closed loop */
-    double elapsed_s;   /* see lt_group_elapsed_s() */
-    uint64_t unstarted; /* open loop: due at the end but never started */
+    uint64_t fifo_checked;    /* --fifo-groups: messages whose order was checked */
+    uint64_t fifo_violations; /* ... and received out of their group's order */
+    uint64_t late_max;        /* open loop: most operations ever overdue at once */
+    double target_rate;       /* 0 = closed loop */
+    double elapsed_s;         /* see lt_group_elapsed_s() */
+    uint64_t unstarted;       /* open loop: due at the end but never started */
     struct lt_errors error_codes;
     uint64_t interval_requests;
     uint64_t interval_messages;

@@ -41,6 +41,7 @@ enum {
     OPT_WAIT,
     OPT_PREFILL,
     OPT_GAP_MS,
+    OPT_FIFO_GROUPS,
     OPT_JSON,
     OPT_PLOT,
     OPT_SERVER_PID,
@@ -73,6 +74,7 @@ static const struct option long_opts[] = {
     {"wait", required_argument, NULL, OPT_WAIT},
     {"prefill", required_argument, NULL, OPT_PREFILL},
     {"gap-ms", required_argument, NULL, OPT_GAP_MS},
+    {"fifo-groups", required_argument, NULL, OPT_FIFO_GROUPS},
     {"json", required_argument, NULL, OPT_JSON},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"server-pid", required_argument, NULL, OPT_SERVER_PID},
@@ -124,6 +126,9 @@ void lt_opts_usage(FILE *out)
         "  --wait S               ReceiveMessage WaitTimeSeconds (receive-delete 0, roundtrip 1)\n"
         "  --prefill N            receive-delete: send N messages first, stop once drained\n"
         "  --gap-ms MS            longpoll: how long the receive waits before the send (20)\n"
+        "  --fifo-groups N        send, receive-delete, roundtrip: high-throughput FIFO\n"
+        "                         queues (NAME.fifo), sends spread over N message groups;\n"
+        "                         receives check each group's SequenceNumbers increase\n"
         "  --json FILE            write the JSON record\n"
         "  --plot FILE.png        latency over time and histogram (gnuplot)\n"
         "  --server-pid PID       report the gateway's CPU time per request and message\n"
@@ -367,6 +372,12 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
         }
         o->gap_ms = (unsigned)u;
         break;
+    case OPT_FIFO_GROUPS:
+        if (parse_u64(arg, 1000000, &u) != SL_OK || u == 0) {
+            FAIL("--fifo-groups wants 1..1000000");
+        }
+        o->fifo_groups = (uint32_t)u;
+        break;
     case OPT_JSON:
         replace(&o->json_path, arg);
         break;
@@ -470,6 +481,11 @@ int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t er
     }
     if (!o->allow_remote && !is_loopback(o->host)) {
         FAIL("target %s is not loopback; pass --allow-remote if you mean it", o->host);
+    }
+    if (o->fifo_groups > 0 && (o->protocol != LT_PROTO_JSON ||
+                               (o->scenario != LT_SC_SEND && o->scenario != LT_SC_RECEIVE_DELETE &&
+                                o->scenario != LT_SC_ROUNDTRIP))) {
+        FAIL("--fifo-groups is for send, receive-delete and roundtrip over --protocol json");
     }
     if ((o->receive_rate > 0 || o->flood_receive_rate > 0) && o->scenario != LT_SC_NOISY) {
         FAIL("--receive-rate and --flood-receive-rate are for the noisy scenario");

@@ -15,6 +15,7 @@
  *     "groups": [ { name, tenant, role, mode, target_rate, elapsed_s, requests,
  *                   errors, messages, requests_per_s, messages_per_s,
  *                   empty_receives, late_max, unstarted,
+ *                   --fifo-groups consumers: fifo_checked, fifo_order_violations,
  *                   errors_by_code: { CODE: n },
  *                   latency_us: { METRIC: { count, min, mean, p50, p90, p99,
  *                                           p99_9, max } },
@@ -140,7 +141,7 @@ static json_t *group_json(const struct lt_group_stats *g)
         }
         json_object_set_new(tl, metric_names[i], pts);
     }
-    return json_pack(
+    json_t *rec = json_pack(
         "{s:s,s:s,s:s,s:s,s:f,s:f,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:o,s:o,s:o}", "name", g->name,
         "tenant", g->tenant, "role", g->role, "mode", g->target_rate > 0 ? "open" : "closed",
         "target_rate", g->target_rate, "elapsed_s", g->elapsed_s, "requests",
@@ -149,6 +150,12 @@ static json_t *group_json(const struct lt_group_stats *g)
         "messages_per_s", per_s(g->messages, g->elapsed_s), "empty_receives",
         (json_int_t)g->empty_receives, "late_max", (json_int_t)g->late_max, "unstarted",
         (json_int_t)g->unstarted, "errors_by_code", codes, "latency_us", lat, "timeline", tl);
+    if (g->fifo_checked > 0) {
+        json_object_set_new(rec, "fifo_checked", json_integer((json_int_t)g->fifo_checked));
+        json_object_set_new(rec, "fifo_order_violations",
+                            json_integer((json_int_t)g->fifo_violations));
+    }
+    return rec;
 }
 
 static bool is_quiet(const struct lt_group_stats *g, const char *role)
@@ -386,6 +393,10 @@ void lt_result_print(const struct lt_result *r, FILE *out)
         for (size_t e = 0; e < g->error_codes.n; e++) {
             fprintf(out, "    error %-40s %" PRIu64 "\n", g->error_codes.e[e].code,
                     g->error_codes.e[e].n);
+        }
+        if (g->fifo_checked > 0) {
+            fprintf(out, "    FIFO order: %" PRIu64 " messages checked, %" PRIu64 " out of order\n",
+                    g->fifo_checked, g->fifo_violations);
         }
         if (g->target_rate > 0 && (g->late_max > 1 || g->unstarted > 0)) {
             fprintf(out,

@@ -123,6 +123,7 @@ struct run {
     double cpu_start_s;
     char setup_error[256];
     int status;
+    struct lt_fifo fifo; /* --fifo-groups */
 };
 
 static void group_pump(struct group *g);
@@ -305,6 +306,11 @@ static void on_main_done(struct lt_req *r)
         break;
     case ROLE_RECV_DELETE:
         lt_group_stats_record(g->stats, LT_M_RECEIVE, from_intended);
+        if (ok && g->run->o->fifo_groups > 0 &&
+            lt_fifo_check(&g->run->fifo, (struct sl_slice){r->resp.p, r->resp.n},
+                          &g->stats->fifo_checked, &g->stats->fifo_violations) != SL_OK) {
+            count_error(g, "UnreadableFifoMessage");
+        }
         if (ok && handle_receive(f, r, g->roundtrip) == 0) {
             g->stats->empty_receives++;
         }
@@ -381,8 +387,13 @@ static void flow_begin(struct group *g, struct flow *f, uint64_t intended_ns)
     r->cb = on_main_done;
     switch (g->role) {
     case ROLE_SEND:
-        lt_proto_send(&r->body, o->protocol, url, o->message_size, g->batch,
-                      lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
+        if (o->fifo_groups > 0) {
+            lt_fifo_body_send(&r->body, &g->run->fifo, url, o->message_size, g->batch,
+                              lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
+        } else {
+            lt_proto_send(&r->body, o->protocol, url, o->message_size, g->batch,
+                          lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
+        }
         r->action = g->batch > 1 ? "SendMessageBatch" : "SendMessage";
         break;
     case ROLE_RAW:
@@ -390,7 +401,11 @@ static void flow_begin(struct group *g, struct flow *f, uint64_t intended_ns)
         r->action = o->raw_action;
         break;
     case ROLE_RECV_DELETE:
-        lt_proto_receive(&r->body, o->protocol, url, 10, o->wait_s);
+        if (o->fifo_groups > 0) {
+            lt_fifo_body_receive(&r->body, url, 10, o->wait_s);
+        } else {
+            lt_proto_receive(&r->body, o->protocol, url, 10, o->wait_s);
+        }
         r->action = "ReceiveMessage";
         break;
     case ROLE_LONGPOLL:
@@ -704,7 +719,8 @@ static void queue_name(const struct run *run, const struct group *g, size_t i, c
                        size_t cap)
 {
     const char *suffix = g->role == ROLE_LONGPOLL ? "-lp" : "";
-    snprintf(out, cap, "%s%s-%zu", run->o->queue_prefix, suffix, i);
+    snprintf(out, cap, "%s%s-%zu%s", run->o->queue_prefix, suffix, i,
+             run->o->fifo_groups > 0 ? ".fifo" : "");
 }
 
 static void begin_setup(struct run *run)
@@ -722,7 +738,11 @@ static void begin_setup(struct run *run)
             lt_req_init(r);
             char name[128];
             queue_name(run, g, q, name, sizeof(name));
-            lt_proto_create_queue(&r->body, run->o->protocol, name);
+            if (run->o->fifo_groups > 0) {
+                lt_fifo_body_create(&r->body, name);
+            } else {
+                lt_proto_create_queue(&r->body, run->o->protocol, name);
+            }
             r->action = "CreateQueue";
             r->cred = &g->cred;
             r->cb = on_setup_done;
@@ -945,6 +965,9 @@ int lt_run(const struct lt_opts *o, struct lt_result *res)
             return SL_EINVAL;
         }
     }
+    if (o->fifo_groups > 0) {
+        lt_fifo_init(&run->fifo, o->fifo_groups, sl_wall_us());
+    }
     run->client = lt_client_new(&run->loop, o, run->tls);
     build_groups(run);
     link_shared_queues(run);
@@ -970,6 +993,7 @@ int lt_run(const struct lt_opts *o, struct lt_result *res)
     uv_run(&run->loop, UV_RUN_DEFAULT);
     int status = run->status;
     free_groups(run);
+    lt_fifo_fini(&run->fifo);
     uv_loop_close(&run->loop);
     lt_tls_ctx_free(run->tls);
     free(run);

@@ -8,6 +8,7 @@
  * part_groups.c.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "part_batch.h"
 #include "part_catalog.h"
@@ -70,6 +71,18 @@ void part__note_group(struct part_batch *b, struct part_queue *q, const char *gr
     b->g[b->ng++] = (struct part_group_delta){q, sl_xstrdup(group), inflight};
 }
 
+int64_t part__batch_group_delta(const struct part_batch *b, const struct part_queue *q,
+                                const char *group)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < b->ng; i++) {
+        if (b->g[i].q == q && strcmp(b->g[i].group, group) == 0) {
+            sum += b->g[i].inflight;
+        }
+    }
+    return sum;
+}
+
 void part__note_gone(struct part_batch *b, int64_t rowid)
 {
     if (b->ngone == b->gone_cap) {
@@ -122,6 +135,9 @@ void part__batch_groups_apply(struct part_writer *w, struct part_batch *b)
             qc->groups = part__groups_new();
         }
         part__groups_add(qc->groups, b->g[i].group, b->g[i].inflight);
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        part__groups_publish(b->d[i].q, w->index);
     }
 }
 

@@ -47,6 +47,7 @@ struct part_batch {
     struct part_item_list stale; /* single entries superseded */
     struct part_item_list fired; /* popped by fire_timers: pushed back if the batch rolls back */
     bool sql_failed;
+    bool dedup_swept; /* this batch swept expired FIFO deduplication ids */
 };
 
 /* The change of q in b (made, and q referenced, on first use). */
@@ -63,6 +64,9 @@ void part__delta_gone(struct part_batch *b, struct part_queue *q, int state, int
 /* group's in-flight count on q changes by inflight (group NULL: none). */
 void part__note_group(struct part_batch *b, struct part_queue *q, const char *group,
                       int64_t inflight);
+/* The sum of group's in-flight changes on q noted in b so far. */
+int64_t part__batch_group_delta(const struct part_batch *b, const struct part_queue *q,
+                                const char *group);
 /* Row rowid is gone: all its timer entries are dead. */
 void part__note_gone(struct part_batch *b, int64_t rowid);
 /* One timer entry was superseded. */

@@ -302,6 +302,14 @@ void part__counts_add(struct part_queue *q, uint32_t p, const struct part_qdelta
     atomic_fetch_add(&q->tenant->inflight, d->inflight);
 }
 
+void part__groups_publish(struct part_queue *q, uint32_t p)
+{
+    struct part_qcount *qc = &q->per[p];
+    int64_t now = (int64_t)part__groups_count(qc->groups);
+    int64_t was = atomic_exchange(&qc->groups_inflight, now);
+    atomic_fetch_add(&q->total.groups_inflight, now - was);
+}
+
 uint64_t part__tenant_aging(const struct part_queue *q)
 {
     return atomic_load_explicit(&q->tenant->aged_after_ms, memory_order_relaxed);
@@ -455,11 +463,14 @@ static void counts_load(const struct part_qcount *c, struct part_counts *out)
     out->delayed = atomic_load(&c->delayed);
     out->overflow_ready = atomic_load(&c->overflow_ready);
     out->overflow_delayed = atomic_load(&c->overflow_delayed);
+    out->groups_inflight = atomic_load(&c->groups_inflight);
 }
 
 /* The oldest ready message's send time: every row's priority is its send
  * time (part_send's default, which the gateway never overrides), so it is
- * the best head of either lane on any partition. */
+ * the best head of either lane on any partition. A FIFO row's priority is
+ * its sequence number, a clock in microseconds that runs at least as fast
+ * as the send times: within a few of them of the send time in ms. */
 static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_t end)
 {
     int64_t best = INT64_MAX;
@@ -468,7 +479,10 @@ static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_
             best = SL_MIN(best, atomic_load(&q->per[p].head_priority[lane]));
         }
     }
-    return best == INT64_MAX || best < 0 ? 0 : (uint64_t)best;
+    if (best == INT64_MAX || best < 0) {
+        return 0;
+    }
+    return q->cfg.fifo ? (uint64_t)best / 1000u : (uint64_t)best;
 }
 
 int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partition,

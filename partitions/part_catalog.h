@@ -20,6 +20,9 @@ void part__queue_unref(struct part_queue *q);
 bool part__queue_cfg(struct part_engine *e, struct part_queue *q, struct part_queue_config *out);
 bool part__queue_known(struct part_engine *e, uint64_t id);
 void part__counts_add(struct part_queue *q, uint32_t p, const struct part_qdelta *d);
+/* Publishes how many groups of q have something in flight on partition p
+ * (writer of p, after it changed q->per[p].groups). */
+void part__groups_publish(struct part_queue *q, uint32_t p);
 /* The tenant's aging threshold (0: off). Any thread. */
 uint64_t part__tenant_aging(const struct part_queue *q);
 /* Calls fn for every live queue (under the read lock). */

@@ -68,12 +68,36 @@ static void load_kvs(sqlite3 *db, struct part_engine *e, const char *table)
     sqlite3_finalize(st);
 }
 
+/* The column fifo holds the queue type and the FIFO settings the engine
+ * and the gateway's hot path read, as bits: a catalog written before they
+ * existed stores 0 or 1, which reads the same. */
+enum {
+    FIFO_BIT = 1,
+    FIFO_CONTENT_DEDUP = 2,
+    FIFO_DEDUP_PER_GROUP = 4,
+    FIFO_THROUGHPUT_PER_GROUP = 8,
+};
+
+static int fifo_bits(const struct part_queue_config *cfg)
+{
+    if (!cfg->fifo) {
+        return 0;
+    }
+    return FIFO_BIT | (cfg->content_based_dedup ? FIFO_CONTENT_DEDUP : 0) |
+           (cfg->dedup_per_group ? FIFO_DEDUP_PER_GROUP : 0) |
+           (cfg->throughput_per_group ? FIFO_THROUGHPUT_PER_GROUP : 0);
+}
+
 static void row_cfg(sqlite3_stmt *st, int col, struct part_queue_config *cfg)
 {
     cfg->visibility_timeout_s = (uint32_t)sqlite3_column_int64(st, col);
     cfg->delay_s = (uint32_t)sqlite3_column_int64(st, col + 1);
     cfg->retention_s = (uint32_t)sqlite3_column_int64(st, col + 2);
-    cfg->fifo = sqlite3_column_int(st, col + 3) != 0;
+    int fifo = sqlite3_column_int(st, col + 3);
+    cfg->fifo = (fifo & FIFO_BIT) != 0;
+    cfg->content_based_dedup = (fifo & FIFO_CONTENT_DEDUP) != 0;
+    cfg->dedup_per_group = (fifo & FIFO_DEDUP_PER_GROUP) != 0;
+    cfg->throughput_per_group = (fifo & FIFO_THROUGHPUT_PER_GROUP) != 0;
     cfg->dlq_target_id = (uint64_t)sqlite3_column_int64(st, col + 4);
     cfg->max_receive_count = (uint32_t)sqlite3_column_int64(st, col + 5);
     cfg->max_message_size = (uint32_t)sqlite3_column_int64(st, col + 6);
@@ -220,7 +244,7 @@ static int exec_create(struct part_engine *e, struct part_job *job, struct part_
     sqlite3_bind_int64(st, 5, r->cfg.visibility_timeout_s);
     sqlite3_bind_int64(st, 6, r->cfg.delay_s);
     sqlite3_bind_int64(st, 7, r->cfg.retention_s);
-    sqlite3_bind_int(st, 8, r->cfg.fifo);
+    sqlite3_bind_int(st, 8, fifo_bits(&r->cfg));
     sqlite3_bind_int64(st, 9, (sqlite3_int64)r->cfg.dlq_target_id);
     sqlite3_bind_int64(st, 10, r->cfg.max_receive_count);
     sqlite3_bind_int64(st, 11, r->cfg.max_message_size);
@@ -258,7 +282,7 @@ static int touch(struct part_engine *e, uint64_t id, const struct part_queue_con
         sqlite3_bind_int64(st, 2, cfg->visibility_timeout_s);
         sqlite3_bind_int64(st, 3, cfg->delay_s);
         sqlite3_bind_int64(st, 4, cfg->retention_s);
-        sqlite3_bind_int(st, 5, cfg->fifo);
+        sqlite3_bind_int(st, 5, fifo_bits(cfg));
         sqlite3_bind_int64(st, 6, (sqlite3_int64)cfg->dlq_target_id);
         sqlite3_bind_int64(st, 7, cfg->max_receive_count);
         sqlite3_bind_int64(st, 8, cfg->max_message_size);

@@ -47,6 +47,9 @@ struct part_qcount {
     _Atomic int64_t overflow_delayed; /* of delayed, in the overflow lane */
     /* best ready priority per lane, INT64_MAX if none (per partition only) */
     _Atomic int64_t head_priority[2];
+    /* message groups with something in flight (FIFO's locked groups),
+     * mirrored from groups after each commit for readers on any thread */
+    _Atomic int64_t groups_inflight;
     /* partition p's writer only (per[p]; unused in total): */
     uint64_t age_due;           /* the pending PART_TIMER_AGE check, 0: none */
     struct part_groups *groups; /* in-flight count per message group */
@@ -144,6 +147,7 @@ struct part_send_msg {
     uint8_t digests[PART_DIGESTS_MAX];
     uint8_t ndigests;
     const char *group_id; /* NUL-terminated; NULL: none */
+    const char *dedup_id; /* NUL-terminated; NULL: none (standard queues) */
     int32_t delay_s;
     bool has_priority;
     int64_t priority;
@@ -323,7 +327,7 @@ struct part_writer {
     _Atomic uint64_t stat_timers; /* timers.n after the last batch */
     /* writer thread only */
     struct sqlite3 *db;
-    struct sqlite3_stmt *st[24]; /* prepared statements, by part_schema.h's ST_* */
+    struct sqlite3_stmt *st[28]; /* prepared statements, by part_schema.h's ST_* */
     struct part_heap timers;
     bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;
@@ -399,6 +403,8 @@ struct part_engine {
     pthread_mutex_t reserve_mu; /* setting the reserve aside, giving it back */
     _Atomic bool reserve_held;  /* data_dir/space-reserve is set aside */
     _Atomic bool reserve_spent; /* a write found the disk full: sends wait for the reserve */
+    /* FIFO sequence numbers: the last one handed out (part__seq_next). */
+    _Atomic uint64_t fifo_seq;
 };
 
 /* Inline helpers over the types above; any thread. */
@@ -434,6 +440,28 @@ static inline uint32_t part__job_cost(const struct part_job *j)
 static inline uint64_t part__now(const struct part_engine *e)
 {
     return e->opt.now_ms ? e->opt.now_ms(e->opt.clock_ctx) : sl_wall_ms();
+}
+
+/* The next FIFO sequence number: max(last + 1, now in microseconds), a
+ * hybrid clock shared by the writers. It increases with every call, so
+ * within every message group whatever the wall clock does, and reads
+ * like a time; start-up raises it above every stored one
+ * (part__seq_raise), so it never goes backwards across restarts. */
+static inline uint64_t part__seq_next(struct part_engine *e, uint64_t now_ms)
+{
+    uint64_t last = atomic_load(&e->fifo_seq);
+    uint64_t next;
+    do {
+        next = SL_MAX(last + 1, now_ms * 1000u);
+    } while (!atomic_compare_exchange_weak(&e->fifo_seq, &last, next));
+    return next;
+}
+
+static inline void part__seq_raise(struct part_engine *e, uint64_t stored)
+{
+    uint64_t last = atomic_load(&e->fifo_seq);
+    while (last < stored && !atomic_compare_exchange_weak(&e->fifo_seq, &last, stored)) {
+    }
 }
 
 /* Whether partition p (< nparts) still takes jobs. */

@@ -143,7 +143,9 @@ static void age_queue(struct part_writer *w, struct part_batch *b, struct part_q
     }
     qc->age_due = 0;
     struct part_delta *d = part__delta_of(b, q); /* publish_head reschedules */
-    if (aging == 0 || aging >= now) {
+    struct part_queue_config cfg;
+    /* A FIFO queue's order is its sequence: no lane may reorder it. */
+    if (aging == 0 || aging >= now || !part__queue_cfg(w->engine, q, &cfg) || cfg.fifo) {
         return;
     }
     sqlite3_stmt *st = part__stmt(w, ST_AGE);
@@ -200,6 +202,75 @@ void part__ops_fire_timers(struct part_writer *w, struct part_batch *b, uint64_t
     }
 }
 
+/* ---- FIFO deduplication -------------------------------------------------- */
+
+#define DEDUP_SWEEP_ROWS 256 /* expired ids removed per batch that sends FIFO */
+
+/* The key a deduplication id is unique under: the id, or under
+ * DeduplicationScope messageGroup the group, a NUL and the id. */
+static size_t dedup_key(const struct part_queue_config *cfg, const struct part_send_msg *m,
+                        char *key)
+{
+    size_t n = 0;
+    if (cfg->dedup_per_group) {
+        size_t g = strlen(m->group_id);
+        memcpy(key, m->group_id, g + 1);
+        n = g + 1;
+    }
+    size_t d = strlen(m->dedup_id);
+    memcpy(key + n, m->dedup_id, d);
+    return n + d;
+}
+
+/* 1: m is a duplicate (sent is filled with the first send), 0: not, -1:
+ * error. Expired ids are swept here, a bounded number per batch, so the
+ * table holds about the ids of the last interval. */
+static int dedup_check(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                       const char *key, size_t keylen, uint64_t now, struct part_sent *sent)
+{
+    if (!b->dedup_swept) {
+        b->dedup_swept = true;
+        sqlite3_stmt *st = part__stmt(w, ST_DEDUP_SWEEP);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
+        sqlite3_bind_int(st, 2, DEDUP_SWEEP_ROWS);
+        if (!run(w, b, st)) {
+            return -1;
+        }
+    }
+    sqlite3_stmt *st = part__stmt(w, ST_DEDUP_FIND);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_blob(st, 2, key, (int)keylen, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *mid = (const char *)sqlite3_column_text(st, 0);
+        snprintf(sent->message_id, sizeof sent->message_id, "%s", mid ? mid : "");
+        sent->sequence = (uint64_t)sqlite3_column_int64(st, 1);
+        sent->partition = w->index;
+        sent->duplicate = true;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        b->sql_failed = true;
+        return -1;
+    }
+    return rc == SQLITE_ROW;
+}
+
+static bool dedup_put(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                      const char *key, size_t keylen, uint64_t now, const char *message_id,
+                      uint64_t seq)
+{
+    uint64_t expires = now + PART_DEDUP_INTERVAL_MS;
+    sqlite3_stmt *st = part__stmt(w, ST_DEDUP_PUT);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_blob(st, 2, key, (int)keylen, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)expires);
+    sqlite3_bind_text(st, 4, message_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)seq);
+    return run(w, b, st);
+}
+
 /* ---- jobs -------------------------------------------------------------- */
 
 static void exec_send(struct part_writer *w, struct part_batch *b, struct part_job *job,
@@ -214,13 +285,30 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
     job->res.sent_count = job->nmsgs;
     for (size_t i = 0; i < job->nmsgs && !b->sql_failed; i++) {
         struct part_send_msg *m = &job->msgs[i];
+        bool fifo = cfg.fifo && m->dedup_id != NULL && m->group_id != NULL;
+        char key[PART_GROUP_ID_MAX + 1 + PART_DEDUP_ID_MAX];
+        size_t keylen = fifo ? dedup_key(&cfg, m, key) : 0;
+        if (fifo) {
+            int dup = dedup_check(w, b, job, key, keylen, now, &job->res.sent[i]);
+            if (dup != 0) {
+                if (dup < 0) {
+                    return;
+                }
+                continue;
+            }
+        }
+        /* FIFO: the sequence number is the priority, so the ready rows of
+         * a group are read in send order (batch order included). */
+        int64_t priority = fifo              ? (int64_t)part__seq_next(w->engine, now)
+                           : m->has_priority ? m->priority
+                                             : (int64_t)now;
         uint64_t delay_ms = (uint64_t)(m->delay_s < 0 ? cfg.delay_s : (uint32_t)m->delay_s) * 1000;
         int state = delay_ms > 0 ? PART_STATE_DELAYED : PART_STATE_READY;
         uint64_t expires = now + (uint64_t)cfg.retention_s * 1000;
         sqlite3_stmt *st = part__stmt(w, ST_INSERT);
         sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
         sqlite3_bind_int(st, 2, state);
-        sqlite3_bind_int64(st, 3, m->has_priority ? m->priority : (int64_t)now);
+        sqlite3_bind_int64(st, 3, priority);
         uint64_t visible_at = now + delay_ms;
         sqlite3_bind_int64(st, 4, (sqlite3_int64)visible_at);
         sqlite3_bind_int64(st, 5, (sqlite3_int64)expires);
@@ -232,6 +320,9 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         sqlite3_bind_int(st, 12, m->lane);
         if (m->ndigests > 0) {
             sqlite3_bind_blob(st, 13, m->digests, m->ndigests, SQLITE_STATIC);
+        }
+        if (fifo) {
+            sqlite3_bind_text(st, 14, m->dedup_id, -1, SQLITE_STATIC);
         }
         if (!run(w, b, st)) {
             return;
@@ -247,9 +338,12 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         if (!run(w, b, st)) {
             return;
         }
+        if (fifo && !dedup_put(w, b, job, key, keylen, now, m->message_id, (uint64_t)priority)) {
+            return;
+        }
         memcpy(job->res.sent[i].message_id, m->message_id, sizeof m->message_id);
         job->res.sent[i].partition = w->index;
-        job->res.sent[i].sequence = (uint64_t)rowid;
+        job->res.sent[i].sequence = fifo ? (uint64_t)priority : (uint64_t)rowid;
         part__delta_state(b, job->q, state, m->lane, 1);
         if (state == PART_STATE_DELAYED) {
             part__heap_push(&w->timers, now + delay_ms, rowid, PART_TIMER_VISIBLE);
@@ -298,7 +392,9 @@ static void fill_message(const struct part_writer *w, sqlite3_stmt *st, struct p
     }
     const char *gid = (const char *)sqlite3_column_text(st, 5);
     size_t gid_len = gid ? (size_t)sqlite3_column_bytes(st, 5) : 0;
-    char *block = sl_xmalloc(total + gid_len + 1);
+    const char *did = (const char *)sqlite3_column_text(st, 12);
+    size_t did_len = did ? (size_t)sqlite3_column_bytes(st, 12) : 0;
+    char *block = sl_xmalloc(total + gid_len + 1 + did_len + 1);
     char *p = block;
     for (size_t c = 0; c < 4; c++) {
         if (len[c] > 0) {
@@ -312,6 +408,12 @@ static void fill_message(const struct part_writer *w, sqlite3_stmt *st, struct p
     if (gid != NULL) {
         memcpy(p, gid, gid_len + 1);
         m->group_id = p;
+        p += gid_len + 1;
+    }
+    m->dedup_id = NULL;
+    if (did != NULL) {
+        memcpy(p, did, did_len + 1);
+        m->dedup_id = p;
     }
     const char *mid = (const char *)sqlite3_column_text(st, 1);
     snprintf(m->message_id, sizeof m->message_id, "%s", mid ? mid : "");
@@ -380,6 +482,117 @@ static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_j
     return true;
 }
 
+/* Reads the chosen ready rows whole, in order, into cand (and r->msgs). */
+static bool take_rows(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                      const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                      const int64_t *chosen, size_t nchosen, struct candidate *cand, size_t *ncand)
+{
+    struct part_recv *r = job->recv;
+    for (size_t i = 0; i < nchosen; i++) {
+        sqlite3_stmt *st = part__stmt(w, ST_ROW_FULL);
+        sqlite3_bind_int64(st, 1, chosen[i]);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
+            (*ncand)++;
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            b->sql_failed = true;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Whether a FIFO message group is free for this receive on w's partition:
+ * nothing of it in flight there, counting what this transaction leased or
+ * released so far, except what this very receive took there (one receive
+ * may take several consecutive messages of a group, as SQS does). */
+static bool group_free(const struct part_writer *w, const struct part_batch *b,
+                       const struct part_job *job, const struct part_qcount *qc, const char *group)
+{
+    const struct part_recv *r = job->recv;
+    int64_t held = qc->groups != NULL ? part__groups_get(qc->groups, group) : 0;
+    held += part__batch_group_delta(b, job->q, group);
+    for (size_t i = 0; i < r->nmsgs; i++) {
+        held -= r->msgs[i].partition == w->index && r->msgs[i].group_id != NULL &&
+                strcmp(r->msgs[i].group_id, group) == 0;
+    }
+    return held <= 0;
+}
+
+/* A group's ready rows in order, up to max, appended to ids[*n]. */
+static bool group_rows(struct part_writer *w, struct part_batch *b, const struct part_job *job,
+                       const char *group, size_t max, int64_t *ids, size_t *n)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_GROUP_ROWS);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        ids[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        b->sql_failed = true;
+        return false;
+    }
+    return true;
+}
+
+/* FIFO: as SQS does, as many messages of one group as there are, then of
+ * the next: the free group whose head is best first (a walk of msg_ready,
+ * which carries the group id, passing over locked groups' rows), then its
+ * rows in order through msg_group, then the next free group. Filling from
+ * few groups leaves the others to other consumers. A group's rows are
+ * taken from its head on, so no group's order is broken. */
+static bool pick_fifo(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
+                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                      struct candidate *cand, size_t *ncand)
+{
+    struct part_qcount *qc = &job->q->per[w->index];
+    int64_t chosen[PART_MAX_BATCH];
+    size_t nchosen = 0;
+    char taken[PART_MAX_BATCH][PART_GROUP_ID_MAX + 1]; /* groups already filled from */
+    size_t ntaken = 0;
+    /* The last group passed over: locked groups' rows often come in runs. */
+    char skip[PART_GROUP_ID_MAX + 1] = "";
+    sqlite3_stmt *st = part__stmt(w, ST_FAIR_SCAN);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, lane);
+    sqlite3_bind_int(st, 3, -1); /* no limit: locked groups' rows are passed over */
+    int rc = SQLITE_DONE;
+    bool ok = true;
+    while (ok && nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *group = (const char *)sqlite3_column_text(st, 1);
+        if (group == NULL) {
+            chosen[nchosen++] = sqlite3_column_int64(st, 0); /* cannot be: FIFO rows have one */
+            continue;
+        }
+        bool seen = strcmp(group, skip) == 0;
+        for (size_t k = 0; !seen && k < ntaken; k++) {
+            seen = strcmp(group, taken[k]) == 0;
+        }
+        if (seen) {
+            continue;
+        }
+        if (!group_free(w, b, job, qc, group)) {
+            snprintf(skip, sizeof skip, "%s", group);
+            continue;
+        }
+        snprintf(taken[ntaken++], sizeof taken[0], "%s", group);
+        ok = group_rows(w, b, job, taken[ntaken - 1], want - nchosen, chosen, &nchosen);
+    }
+    sqlite3_reset(st);
+    if (!ok || (rc != SQLITE_DONE && rc != SQLITE_ROW)) {
+        b->sql_failed = true;
+        return false;
+    }
+    return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
+}
+
 /* How many of the rows picked so far in this receive belong to group. */
 static int64_t picked_in_group(const struct candidate *cand, size_t n, const char *group)
 {
@@ -439,21 +652,7 @@ static bool pick_fair(struct part_writer *w, struct part_batch *b, struct part_j
     for (size_t i = 0; nchosen < want && i < nnoisy; i++) {
         chosen[nchosen++] = noisy[i];
     }
-    for (size_t i = 0; i < nchosen; i++) {
-        st = part__stmt(w, ST_ROW_FULL);
-        sqlite3_bind_int64(st, 1, chosen[i]);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
-            (*ncand)++;
-        }
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-            b->sql_failed = true;
-            return false;
-        }
-    }
-    return true;
+    return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
 }
 
 static void exec_receive(struct part_writer *w, struct part_batch *b, struct part_job *job,
@@ -488,8 +687,9 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
         /* Collect candidates first: the rows change under the cursor. */
         struct candidate cand[PART_MAX_BATCH];
         size_t ncand = 0;
-        bool ok = fair ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
-                       : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
+        bool ok = cfg.fifo ? pick_fifo(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                  : fair   ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                           : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
         if (!ok) {
             break;
         }
@@ -578,8 +778,13 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             *status = SL_OK;
             /* Gone already: success, as SQS answers. Stale on a standard
              * queue: deleted anyway (SQS standard does); on FIFO a stale
-             * handle must not delete a message another consumer holds. */
-            if (!present || (!current && cfg.fifo)) {
+             * handle must not delete a message another consumer may hold:
+             * SQS answers that the receipt handle has expired. */
+            if (!present) {
+                continue;
+            }
+            if (!current && cfg.fifo) {
+                *status = SL_ENOTFOUND;
                 continue;
             }
             sqlite3_stmt *st = part__stmt(w, ST_DELETE);
@@ -587,6 +792,11 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             if (run(w, b, st)) {
                 part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
                 part__note_gone(b, (int64_t)en->rh.sequence);
+                if (cfg.fifo && r.state == PART_STATE_INFLIGHT) {
+                    /* its group may be free now: its next message is
+                     * ready for a waiting receive */
+                    part__delta_of(b, job->q)->woke++;
+                }
             }
         } else if (job->op == PART_OP_CHANGE_VIS) {
             /* SQS standard: a handle whose lease has run out still changes
@@ -676,6 +886,12 @@ static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_
         }
     }
     b->ng = kept;
+    if (!run(w, b, st)) {
+        return;
+    }
+    /* SQS: a purge also forgets the queue's deduplication ids. */
+    st = part__stmt(w, ST_DEDUP_PURGE);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     if (run(w, b, st)) {
         atomic_fetch_add(&(job->parent ? job->parent : job)->purged, n);
         job->status = SL_OK;
@@ -687,6 +903,7 @@ struct move_dest {
     uint64_t id;
     struct part_queue *q; /* referenced; NULL = unusable */
     uint32_t retention_s;
+    bool fifo;
 };
 
 #define MOVE_DEST_CACHE 16
@@ -711,6 +928,7 @@ static struct move_dest *move_dest_of(struct part_engine *e, struct part_queue *
     if (q != NULL && strcmp(q->tenant_name, src->tenant_name) == 0 && part__queue_cfg(e, q, &cfg)) {
         d->q = q;
         d->retention_s = cfg.retention_s;
+        d->fifo = cfg.fifo;
     } else {
         part__queue_unref(q);
     }
@@ -761,7 +979,7 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
     size_t ncache = 0;
     struct move_dest fixed = {0};
     if (job->dest_q != NULL) {
-        fixed = (struct move_dest){job->dest_q->id, job->dest_q, cfg.retention_s};
+        fixed = (struct move_dest){job->dest_q->id, job->dest_q, cfg.retention_s, cfg.fifo};
     }
     job->res.move_cursor = job->move_after;
     for (size_t i = 0; i < nrows && !b->sql_failed; i++) {
@@ -781,6 +999,10 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
         sqlite3_bind_int64(st, 4, (sqlite3_int64)expires);
         sqlite3_bind_text(st, 5, mid, -1, SQLITE_STATIC);
+        /* A FIFO destination sequences the message anew: rows are moved
+         * oldest first, so each group keeps its order there. */
+        sqlite3_bind_int64(st, 6,
+                           d->fifo ? (sqlite3_int64)part__seq_next(e, now) : (sqlite3_int64)now);
         if (!run(w, b, st)) {
             break;
         }

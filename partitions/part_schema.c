@@ -24,15 +24,15 @@ _Static_assert(ST_COUNT_ <=
  * from msg_ready in order and each body is one rowid lookup. */
 #define MSG_COLUMNS                                                                                \
     "m.id, m.message_id, b.body, b.attrs, b.sys_attrs, m.group_id, m.priority, m.receive_count,"   \
-    " m.sent_at, m.first_receive_at, m.source_queue_id, m.digests"
+    " m.sent_at, m.first_receive_at, m.source_queue_id, m.digests, m.dedup_id"
 #define MSG_JOIN " FROM msg m CROSS JOIN msg_body b ON b.id=m.id"
 
 static const char *const SQL[ST_COUNT_] = {
     /* ?9..?11 (body, attrs, sys_attrs) are ST_INSERT_BODY's since schema
      * 3; the numbers of the others are those of the one-table insert. */
     [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
-                  " message_id, group_id, lane, digests)"
-                  " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?12,?13)",
+                  " message_id, group_id, lane, digests, dedup_id)"
+                  " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?12,?13,?14)",
     [ST_INSERT_BODY] = "INSERT INTO msg_body(id, body, attrs, sys_attrs) VALUES(?1,?2,?3,?4)",
     [ST_SELECT_READY] = "SELECT " MSG_COLUMNS MSG_JOIN " WHERE m.queue_id=?1 AND m.lane=?3"
                         " AND m.state=1 ORDER BY m.priority, m.id LIMIT ?2",
@@ -57,7 +57,7 @@ static const char *const SQL[ST_COUNT_] = {
      * rowid, so this is an index range, not a sort of the whole queue. */
     [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane, expires_at FROM msg WHERE queue_id=?1"
                      " AND state=1 AND id>?2 ORDER BY id LIMIT ?3",
-    [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?3, visible_at=?3,"
+    [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?6, visible_at=?3,"
                     " sent_at=?3, expires_at=?4, message_id=?5, receive_count=0,"
                     " first_receive_at=0, lane=0 WHERE id=?1",
     /* A main-lane row's priority is its send time, so the aged rows are a
@@ -68,14 +68,27 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_FAIR_SCAN] = "SELECT id, group_id FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
                      " ORDER BY priority, id LIMIT ?3",
     [ST_ROW_FULL] = "SELECT " MSG_COLUMNS MSG_JOIN " WHERE m.id=?1 AND m.state=1",
+    /* FIFO deduplication (schema 4): one row per id sent within the
+     * interval; an expired row no longer counts and is swept. */
+    [ST_DEDUP_FIND] = "SELECT message_id, seq FROM dedup WHERE queue_id=?1 AND dkey=?2"
+                      " AND expires_at>?3",
+    [ST_DEDUP_PUT] = "INSERT OR REPLACE INTO dedup(queue_id, dkey, expires_at, message_id, seq)"
+                     " VALUES(?1,?2,?3,?4,?5)",
+    [ST_DEDUP_SWEEP] = "DELETE FROM dedup WHERE rowid IN (SELECT rowid FROM dedup"
+                       " WHERE expires_at<=?1 ORDER BY expires_at LIMIT ?2)",
+    [ST_DEDUP_PURGE] = "DELETE FROM dedup WHERE queue_id=?1",
+    /* A FIFO group's ready rows in order, through msg_group. */
+    [ST_GROUP_ROWS] = "SELECT id FROM msg WHERE queue_id=?1 AND group_id=?2 AND state=1"
+                      " AND dedup_id IS NOT NULL ORDER BY priority, id LIMIT ?3",
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
 };
 
 /* user_version 1 added the lane column (and lane in msg_ready), 2 the
- * digests column, 3 moved the body, attrs and sys_attrs to msg_body. */
-#define PART_SCHEMA_VERSION 3
+ * digests column, 3 moved the body, attrs and sys_attrs to msg_body, 4
+ * added FIFO's dedup_id column and dedup table. */
+#define PART_SCHEMA_VERSION 4
 
 /*
  * A message's body and attributes never change, while its row changes with
@@ -88,6 +101,27 @@ static const char *const SQL[ST_COUNT_] = {
  * delete, expiry, purge, an orphaned queue). digests (32 bytes at most)
  * stays in the row: it never needs an overflow page.
  */
+/*
+ * FIFO deduplication ids sent within the interval, per queue (dkey is the
+ * id, or the group and the id under DeduplicationScope messageGroup): the
+ * insert of a send and its dedup row commit together, so a send retried
+ * after a crash finds it. seq is the first send's SequenceNumber (a
+ * duplicate answers with it, and start-up resumes the sequence clock
+ * above the largest one). dedup_expiry serves the sweep.
+ */
+#define PART_DEDUP_TABLE                                                                           \
+    "CREATE TABLE IF NOT EXISTS dedup(queue_id INTEGER NOT NULL, dkey BLOB NOT NULL,"              \
+    " expires_at INTEGER NOT NULL, message_id TEXT NOT NULL, seq INTEGER NOT NULL,"                \
+    " UNIQUE(queue_id, dkey));"                                                                    \
+    "CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);"
+
+/* The ready rows of each FIFO group (rows with a dedup_id), in order: a
+ * receive fills up from one group before it takes another, as SQS does,
+ * without walking the queue's other groups. Standard rows never enter it. */
+#define PART_GROUP_INDEX                                                                           \
+    "CREATE INDEX IF NOT EXISTS msg_group ON msg(queue_id, group_id, priority, id)"                \
+    " WHERE state=1 AND dedup_id IS NOT NULL;"
+
 #define PART_BODY_TABLE                                                                            \
     "CREATE TABLE IF NOT EXISTS msg_body(id INTEGER PRIMARY KEY, body BLOB NOT NULL, attrs BLOB,"  \
     " sys_attrs BLOB);"
@@ -99,12 +133,12 @@ static const char PART_SCHEMA[] =
     " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
     " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
     " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
-    " lane INTEGER NOT NULL DEFAULT 0, digests BLOB);" PART_BODY_TABLE
-    "CREATE TRIGGER IF NOT EXISTS msg_gone AFTER DELETE ON msg BEGIN"
+    " lane INTEGER NOT NULL DEFAULT 0, digests BLOB, dedup_id TEXT);" PART_BODY_TABLE
+        PART_DEDUP_TABLE "CREATE TRIGGER IF NOT EXISTS msg_gone AFTER DELETE ON msg BEGIN"
     " DELETE FROM msg_body WHERE id=old.id; END;"
     "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
     " WHERE state=1;"
-    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);";
+    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);" PART_GROUP_INDEX;
 
 /* From user_version 0 (before lanes): the column, and msg_ready rebuilt
  * with lane in it by PART_SCHEMA right after. */
@@ -121,6 +155,12 @@ static const char PART_MIGRATE_2_3[] =
                     " SELECT id, body, attrs, sys_attrs FROM msg;"
                     "ALTER TABLE msg DROP COLUMN body; ALTER TABLE msg DROP COLUMN attrs;"
                     " ALTER TABLE msg DROP COLUMN sys_attrs;";
+
+/* From user_version 3: FIFO rows carry their deduplication id (NULL on
+ * standard queues; adding a nullable column rewrites nothing), msg_group
+ * (empty: no row has a dedup_id yet) and the dedup table. */
+static const char PART_MIGRATE_3_4[] =
+    "ALTER TABLE msg ADD COLUMN dedup_id TEXT;" PART_GROUP_INDEX PART_DEDUP_TABLE;
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
@@ -236,6 +276,9 @@ static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
     }
     if (version < 3) {
         sl_buf_append_cstr(&sql, PART_MIGRATE_2_3);
+    }
+    if (version < 4) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_3_4);
     }
     sl_buf_append_cstr(&sql, set_version);
     sl_buf_append_cstr(&sql, "COMMIT;");

@@ -66,7 +66,8 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         return SL_EINVAL;
     }
     for (size_t i = 0; i < n; i++) {
-        if (entries[i].group_id.n > PART_GROUP_ID_MAX || entries[i].digests.n > PART_DIGESTS_MAX) {
+        if (entries[i].group_id.n > PART_GROUP_ID_MAX || entries[i].digests.n > PART_DIGESTS_MAX ||
+            entries[i].dedup_id.n > PART_DEDUP_ID_MAX) {
             return SL_EINVAL;
         }
     }
@@ -78,11 +79,19 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     if (rc != SL_OK) {
         return rc;
     }
+    struct part_queue_config cfg;
+    bool fifo = part__queue_cfg(c->engine, job->q, &cfg) && cfg.fifo;
+    for (size_t i = 0; fifo && i < n; i++) {
+        if (entries[i].group_id.n == 0 || entries[i].dedup_id.n == 0) {
+            part__job_discard(job);
+            return SL_EINVAL; /* a FIFO message without its group or id */
+        }
+    }
     /* One allocation for the array and every message's bytes. */
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         bytes += entries[i].body.n + entries[i].attrs.n + entries[i].sys_attrs.n +
-                 entries[i].group_id.n + 1;
+                 entries[i].group_id.n + 1 + (fifo ? entries[i].dedup_id.n + 1 : 0);
     }
     job->msgs = sl_xmalloc(n * sizeof *job->msgs + bytes);
     job->nmsgs = n;
@@ -102,6 +111,10 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         }
         if (entries[i].group_id.n > 0) {
             m->group_id = copy_into(&p, entries[i].group_id).p;
+            *p++ = '\0';
+        }
+        if (fifo) {
+            m->dedup_id = copy_into(&p, entries[i].dedup_id).p;
             *p++ = '\0';
         }
         m->lane = entries[i].lane == PART_LANE_OVERFLOW ? PART_LANE_OVERFLOW : PART_LANE_MAIN;

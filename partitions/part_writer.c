@@ -427,8 +427,18 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
         snprintf(sql, sizeof sql, "DELETE FROM msg WHERE queue_id=%llu",
                  (unsigned long long)orphans[i]);
         part__sql_exec(w->db, sql);
+        snprintf(sql, sizeof sql, "DELETE FROM dedup WHERE queue_id=%llu",
+                 (unsigned long long)orphans[i]);
+        part__sql_exec(w->db, sql);
     }
     free(orphans);
+    /* FIFO sequence numbers resume above every one stored: in a message
+     * (its priority) or in a deduplication id of the last interval. */
+    part__seq_raise(e, (uint64_t)SL_MAX(part__sql_int(w->db,
+                                                      "SELECT max(priority) FROM msg"
+                                                      " WHERE dedup_id IS NOT NULL",
+                                                      0),
+                                        part__sql_int(w->db, "SELECT max(seq) FROM dedup", 0)));
 
     if (sqlite3_prepare_v2(w->db,
                            "SELECT id, queue_id, state, visible_at, expires_at, lane, group_id"
@@ -467,6 +477,7 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
                 qc->groups = part__groups_new();
             }
             part__groups_add(qc->groups, group, 1);
+            part__groups_publish(q, w->index);
         }
         if (state != PART_STATE_READY) {
             /* in flight after a crash: ready again when its lease would

@@ -128,6 +128,51 @@ int pol_shard_place(const uint8_t *key, size_t key_len, const char *tenant, size
     return rc;
 }
 
+/* splitmix64's finaliser: a bijective 64-bit mix. */
+static uint64_t mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+uint32_t pol_key_home(const uint8_t *key, size_t key_len, const char *tenant, size_t tenant_len,
+                      const char *name, size_t name_len, const uint32_t *shard, uint32_t k)
+{
+    SL_ASSERT(k >= 1);
+    if (k == 1) {
+        return shard[0];
+    }
+    uint8_t msg[4 + 64 + 4 + 256];
+    size_t n = 0;
+    tenant_len = SL_MIN(tenant_len, 64);
+    name_len = SL_MIN(name_len, 256);
+    put_be32(msg, (uint32_t)tenant_len);
+    memcpy(msg + 4, tenant, tenant_len);
+    n = 4 + tenant_len;
+    put_be32(msg + n, (uint32_t)name_len);
+    memcpy(msg + n + 4, name, name_len);
+    n += 4 + name_len;
+    uint8_t out[EVP_MAX_MD_SIZE];
+    size_t out_len = 0;
+    uint64_t seed = 0;
+    if (EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, key_len, msg, n, out, sizeof out,
+                  &out_len) != NULL &&
+        out_len >= 8) {
+        seed = get_be64(out);
+    }
+    uint32_t best = shard[0];
+    uint64_t best_score = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        uint64_t score = mix64(seed ^ mix64(shard[i] + 1u));
+        if (i == 0 || score > best_score) {
+            best = shard[i];
+            best_score = score;
+        }
+    }
+    return best;
+}
+
 /* Whether a is lighter than b by more than the noise of the signal. */
 static bool clearly_lighter(uint64_t a, uint64_t b)
 {

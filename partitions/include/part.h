@@ -46,6 +46,9 @@ struct part_client;
 #define PART_RECEIPT_MAX 96   /* receipt handle text incl. NUL */
 #define PART_GROUP_ID_MAX 128 /* message group id bytes (SQS's limit) */
 #define PART_DIGESTS_MAX 64   /* bytes of digests kept with a message */
+#define PART_DEDUP_ID_MAX 128 /* FIFO deduplication id bytes (SQS's limit) */
+/* FIFO: how long a deduplication id is remembered (SQS's interval). */
+#define PART_DEDUP_INTERVAL_MS UINT64_C(300000)
 
 /* ---- engine ------------------------------------------------------------ */
 
@@ -140,12 +143,17 @@ struct part_queue_config {
     uint32_t delay_s;              /* default delay of a send */
     uint32_t retention_s;          /* a message is gone this long after its send */
     bool fifo;
+    /* FIFO only: DeduplicationScope messageGroup (a deduplication id is
+     * unique within its message group, not within the queue). */
+    bool dedup_per_group;
     uint64_t dlq_target_id;     /* dead-letter queue id, 0 = none */
     uint32_t max_receive_count; /* receives before the move, 0 = none */
     /* Kept for the gateway, which checks them on the hot path (the engine
      * itself does not act on them). */
     uint32_t max_message_size; /* MaximumMessageSize, bytes */
     uint32_t receive_wait_s;   /* ReceiveMessageWaitTimeSeconds */
+    bool content_based_dedup;  /* FIFO ContentBasedDeduplication */
+    bool throughput_per_group; /* FIFO FifoThroughputLimit perMessageGroupId */
 };
 
 /* SQS defaults: 30 s visibility, no delay, 4 days retention, no DLQ,
@@ -208,6 +216,7 @@ struct part_counts {
     int64_t overflow_ready;
     int64_t overflow_delayed;
     uint64_t oldest_ready_ms; /* send time of the oldest ready message; 0: none */
+    int64_t groups_inflight;  /* message groups with a message in flight (FIFO: locked) */
 };
 /* partition == PART_ALL_PARTITIONS: summed over partitions. Returns SL_OK,
  * SL_ENOTFOUND (no such queue) or SL_EINVAL (bad partition). */
@@ -262,7 +271,15 @@ struct part_cookie {
 struct part_sent {
     char message_id[PART_MSG_ID_LEN + 1];
     uint32_t partition;
-    uint64_t sequence; /* increases with every send on that partition */
+    /* Standard queues: the row, which increases with every send on that
+     * partition. FIFO queues: the message's SequenceNumber, which
+     * increases with every FIFO send of the engine (so within every
+     * group) and never goes backwards across restarts. */
+    uint64_t sequence;
+    /* FIFO: a message with this deduplication id was sent within the
+     * interval; nothing was stored, message_id and sequence are the
+     * first one's. */
+    bool duplicate;
 };
 
 struct part_message {
@@ -277,8 +294,9 @@ struct part_message {
     struct sl_slice digests;   /* opaque, as sent; empty for rows stored before
                                   partition schema 2 */
     const char *group_id;      /* NULL when none */
-    int64_t priority;
-    uint32_t receive_count; /* including this receive */
+    const char *dedup_id;      /* FIFO: its deduplication id; NULL otherwise */
+    int64_t priority;          /* FIFO: the SequenceNumber */
+    uint32_t receive_count;    /* including this receive */
     uint64_t sent_ms;
     uint64_t first_receive_ms;
     uint64_t sequence;
@@ -330,14 +348,23 @@ struct part_send_entry {
      * from the message (the gateway's MD5s) and wants back on receive. */
     struct sl_slice digests;
     struct sl_slice group_id; /* n == 0: none; at most PART_GROUP_ID_MAX */
-    int32_t delay_s;          /* < 0: the queue's default */
-    bool has_priority;        /* false: priority = send time in ms */
+    /* FIFO queues: the deduplication id (required there, at most
+     * PART_DEDUP_ID_MAX; the caller makes it from the body for content-
+     * based deduplication). A second send with the same id (within its
+     * group under dedup_per_group) within PART_DEDUP_INTERVAL_MS stores
+     * nothing and answers part_sent.duplicate. Ignored on standard queues. */
+    struct sl_slice dedup_id;
+    int32_t delay_s;   /* < 0: the queue's default */
+    bool has_priority; /* false: priority = send time in ms */
     int64_t priority;
     enum part_lane lane;
 };
 
 /* Stores 1..PART_MAX_BATCH messages in queue_id on one partition, in one
- * transaction. res->sent has one entry per message. Returns SL_EBUSY at
+ * transaction. res->sent has one entry per message. On a FIFO queue every
+ * entry needs a group id and a deduplication id (else SL_EINVAL), its
+ * priority is its sequence number (has_priority is ignored) and the
+ * entries are sequenced in their order. Returns SL_EBUSY at
  * once below the low-disk watermark (part_engine_set_min_free) and, after
  * a write found the disk full, until the space reserve is set aside again;
  * the job completes with SL_EBUSY when the disk is full or the partition
@@ -388,8 +415,9 @@ void part_receive_cancel(struct part_client *c, uint64_t ticket);
 /* Deletes by receipt handle (borrowed strings). res->entry_status per
  * handle: SL_OK deleted, or already gone (SQS answers success), or a
  * stale handle on a standard queue (deleted anyway, as SQS standard does);
- * on FIFO queues a stale handle succeeds without deleting. SL_EINVAL:
- * garbled, forged, or another queue's handle. */
+ * SL_ENOTFOUND a stale handle on a FIFO queue (its lease ended or a newer
+ * receive holds the message: nothing deleted). SL_EINVAL: garbled,
+ * forged, or another queue's handle. */
 int part_delete(struct part_client *c, uint64_t queue_id, const char *const *handles, size_t n,
                 struct part_cookie cookie, part_done_fn *done);
 

@@ -80,6 +80,19 @@ int pol_shard_place(const uint8_t *key, size_t key_len, const char *tenant, size
  * Returns the partition number (a member of shard). k must be >= 1. */
 uint32_t pol_pick_send_partition(const uint32_t *shard, uint32_t k, const uint64_t *load);
 
+/* The home of a key (a FIFO message group, or a whole FIFO queue) among
+ * the tenant's shard (shard[0..k), k >= 1): rendezvous hashing over the
+ * shard, so all messages of one key go to one partition and keys spread
+ * over the shard. One keyed hash per call, HMAC-SHA256(key, len32(tenant)
+ * | tenant | len32(name) | name), whose first 8 bytes seed a 64-bit mix
+ * per member; the best mix wins. Keyed by the deployment secret, so
+ * nobody can aim keys at one partition; the queue is not an input, so a
+ * group id has the same home in every queue of the tenant (a dead-letter
+ * move in place keeps the group where its queue-mates are). Returns the
+ * partition (a member of shard). */
+uint32_t pol_key_home(const uint8_t *key, size_t key_len, const char *tenant, size_t tenant_len,
+                      const char *name, size_t name_len, const uint32_t *shard, uint32_t k);
+
 /* The partitions a receive must read: the tenant's shard (in shard order),
  * then every other partition p with messages[p] > 0 in ascending order
  * (messages left there by an earlier P, k or key). messages is indexed by

@@ -338,8 +338,16 @@ static void errors(void)
            "The resource that you specified for the DestinationArn parameter doesn't exist.");
     it_reply_free(&r);
 
-    /* (A FIFO destination of a standard DLQ is refused too; sluice has no
-     * FIFO queues yet, so that case waits for them.) */
+    /* A FIFO destination of a standard DLQ is refused */
+    char *fifo = it_create_queue(&srv, "e-dest.fifo", json_pack("{s:s}", "FifoQueue", "true"));
+    r = it_call(
+        &srv, "StartMessageMoveTask",
+        json_pack("{s:s, s:s}", "SourceArn", ARN("e-dlq"), "DestinationArn", ARN("e-dest.fifo")));
+    IT_ERR(&r, 400, "InvalidParameterValue", "InvalidParameterValueException",
+           "The destination queue must be of the same type as the source queue.");
+    it_reply_free(&r);
+    free(fifo);
+
     r = it_call(&srv, "StartMessageMoveTask",
                 json_pack("{s:s, s:s}", "SourceArn", ARN("e-dlq"), "DestinationArn", ARN("e-dlq")));
     IT_ERR(&r, 400, "InvalidParameterValue", "InvalidParameterValueException", NULL);

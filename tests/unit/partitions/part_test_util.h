@@ -40,6 +40,7 @@ struct t_msg {
     char attrs[64];
     char sys_attrs[64];
     char group[64];
+    char dedup[PART_DEDUP_ID_MAX + 1]; /* "" when none */
     uint8_t digests[PART_DIGESTS_MAX];
     size_t ndigests;
     uint32_t receive_count;
@@ -56,6 +57,8 @@ struct t_done {
     int status;
     size_t count; /* sent / messages / entries */
     char sent_ids[PART_MAX_BATCH][PART_MSG_ID_LEN + 1];
+    uint64_t sent_seq[PART_MAX_BATCH];
+    bool sent_dup[PART_MAX_BATCH];
     struct t_msg msgs[PART_MAX_BATCH];
     int entry[PART_MAX_BATCH];
     uint64_t queue_id;
@@ -106,6 +109,8 @@ static void t_on_done(struct part_cookie ck, int status, const struct part_resul
         d->count = res->sent_count;
         for (size_t i = 0; i < res->sent_count; i++) {
             snprintf(d->sent_ids[i], sizeof d->sent_ids[i], "%s", res->sent[i].message_id);
+            d->sent_seq[i] = res->sent[i].sequence;
+            d->sent_dup[i] = res->sent[i].duplicate;
         }
     }
     if (res->message_count) {
@@ -122,6 +127,7 @@ static void t_on_done(struct part_cookie ck, int status, const struct part_resul
             snprintf(o->sys_attrs, sizeof o->sys_attrs, "%.*s", (int)m->sys_attrs.n,
                      m->sys_attrs.p);
             snprintf(o->group, sizeof o->group, "%s", m->group_id ? m->group_id : "");
+            snprintf(o->dedup, sizeof o->dedup, "%s", m->dedup_id ? m->dedup_id : "");
             assert_true(m->digests.n <= sizeof o->digests);
             o->ndigests = m->digests.n;
             if (m->digests.n > 0) {
@@ -273,6 +279,30 @@ static void t_send(struct t_env *t, uint64_t q, uint32_t p, const char *body)
     t_send_ex(t, q, p, body, -1, false, 0, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.count, 1);
+}
+
+/* A FIFO queue of tenant acme (dedup_per_group: DeduplicationScope
+ * messageGroup). */
+static uint64_t t_create_fifo(struct t_env *t, const char *name, bool dedup_per_group)
+{
+    struct part_queue_config fc = part_queue_config_default();
+    fc.fifo = true;
+    fc.dedup_per_group = dedup_per_group;
+    return t_create(t, "acme", name, &fc);
+}
+
+/* One FIFO message to partition p; d gets the answer (sent_dup, sent_seq). */
+static void t_send_fifo(struct t_env *t, uint64_t q, uint32_t p, const char *body,
+                        const char *group, const char *dedup, struct t_done *d)
+{
+    struct part_send_entry en = {.body = sl_slice_cstr(body),
+                                 .group_id = sl_slice_cstr(group),
+                                 .dedup_id = sl_slice_cstr(dedup),
+                                 .delay_s = -1};
+    assert_int_equal(part_send(t->c, q, p, &en, 1, t_ck(d), t_on_done), SL_OK);
+    t_wait(t, d);
+    assert_int_equal(d->status, SL_OK);
+    assert_int_equal(d->count, 1);
 }
 
 /* Submits req over partitions [0, nparts) and waits for its completion. */

@@ -2,7 +2,7 @@
  * test_part_schema.c -- the digests a send hands over come back with every
  * receive (also after a restart and a redrive), and partition files of the
  * older schemas (user_version 0: no lane column; 1: no digests column; 2:
- * the body in the msg row), built with those schemas' own statements,
+ * the body in the msg row; 3: no FIFO deduplication), built with those schemas' own statements,
  * migrate on open: their messages stay receivable, whole, and those from
  * before schema 2 without digests.
  */
@@ -216,7 +216,7 @@ static void write_schema2_part0(struct t_env *t, uint64_t q, bool big)
  * into d, the first "old" with its attributes and no digests. */
 static void receive_migrated(struct t_env *t, uint64_t q, size_t n, struct t_done *d)
 {
-    assert_int_equal(user_version(t), 3);
+    assert_int_equal(user_version(t), 4);
     struct part_counts c = t_counts(t, q);
     assert_int_equal(c.ready, n);
     t_recv(t, q, 10, 30, d);
@@ -331,6 +331,32 @@ static void test_migrate_from_0(void **state)
                  " WHERE state=1; PRAGMA user_version=0;");
 }
 
+static void test_migrate_from_3(void **state)
+{
+    /* schema 3: no dedup_id column, no dedup table */
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "mig3", NULL);
+    t_send(t, q, 0, "old");
+    t_close(t);
+    rewrite_part0(t, "DROP TABLE dedup; DROP INDEX msg_group; ALTER TABLE msg DROP COLUMN dedup_id;"
+                     " PRAGMA user_version=3;");
+    assert_int_equal(user_version(t), 3);
+    t_open(t);
+    struct t_done d;
+    t_recv(t, q, 10, 30, &d);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0].body, "old");
+    assert_string_equal(d.msgs[0].dedup, "");
+    assert_int_equal(user_version(t), 4);
+    assert_int_equal(part0_int(t, "SELECT count(*) FROM dedup"), 0);
+    /* FIFO sends and receives work on the migrated file */
+    uint64_t f = t_create_fifo(t, "mig3.fifo", false);
+    t_send_fifo(t, f, 0, "x", "g", "d1", &d);
+    t_recv(t, f, 1, 30, &d);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0].dedup, "d1");
+}
+
 int main(void)
 {
     tv_install(); /* passes everything through but in test_migrate_on_full_disk */
@@ -340,6 +366,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_on_full_disk, t_setup, teardown_full),
         cmocka_unit_test_setup_teardown(test_migrate_from_1, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_0, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_3, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,6 +222,46 @@ static void test_read_set(void **state)
     assert_int_equal(out[1], 3);
 }
 
+/* A key's home is a member of the shard, the same every time, spread over
+ * the shard, and growing the shard moves only keys to the new member. */
+static void test_key_home(void **state)
+{
+    (void)state;
+    const uint32_t shard[5] = {7, 2, 11, 4, 9};
+    uint32_t count[16] = {0};
+    uint32_t home4[1000];
+    char name[32];
+    for (uint32_t i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "group-%u", i);
+        uint32_t h = pol_key_home(key_a, 32, "acme", 4, name, strlen(name), shard, 4);
+        assert_true(contains(shard, 4, h));
+        assert_int_equal(pol_key_home(key_a, 32, "acme", 4, name, strlen(name), shard, 4), h);
+        home4[i] = h;
+        count[h]++;
+    }
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_true(count[shard[i]] > 150); /* 250 expected */
+    }
+    uint32_t moved = 0;
+    for (uint32_t i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "group-%u", i);
+        uint32_t h = pol_key_home(key_a, 32, "acme", 4, name, strlen(name), shard, 5);
+        if (h != home4[i]) {
+            assert_int_equal(h, shard[4]);
+            moved++;
+        }
+    }
+    assert_true(moved > 100 && moved < 300); /* 200 expected */
+    /* one member: no hashing needed; another tenant or key: other homes */
+    assert_int_equal(pol_key_home(key_a, 32, "acme", 4, "g", 1, shard, 1), 7);
+    uint32_t differ = 0;
+    for (uint32_t i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "group-%u", i);
+        differ += pol_key_home(key_b, 32, "acme", 4, name, strlen(name), shard, 4) != home4[i];
+    }
+    assert_true(differ > 40);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_tenant_name_is_bytes_not_cstring),
         cmocka_unit_test(test_pick_send_partition),
         cmocka_unit_test(test_read_set),
+        cmocka_unit_test(test_key_home),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
