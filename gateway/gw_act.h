@@ -64,6 +64,7 @@ struct gw_api {
     struct gw_opstore *ops;       /* durable operations state (gw_opstore.h) */
     struct gw_pause_set *paused;  /* paused queues (gw_pause.h) */
     const char *config_path;      /* for POST /api/reload; NULL: embedded default */
+    struct gw_console *console;   /* owned; the web console's sessions (gw_console.h) */
 };
 
 /* One tenant's shard, cached per loop: placement costs a keyed hash per

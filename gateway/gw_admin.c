@@ -42,6 +42,7 @@
 #include "gw_admin.h"
 #include "gw_admin_routes.h"
 #include "gw_auth.h"
+#include "gw_console.h"
 #include "gw_metrics.h"
 #include "gw_move.h"
 
@@ -180,9 +181,18 @@ static const struct gw_header *authorization(const struct gw_request *req, struc
  * signature is not checked yet: every refusal made then is the one the
  * whole request would get, so it can be sent before the body is read, and
  * true means only the signature is left to check. */
-static bool authenticate(struct gw_admin_loop *l, const struct cfg_snapshot *snap,
-                         const struct gw_request *req, struct auth_failure *f)
+static bool authenticate(struct gw_api *api, struct gw_admin_loop *l,
+                         const struct cfg_snapshot *snap, const struct gw_request *req,
+                         struct gw_console_verdict *cv, struct auth_failure *f)
 {
+    switch (gw__console_authenticate(api->console, snap, req, cv)) {
+    case GW_CONSOLE_AUTH_OK:
+        return true;
+    case GW_CONSOLE_AUTH_REFUSED:
+        return auth_fail(f, cv->status, cv->code, cv->message);
+    case GW_CONSOLE_AUTH_NONE:
+        break;
+    }
     const struct gw_header *authz = authorization(req, f);
     if (authz == NULL) {
         return false;
@@ -349,7 +359,12 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     }
 
     struct cfg_snapshot *snap = cfg_holder_get(l->base.api->holder);
+    if (gw__console_public(l->base.api->console, snap, ex, req)) {
+        cfg_snapshot_unref(snap);
+        return;
+    }
     struct auth_failure f;
+    struct gw_console_verdict cv = {.principal = ""};
     uint64_t now = sl_mono_ns();
     if (pol_gcra_available(&l->base.api->admin_auth_failures, now) == 0) {
         /* Guessing a bearer token or a secret costs as much as the guesser
@@ -359,10 +374,12 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
         gw__admin_respond_error(ex, 429, "TooManyRequests",
                                 "Too many failed authentications on the admin listener; retry "
                                 "in a few seconds.");
-    } else if (!authenticate(l, snap, req, &f)) {
+    } else if (!authenticate(l->base.api, l, snap, req, &cv, &f)) {
         pol_gcra_take(&l->base.api->admin_auth_failures, 1, POL_PPM, now, NULL);
         gw_metrics_count_admin_auth(l->base.api->metrics, false);
         gw__admin_respond_error(ex, f.status, f.code, f.message);
+    } else if (gw__console_serve(l->base.api->console, snap, ex, req)) {
+        /* a console route */
     } else if (sl_slice_eq_cstr(path, "/metrics")) {
         if (get) {
             answer_metrics(l, snap, ex);
@@ -381,7 +398,11 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
         r->snap = cfg_snapshot_ref(snap);
         r->post = !get;
         r->query = query;
-        principal_of(req, r->principal, sizeof r->principal);
+        if (cv.principal[0] != '\0') {
+            snprintf(r->principal, sizeof r->principal, "%s", cv.principal);
+        } else {
+            principal_of(req, r->principal, sizeof r->principal);
+        }
         dispatch(r, path);
     }
     cfg_snapshot_unref(snap);
@@ -393,9 +414,13 @@ static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex
                                           const struct gw_request *partial)
 {
     struct gw_admin_loop *l = loop_ctx;
+    if (gw__console_is_public(partial)) {
+        return gw__console_public_headers(ex, partial);
+    }
     struct cfg_snapshot *snap = cfg_holder_get(l->base.api->holder);
     struct auth_failure f;
-    bool pass = authenticate(NULL, snap, partial, &f);
+    struct gw_console_verdict cv;
+    bool pass = authenticate(l->base.api, NULL, snap, partial, &cv, &f);
     cfg_snapshot_unref(snap);
     if (pass) {
         return GW_HEADERS_CONTINUE;

@@ -71,6 +71,7 @@
 #include "gw_http.h"
 #include "gw_metrics.h"
 #include "gw_auth.h"
+#include "gw_console.h"
 #include "gw_sqs.h"
 
 #define SIGV4_KEY_CACHE_SLOTS 256
@@ -155,6 +156,7 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     pol_gcra_init(&api->admin_auth_failures, GW_ADMIN_AUTH_FAILURES_PER_S,
                   GW_ADMIN_AUTH_FAILURES_BURST);
     pol_gcra_init(&api->admin_writes, GW_ADMIN_WRITES_PER_S, GW_ADMIN_WRITES_BURST);
+    api->console = gw__console_new(engine, api->metrics);
     apply_aging(engine, snap);
     RUN_HOOKS(api_init, api);
     cfg_snapshot_unref(snap);
@@ -170,6 +172,7 @@ void gw_api_free(struct gw_api *api)
     /* Every loop has stopped, so every job has completed: closing the
      * engine commits what is queued and joins the writers. */
     RUN_HOOKS(api_free, api);
+    gw__console_free(api->console); /* its sampler reads the engine */
     gw_opstore_close(api->ops);
     part_engine_close(api->engine);
     pol_limiter_free(api->limiter);

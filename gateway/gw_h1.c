@@ -616,6 +616,10 @@ static const char *reason_phrase(int status)
         return "OK";
     case 204:
         return "No Content";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
     case 400:
         return "Bad Request";
     case 401:
@@ -643,7 +647,10 @@ static const char *reason_phrase(int status)
     case 505:
         return "HTTP Version Not Supported";
     default:
-        return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+        return status < 300   ? "OK"
+               : status < 400 ? "Redirection"
+               : status < 500 ? "Client Error"
+                              : "Server Error";
     }
 }
 

@@ -1,26 +1,9 @@
 // harness.mjs -- starts a real sluiced for the SDK tests and builds SDK
 // clients that talk HTTP/2 to it, the way an application would.
-import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import net from "node:net";
 import http2 from "node:http2";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { NodeHttp2Handler } from "@smithy/node-http-handler";
-
-const buildDir = process.env.SLUICE_BUILD_DIR ?? new URL("../../build", import.meta.url).pathname;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on("error", reject);
-  });
-}
+import { spawnSluiced } from "../js/sluiced.mjs";
 
 function healthz(port) {
   return new Promise((resolve) => {
@@ -45,10 +28,7 @@ export const admin = { key: "admin", secret: "admin-secret" };
 // Starts sluiced on a free port with two tenants (and extraYaml appended
 // under tenants' limits if given). Resolves to { port, endpoint, stop }.
 export async function startSluiced(extraYaml = "") {
-  const dir = mkdtempSync(join(tmpdir(), "sluice-sdk-"));
-  const port = await freePort();
-  const adminPort = await freePort();
-  const config = [
+  const server = await spawnSluiced("sluice-sdk-", ({ dir, port, adminPort }) => [
     `listen: 127.0.0.1:${port}`,
     `region: us-east-1`,
     `data_dir: ${dir}/data`,
@@ -66,31 +46,8 @@ export async function startSluiced(extraYaml = "") {
       `  ${name}:`, `    access_key_id: ${t.key}`, `    secret_access_key: ${t.secret}`,
     ]),
     extraYaml,
-  ].join("\n") + "\n";
-  writeFileSync(join(dir, "sluice.yaml"), config);
-  const child = spawn(join(buildDir, "sluiced"), ["--config", join(dir, "sluice.yaml")], {
-    stdio: ["ignore", "inherit", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.on("data", (d) => { stderr += d; });
-  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-  for (let i = 0; i < 200; i++) {
-    if (await healthz(port)) break;
-    if (child.exitCode !== null) throw new Error(`sluiced exited early: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
-    if (i === 199) { child.kill("SIGKILL"); throw new Error(`sluiced did not become healthy: ${stderr}`); }
-  }
-  return {
-    port,
-    endpoint: `http://127.0.0.1:${port}`,
-    stderr: () => stderr,
-    async stop() {
-      child.kill("SIGTERM");
-      const result = await exited;
-      rmSync(dir, { recursive: true, force: true });
-      return result;
-    },
-  };
+  ].join("\n") + "\n", healthz);
+  return { ...server, endpoint: `http://127.0.0.1:${server.port}` };
 }
 
 // A stock SQS client over HTTP/2 (prior knowledge, as docs/design.md says).
