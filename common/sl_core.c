@@ -32,6 +32,8 @@ const char *sl_strerror(int status)
         return "already exists";
     case SL_ETOOBIG:
         return "too big";
+    case SL_ELIMIT:
+        return "over a tenant's cap";
     default:
         return "unknown error";
     }

@@ -162,6 +162,10 @@ void gw__act_storage_err(int status, struct gw_sqs_err *err)
         gw_sqs_err_set(err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
     } else if (status == SL_ECLOSED) {
         gw_sqs_err_set(err, GW_SQS_E_SERVICE_UNAVAILABLE, "The service is shutting down.");
+    } else if (status == SL_ELIMIT) {
+        /* the tenant's jobs at one partition writer reached its cap */
+        gw_sqs_err_set(err, GW_SQS_E_REQUEST_THROTTLED,
+                       "Too many requests of this tenant are waiting for storage; retry later.");
     } else if (status == SL_EBUSY) {
         /* the partitions' "full": the disk is full or below its watermark;
          * transient, the client retries */

@@ -111,13 +111,17 @@ static enum part_durability durability_of(const struct cfg_snapshot *snap)
     return snap->durability == CFG_DURABILITY_FSYNC ? PART_DURABILITY_FSYNC : PART_DURABILITY_OS;
 }
 
-/* Each tenant's spill.aged_after_seconds, handed to the partitions (which
- * sideline aged messages); at start and after every reload. */
-static void apply_aging(struct part_engine *engine, const struct cfg_snapshot *snap)
+/* What the partitions enforce per tenant, at start and after every
+ * reload: spill.aged_after_seconds (they sideline aged messages), and
+ * limits.max_concurrent_requests as the cap on its jobs waiting at any one
+ * writer (docs/policy.md, "Concurrency"): the request cap bounds them
+ * already, this holds whatever else submits for the tenant. */
+static void apply_tenant_settings(struct part_engine *engine, const struct cfg_snapshot *snap)
 {
     for (size_t i = 0; i < snap->tenant_count; i++) {
         const struct cfg_tenant *t = &snap->tenants[i];
         part_tenant_set_aging(engine, t->name, pol_aging_ms(&t->spill));
+        part_tenant_set_job_cap(engine, t->name, t->limits.max_concurrent_requests);
     }
 }
 
@@ -157,7 +161,7 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
                   GW_ADMIN_AUTH_FAILURES_BURST);
     pol_gcra_init(&api->admin_writes, GW_ADMIN_WRITES_PER_S, GW_ADMIN_WRITES_BURST);
     api->console = gw__console_new(engine, api->metrics);
-    apply_aging(engine, snap);
+    apply_tenant_settings(engine, snap);
     RUN_HOOKS(api_init, api);
     cfg_snapshot_unref(snap);
     *out = api;
@@ -201,7 +205,7 @@ void gw_api_config_changed(struct gw_api *api, struct cfg_snapshot *snap)
     /* New rates apply at once; each tenant's bucket keeps its level, so a
      * reload never hands out a free burst. */
     pol_limiter_apply(api->limiter, snap, sl_mono_ns());
-    apply_aging(api->engine, snap);
+    apply_tenant_settings(api->engine, snap);
 }
 
 /* ---- per loop ------------------------------------------------------------ */

@@ -544,6 +544,14 @@ void part_tenant_set_aging(struct part_engine *e, const char *tenant, uint64_t a
     pthread_rwlock_unlock(&c->lock);
 }
 
+void part_tenant_set_job_cap(struct part_engine *e, const char *tenant, uint32_t cap)
+{
+    struct part_catalog *c = &e->catalog;
+    pthread_rwlock_wrlock(&c->lock);
+    atomic_store(&part__tenant_get(c, tenant)->writer_job_cap, cap);
+    pthread_rwlock_unlock(&c->lock);
+}
+
 /* ---- set-up ------------------------------------------------------------ */
 
 void part__catalog_init(struct part_engine *e)

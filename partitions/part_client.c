@@ -41,18 +41,19 @@
 static void writer_submit_list(struct part_writer *w, struct part_job *head, struct part_job *tail,
                                size_t n)
 {
+    struct part_job *refused = NULL; /* over their tenant's writer_job_cap */
     pthread_mutex_lock(&w->mu);
     bool dead = !w->started || w->exited;
     if (!dead) {
         tail->next = NULL;
         uint64_t now_ns = sl_mono_ns();
         int64_t cost = 0;
-        for (struct part_job *j = head; j != NULL; j = j->next) {
-            j->cost = part__job_cost(j);
-            j->enq_ns = now_ns;
-            cost += j->cost;
-        }
         if (w->index == UINT32_MAX) { /* the catalog thread: one queue, in order */
+            for (struct part_job *j = head; j != NULL; j = j->next) {
+                j->cost = part__job_cost(j);
+                j->enq_ns = now_ns;
+                cost += j->cost;
+            }
             if (w->tail) {
                 w->tail->next = head;
             } else {
@@ -62,7 +63,15 @@ static void writer_submit_list(struct part_writer *w, struct part_job *head, str
         } else {
             for (struct part_job *j = head, *next; j != NULL; j = next) {
                 next = j->next;
-                part__sched_push(&w->sched, j);
+                j->cost = part__job_cost(j);
+                j->enq_ns = now_ns;
+                if (part__sched_push(&w->sched, j)) {
+                    cost += j->cost;
+                } else {
+                    j->next = refused;
+                    refused = j;
+                    n--;
+                }
             }
         }
         atomic_fetch_add(&w->queued, (int64_t)n);
@@ -70,6 +79,13 @@ static void writer_submit_list(struct part_writer *w, struct part_job *head, str
         pthread_cond_signal(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
+    while (refused != NULL) {
+        struct part_job *job = refused;
+        refused = job->next;
+        job->next = NULL;
+        job->status = SL_ELIMIT;
+        part__complete(job);
+    }
     if (dead) {
         int status = atomic_load(&w->failed) ? SL_EIO : SL_ECLOSED;
         while (head != NULL) {

@@ -61,6 +61,8 @@ struct part_tenant {
     _Atomic int64_t backlog;
     _Atomic int64_t inflight;
     _Atomic uint64_t aged_after_ms; /* 0: no aging */
+    /* jobs it may have waiting at any one partition writer (0: no cap) */
+    _Atomic uint32_t writer_job_cap;
     _Atomic uint64_t expired;
     _Atomic uint64_t aged;
     _Atomic uint64_t dead_lettered;

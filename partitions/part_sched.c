@@ -74,21 +74,37 @@ static struct part_flow *flow_of(struct part_sched *s, struct part_tenant *t)
     return f;
 }
 
-void part__sched_push(struct part_sched *s, struct part_job *job)
+/* The jobs a tenant's own requests make. The rest are never refused:
+ * releases undo leases, moves belong to a running task (it has one job
+ * out at a time), fences and catalog changes are the engine's own. */
+static bool capped_op(enum part_op op)
+{
+    return op == PART_OP_SEND || op == PART_OP_RECEIVE || op == PART_OP_DELETE ||
+           op == PART_OP_CHANGE_VIS;
+}
+
+bool part__sched_push(struct part_sched *s, struct part_job *job)
 {
     job->next = NULL;
-    job->seq = ++s->seq;
-    s->njobs++;
     if (job->op == PART_OP_BARRIER) {
+        job->seq = ++s->seq;
+        s->njobs++;
         if (s->fence_tail != NULL) {
             s->fence_tail->next = job;
         } else {
             s->fence_head = job;
         }
         s->fence_tail = job;
-        return;
+        return true;
     }
-    struct part_flow *f = flow_of(s, job->q != NULL ? job->q->tenant : NULL);
+    struct part_tenant *t = job->q != NULL ? job->q->tenant : NULL;
+    struct part_flow *f = flow_of(s, t);
+    uint32_t cap = t != NULL ? atomic_load_explicit(&t->writer_job_cap, memory_order_relaxed) : 0;
+    if (cap > 0 && f->jobs >= cap && capped_op(job->op)) {
+        return false;
+    }
+    job->seq = ++s->seq;
+    s->njobs++;
     if (f->tail != NULL) {
         f->tail->next = job;
     } else {
@@ -110,6 +126,7 @@ void part__sched_push(struct part_sched *s, struct part_job *job)
         }
         s->ring_tail = f;
     }
+    return true;
 }
 
 bool part__sched_empty(const struct part_sched *s)

@@ -11,8 +11,11 @@
 #define PART_SCHED_QUANTUM PART_MAX_BATCH
 
 /* Queues job (job->cost, job->enq_ns set) behind its tenant's earlier
- * jobs; a barrier becomes a fence. Caller holds the writer's mu. */
-void part__sched_push(struct part_sched *s, struct part_job *job);
+ * jobs; a barrier becomes a fence. Returns false, queuing nothing, for a
+ * tenant's send, receive, delete or visibility change while that tenant
+ * already has its writer_job_cap of jobs waiting here (the caller fails
+ * it with SL_ELIMIT). Caller holds the writer's mu. */
+bool part__sched_push(struct part_sched *s, struct part_job *job);
 /* Whether nothing waits. Caller holds the writer's mu. */
 bool part__sched_empty(const struct part_sched *s);
 /* Takes up to max jobs into a list, deficit round robin over the

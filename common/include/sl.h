@@ -37,6 +37,7 @@ enum sl_status {
     SL_ENOTFOUND = -7, /* no such object */
     SL_EEXIST = -8,    /* already exists (with different properties) */
     SL_ETOOBIG = -9,   /* over a size limit */
+    SL_ELIMIT = -10,   /* a per-tenant cap refused it (throttled; retry later) */
 };
 
 /* Static, human-readable text for an SL_* code (never NULL). */

@@ -258,6 +258,14 @@ void part_tenant_stats(struct part_engine *e, const char *tenant, struct part_te
  * at the latest when the previously scheduled check fires. Any thread. */
 void part_tenant_set_aging(struct part_engine *e, const char *tenant, uint64_t aged_after_ms);
 
+/* Caps the jobs tenant may have waiting at any one partition writer: a
+ * send, receive, delete or visibility change past it completes at once
+ * with SL_ELIMIT, nothing done, so that a tenant's flood cannot fill a
+ * writer's queue however many connections it has (the gateway sets it to
+ * the tenant's limits.max_concurrent_requests). 0, the default, is no cap;
+ * a change applies to jobs submitted after it. Any thread. */
+void part_tenant_set_job_cap(struct part_engine *e, const char *tenant, uint32_t cap);
+
 /* ---- jobs and completions ---------------------------------------------- */
 
 /* Whatever the caller needs to find its request again; the engine never

@@ -194,6 +194,36 @@ static void test_fence(void **state)
     part__sched_free(&s);
 }
 
+/* A tenant at its writer_job_cap has its own requests' jobs refused,
+ * queuing nothing; the engine's jobs for it (a lease release) still go,
+ * and another tenant is untouched. */
+static void test_job_cap(void **state)
+{
+    (void)state;
+    struct fake_tenant a, b;
+    fake_tenant_init(&a);
+    fake_tenant_init(&b);
+    atomic_store(&a.t.writer_job_cap, 2);
+    struct part_sched s = {0};
+    assert_true(part__sched_push(&s, fake_job(&a, PART_OP_SEND, 1)));
+    assert_true(part__sched_push(&s, fake_job(&a, PART_OP_RECEIVE, 1)));
+    static const enum part_op refused_ops[] = {PART_OP_SEND, PART_OP_RECEIVE, PART_OP_DELETE,
+                                               PART_OP_CHANGE_VIS};
+    for (size_t i = 0; i < sizeof refused_ops / sizeof refused_ops[0]; i++) {
+        struct part_job *j = fake_job(&a, refused_ops[i], 1);
+        assert_false(part__sched_push(&s, j));
+        free(j);
+    }
+    assert_true(part__sched_push(&s, fake_job(&a, PART_OP_RELEASE, 1)));
+    assert_true(part__sched_push(&s, fake_job(&b, PART_OP_SEND, 1)));
+    /* Once the writer takes a's jobs, a may queue again. */
+    size_t n = 0;
+    int64_t cost = 0;
+    assert_int_equal(list_free(part__sched_take(&s, 1024, &n, &cost)), 4);
+    assert_true(part__sched_push(&s, fake_job(&a, PART_OP_SEND, 1)));
+    assert_int_equal(drain(&s), 1);
+}
+
 /* ---- through the engine ---- */
 
 /* The load counts every tenant's stored ready and delayed messages, in
@@ -309,6 +339,46 @@ static void test_writer_serves_quiet_tenant_next_batch(void **state)
     fair = NULL;
 }
 
+/* The cap through a real writer: the flooder's 60 sends reach the writer
+ * in one hand-over, so with a cap of 20 the first 20 are queued and the
+ * other 40 come back SL_ELIMIT with nothing stored; the quiet tenant's
+ * send behind them is stored. */
+#define FLOOD_CAP 20
+
+static void test_writer_refuses_past_job_cap(void **state)
+{
+    struct t_env *t = *state;
+    fair = calloc(1, sizeof *fair);
+    fair->t = t;
+    fair->flood_q = t_create(t, "flood", "f", NULL);
+    fair->quiet_q = t_create(t, "quiet", "q", NULL);
+    part_tenant_set_job_cap(t->e, "flood", FLOOD_CAP);
+    struct part_send_entry en = {.body = SL_SLICE_LIT("seed"), .delay_s = -1};
+    assert_int_equal(
+        part_send(t->c, fair->flood_q, 1, &en, 1, (struct part_cookie){0}, on_fair_seed), SL_OK);
+    t_wait(t, &fair->seed);
+    t_wait(t, &fair->quiet.d);
+    int stored = 0, limited = 0;
+    for (int i = 0; i < FLOOD_SENDS; i++) {
+        t_wait(t, &fair->flood[i].d);
+        if (fair->flood[i].d.status == SL_OK) {
+            assert_true(i < FLOOD_CAP); /* the first ones, in order */
+            stored++;
+        } else {
+            assert_int_equal(fair->flood[i].d.status, SL_ELIMIT);
+            limited++;
+        }
+    }
+    assert_int_equal(stored, FLOOD_CAP);
+    assert_int_equal(limited, FLOOD_SENDS - FLOOD_CAP);
+    assert_int_equal(fair->quiet.d.status, SL_OK);
+    struct part_counts c = {0};
+    part_queue_counts(t->e, fair->flood_q, 0, &c);
+    assert_int_equal(c.ready, FLOOD_CAP);
+    free(fair);
+    fair = NULL;
+}
+
 /* Every job of a tenant that reached a writer is in its wait histogram. */
 static void test_wait_histogram(void **state)
 {
@@ -346,8 +416,10 @@ int main(void)
         cmocka_unit_test(test_shares_by_cost_in_order),
         cmocka_unit_test(test_dear_job_saves_up),
         cmocka_unit_test(test_fence),
+        cmocka_unit_test(test_job_cap),
         cmocka_unit_test_setup_teardown(test_load_counts_everyone, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_wait_histogram, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_writer_refuses_past_job_cap, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_writer_serves_quiet_tenant_next_batch, t_setup,
                                         t_teardown),
     };
