@@ -116,8 +116,7 @@ static json_t *message_json(struct gw_admin_req *r, const struct part_message *m
     json_object_set_new(o, "message_attributes", message_attributes_json(m->attrs));
     json_object_set_new(o, "receive_count", json_integer(m->receive_count));
     json_object_set_new(o, "first_receive_ms", json_integer((json_int_t)m->first_receive_ms));
-    /* The engine keeps the first receive time only (docs/admin.md). */
-    json_object_set_new(o, "last_receive_ms", json_integer(0));
+    json_object_set_new(o, "last_receive_ms", json_integer((json_int_t)m->last_receive_ms));
     json_object_set_new(o, "sent_ms", json_integer((json_int_t)m->sent_ms));
     json_t *source = json_null();
     struct part_queue_info *src = NULL;

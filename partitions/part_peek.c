@@ -30,7 +30,8 @@
  * msg_ready index answers it without a sort. */
 static const char PEEK_SQL[] =
     "SELECT m.id, m.message_id, b.body, b.attrs, b.sys_attrs, m.group_id, m.priority,"
-    " m.receive_count, m.sent_at, m.first_receive_at, m.source_queue_id, m.digests, m.lane"
+    " m.receive_count, m.sent_at, m.first_receive_at, m.source_queue_id, m.digests, m.lane,"
+    " m.last_receive_at"
     " FROM msg m CROSS JOIN msg_body b ON b.id=m.id WHERE m.queue_id=?1 AND m.state=1"
     " ORDER BY m.lane, m.priority, m.id LIMIT ?2";
 
@@ -81,6 +82,7 @@ static void take(sqlite3_stmt *st, uint64_t queue_id, uint32_t partition, struct
     p->m.queue_id = queue_id;
     p->m.partition = partition;
     p->lane = sqlite3_column_int(st, 12);
+    p->m.last_receive_ms = (uint64_t)sqlite3_column_int64(st, 13);
 }
 
 /* Appends up to max rows of partition p to *rows. False when the file

@@ -38,7 +38,7 @@ static const char *const SQL[ST_COUNT_] = {
                         " AND m.state=1 ORDER BY m.priority, m.id LIMIT ?2",
     [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
                  " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE first_receive_at"
-                 " END WHERE id=?1",
+                 " END, last_receive_at=?3 WHERE id=?1",
     [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at, lane, group_id"
                " FROM msg WHERE id=?",
     [ST_DELETE] = "DELETE FROM msg WHERE id=?",
@@ -48,7 +48,8 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
                 " ORDER BY priority, id LIMIT 1",
     [ST_RELEASE] = "UPDATE msg SET state=1, visible_at=?3, receive_count=receive_count-1,"
-                   " first_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE first_receive_at END"
+                   " first_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE first_receive_at END,"
+                   " last_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE last_receive_at END"
                    " WHERE id=?1 AND state=2 AND receive_count=?2",
     [ST_PURGE_ROWS] = "SELECT id, state, lane FROM msg WHERE queue_id=?",
     [ST_PURGE] = "DELETE FROM msg WHERE queue_id=?",
@@ -59,7 +60,7 @@ static const char *const SQL[ST_COUNT_] = {
                      " AND state=1 AND id>?2 ORDER BY id LIMIT ?3",
     [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?6, visible_at=?3,"
                     " sent_at=?3, expires_at=?4, message_id=?5, receive_count=0,"
-                    " first_receive_at=0, lane=0 WHERE id=?1",
+                    " first_receive_at=0, last_receive_at=0, lane=0 WHERE id=?1",
     /* A main-lane row's priority is its send time, so the aged rows are a
      * prefix of msg_ready: an index range, never a scan of the queue. */
     [ST_AGE] = "UPDATE msg SET lane=1 WHERE id IN (SELECT id FROM msg WHERE queue_id=?1 AND lane=0"
@@ -87,8 +88,9 @@ static const char *const SQL[ST_COUNT_] = {
 
 /* user_version 1 added the lane column (and lane in msg_ready), 2 the
  * digests column, 3 moved the body, attrs and sys_attrs to msg_body, 4
- * added FIFO's dedup_id column and dedup table. */
-#define PART_SCHEMA_VERSION 4
+ * added FIFO's dedup_id column and dedup table, 5 last_receive_at (what
+ * an operator's peek shows beside the first receive). */
+#define PART_SCHEMA_VERSION 5
 
 /*
  * A message's body and attributes never change, while its row changes with
@@ -133,8 +135,9 @@ static const char PART_SCHEMA[] =
     " visible_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, sent_at INTEGER NOT NULL,"
     " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
     " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
-    " lane INTEGER NOT NULL DEFAULT 0, digests BLOB, dedup_id TEXT);" PART_BODY_TABLE
-        PART_DEDUP_TABLE "CREATE TRIGGER IF NOT EXISTS msg_gone AFTER DELETE ON msg BEGIN"
+    " lane INTEGER NOT NULL DEFAULT 0, digests BLOB, dedup_id TEXT,"
+    " last_receive_at INTEGER NOT NULL DEFAULT 0);" PART_BODY_TABLE PART_DEDUP_TABLE
+    "CREATE TRIGGER IF NOT EXISTS msg_gone AFTER DELETE ON msg BEGIN"
     " DELETE FROM msg_body WHERE id=old.id; END;"
     "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
     " WHERE state=1;"
@@ -161,6 +164,11 @@ static const char PART_MIGRATE_2_3[] =
  * (empty: no row has a dedup_id yet) and the dedup table. */
 static const char PART_MIGRATE_3_4[] =
     "ALTER TABLE msg ADD COLUMN dedup_id TEXT;" PART_GROUP_INDEX PART_DEDUP_TABLE;
+/* From user_version 4: rows leased before it show no last receive (0)
+ * until their next one; a column with a constant default rewrites
+ * nothing. */
+static const char PART_MIGRATE_4_5[] =
+    "ALTER TABLE msg ADD COLUMN last_receive_at INTEGER NOT NULL DEFAULT 0;";
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
@@ -279,6 +287,9 @@ static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
     }
     if (version < 4) {
         sl_buf_append_cstr(&sql, PART_MIGRATE_3_4);
+    }
+    if (version < 5) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_4_5);
     }
     sl_buf_append_cstr(&sql, set_version);
     sl_buf_append_cstr(&sql, "COMMIT;");

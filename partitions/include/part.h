@@ -307,6 +307,8 @@ struct part_message {
     uint32_t receive_count;    /* including this receive */
     uint64_t sent_ms;
     uint64_t first_receive_ms;
+    uint64_t last_receive_ms; /* part_peek only (0 elsewhere): the latest
+                                 lease, 0 if never received */
     uint64_t sequence;
 };
 

@@ -79,6 +79,11 @@ static void test_peek_leases_nothing(void **state)
     t_recv(t, q, 1, 0, &d);
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "one");
+    /* and once more, later: the peek shows both receive times */
+    t_advance(t, 7);
+    t_recv(t, q, 1, 0, &d);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0].body, "one");
     t_sync(t);
 
     for (int round = 0; round < 3; round++) {
@@ -91,10 +96,12 @@ static void test_peek_leases_nothing(void **state)
         const struct part_message *two = find(&l, "two");
         assert_non_null(one);
         assert_non_null(two);
-        assert_int_equal(one->receive_count, 1);
+        assert_int_equal(one->receive_count, 2);
         assert_true(one->first_receive_ms > 0);
+        assert_int_equal(one->last_receive_ms, one->first_receive_ms + 7);
         assert_int_equal(two->receive_count, 0);
         assert_int_equal(two->first_receive_ms, 0);
+        assert_int_equal(two->last_receive_ms, 0);
         assert_int_equal(two->partition, 1);
         assert_true(two->sequence > 0);
         assert_string_equal(one->receipt, "");
@@ -109,7 +116,7 @@ static void test_peek_leases_nothing(void **state)
     t_recv(t, q, 10, 30, &d);
     assert_int_equal(d.count, 3);
     for (size_t i = 0; i < d.count; i++) {
-        assert_int_equal(d.msgs[i].receive_count, strcmp(d.msgs[i].body, "one") == 0 ? 2 : 1);
+        assert_int_equal(d.msgs[i].receive_count, strcmp(d.msgs[i].body, "one") == 0 ? 3 : 1);
     }
     /* in flight now: a peek shows only ready messages */
     struct part_peek_list l;

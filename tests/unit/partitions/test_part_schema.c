@@ -216,7 +216,7 @@ static void write_schema2_part0(struct t_env *t, uint64_t q, bool big)
  * into d, the first "old" with its attributes and no digests. */
 static void receive_migrated(struct t_env *t, uint64_t q, size_t n, struct t_done *d)
 {
-    assert_int_equal(user_version(t), 4);
+    assert_int_equal(user_version(t), 5);
     struct part_counts c = t_counts(t, q);
     assert_int_equal(c.ready, n);
     t_recv(t, q, 10, 30, d);
@@ -339,7 +339,7 @@ static void test_migrate_from_3(void **state)
     t_send(t, q, 0, "old");
     t_close(t);
     rewrite_part0(t, "DROP TABLE dedup; DROP INDEX msg_group; ALTER TABLE msg DROP COLUMN dedup_id;"
-                     " PRAGMA user_version=3;");
+                     " ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=3;");
     assert_int_equal(user_version(t), 3);
     t_open(t);
     struct t_done d;
@@ -347,7 +347,7 @@ static void test_migrate_from_3(void **state)
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "old");
     assert_string_equal(d.msgs[0].dedup, "");
-    assert_int_equal(user_version(t), 4);
+    assert_int_equal(user_version(t), 5);
     assert_int_equal(part0_int(t, "SELECT count(*) FROM dedup"), 0);
     /* FIFO sends and receives work on the migrated file */
     uint64_t f = t_create_fifo(t, "mig3.fifo", false);
@@ -355,6 +355,27 @@ static void test_migrate_from_3(void **state)
     t_recv(t, f, 1, 30, &d);
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].dedup, "d1");
+}
+
+static void test_migrate_from_4(void **state)
+{
+    /* schema 4: no last_receive_at column */
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "mig4", NULL);
+    t_send(t, q, 0, "old");
+    t_close(t);
+    rewrite_part0(t, "ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=4;");
+    assert_int_equal(user_version(t), 4);
+    t_open(t);
+    struct t_done d;
+    t_recv(t, q, 10, 0, &d);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0].body, "old");
+    assert_int_equal(user_version(t), 5);
+    t_sync(t);
+    assert_int_equal(
+        part0_int(t, "SELECT last_receive_at > 0 AND last_receive_at = first_receive_at FROM msg"),
+        1);
 }
 
 int main(void)
@@ -367,6 +388,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_from_1, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_0, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_3, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_4, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
