@@ -39,8 +39,9 @@ struct msg_batch {
     uint64_t ticket;
     struct pol_tenant_state *long_poll; /* a long-poll slot to release, or NULL */
     uint64_t queue_id;
-    bool spilled; /* send: accepted into the overflow lane */
-    bool fifo;    /* send: to a FIFO queue (answers carry SequenceNumber) */
+    bool spilled;     /* send: accepted into the overflow lane */
+    bool fifo;        /* send: to a FIFO queue (answers carry SequenceNumber) */
+    uint32_t lease_s; /* receive: the visibility timeout its leases get */
     /* send fanned out over several partitions (FIFO groups): the sub-jobs
      * still running, and what each job entry got */
     uint32_t pending;
@@ -486,6 +487,7 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
     struct msg_batch *b = cookie.ptr;
     struct gw_act_ctx *ctx = b->ctx;
     bool fifo = b->fifo;
+    uint64_t lease_ms = (uint64_t)b->lease_s * 1000u;
     receive_finish(b);
     if (status == SL_ECLOSED && gw_exchange_cancelled(ctx->ex)) {
         gw__act_reply_empty(ctx); /* the client is gone; this only frees */
@@ -498,7 +500,7 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
     if (fifo && r->has_receive_request_attempt_id && res->message_count > 0) {
         gw_attempts_put(ctx->api->attempts, ctx->queue_id, r->receive_request_attempt_id,
-                        sl_wall_ms(), res);
+                        sl_wall_ms(), lease_ms, res);
     }
     size_t n = res->message_count;
     SL_ASSERT(n <= PART_MAX_BATCH);
@@ -630,6 +632,8 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     struct msg_batch *b = batch_new(ctx, 0);
     b->queue_id = q.id;
     b->fifo = q.cfg.fifo;
+    b->lease_s =
+        r->has_visibility_timeout ? (uint32_t)r->visibility_timeout : q.cfg.visibility_timeout_s;
     if (ctx->loop->draining) {
         wait_s = 0;
     }

@@ -2,9 +2,11 @@
  * gw_attempts.c -- ReceiveRequestAttemptId replays: a map from (queue,
  * attempt id) to deep copies of the messages that receive returned, under
  * one mutex (receives with an attempt id are FIFO retries' business, not
- * the hot path). Entries live in insertion order, which with one TTL is
- * expiry order: expired ones, and the oldest past the byte cap, drop off
- * the head. The hash table is chained and doubles past a load of one.
+ * the hot path). Entries live in insertion order; each expires when its
+ * leases do (at most the five-minute TTL), so expired ones drop off the
+ * head as it expires and any other is dropped when looked up. The oldest
+ * go first past the byte cap. The hash table is chained and doubles past
+ * a load of one.
  *
  * Threading: any thread. Ownership: results handed out are copies.
  */
@@ -168,6 +170,10 @@ bool gw_attempts_get(struct gw_attempts *a, uint64_t queue_id, struct sl_slice a
     pthread_mutex_lock(&a->mu);
     trim(a, now_ms);
     struct entry *e = find(a, h, queue_id, attempt);
+    if (e != NULL && e->expires_ms <= now_ms) {
+        unlink_entry(a, e); /* its leases ended before the head's: trim missed it */
+        e = NULL;
+    }
     if (e != NULL) {
         copy_result(&e->res, out);
     }
@@ -192,12 +198,12 @@ static void grow(struct gw_attempts *a)
 }
 
 void gw_attempts_put(struct gw_attempts *a, uint64_t queue_id, struct sl_slice attempt,
-                     uint64_t now_ms, const struct part_result *res)
+                     uint64_t now_ms, uint64_t lease_ms, const struct part_result *res)
 {
     struct entry *e = sl_xcalloc(1, sizeof *e);
     e->hash = key_hash(queue_id, attempt);
     e->queue_id = queue_id;
-    e->expires_ms = now_ms + GW_ATTEMPT_TTL_MS;
+    e->expires_ms = now_ms + SL_MIN(lease_ms, (uint64_t)GW_ATTEMPT_TTL_MS);
     e->attempt = sl_xstrndup(attempt.p, attempt.n);
     e->bytes = copy_result(res, &e->res) + sizeof *e + attempt.n;
     pthread_mutex_lock(&a->mu);

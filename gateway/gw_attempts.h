@@ -27,10 +27,13 @@ void gw_attempts_free(struct gw_attempts *a);
  * returns true. Any thread. */
 bool gw_attempts_get(struct gw_attempts *a, uint64_t queue_id, struct sl_slice attempt,
                      uint64_t now_ms, struct part_result *out);
-/* Keeps res's messages under (queue_id, attempt) until now_ms +
- * GW_ATTEMPT_TTL_MS (replacing an entry of that key). Any thread. */
+/* Keeps res's messages under (queue_id, attempt) for as long as their
+ * leases (lease_ms, the receive's visibility timeout) and at most
+ * GW_ATTEMPT_TTL_MS from now_ms, replacing an entry of that key: once a
+ * lease has expired another consumer may hold the message, and a replay
+ * must not hand it out again. Any thread. */
 void gw_attempts_put(struct gw_attempts *a, uint64_t queue_id, struct sl_slice attempt,
-                     uint64_t now_ms, const struct part_result *res);
+                     uint64_t now_ms, uint64_t lease_ms, const struct part_result *res);
 void gw_attempts_result_free(struct part_result *r);
 
 #endif

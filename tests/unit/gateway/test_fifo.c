@@ -129,7 +129,7 @@ static void test_attempts(void **state)
     struct part_result res = one_message(&m, "first");
     struct part_result got;
     assert_false(gw_attempts_get(a, 1, SL_SLICE_LIT("t1"), 1000, &got));
-    gw_attempts_put(a, 1, SL_SLICE_LIT("t1"), 1000, &res);
+    gw_attempts_put(a, 1, SL_SLICE_LIT("t1"), 1000, 43200000, &res);
     memset(&m, 0, sizeof m); /* the entry holds copies */
     assert_true(gw_attempts_get(a, 1, SL_SLICE_LIT("t1"), 1000 + GW_ATTEMPT_TTL_MS - 1, &got));
     assert_int_equal(got.message_count, 1);
@@ -144,12 +144,23 @@ static void test_attempts(void **state)
     assert_false(gw_attempts_get(a, 1, SL_SLICE_LIT("t2"), 1000, &got));
     /* replaced by a later receive of the same attempt */
     res = one_message(&m, "second");
-    gw_attempts_put(a, 1, SL_SLICE_LIT("t1"), 2000, &res);
+    gw_attempts_put(a, 1, SL_SLICE_LIT("t1"), 2000, 43200000, &res);
     assert_true(gw_attempts_get(a, 1, SL_SLICE_LIT("t1"), 2000, &got));
     assert_string_equal(got.messages[0].body.p, "second");
     gw_attempts_result_free(&got);
     /* expired after five minutes */
     assert_false(gw_attempts_get(a, 1, SL_SLICE_LIT("t1"), 2000 + GW_ATTEMPT_TTL_MS, &got));
+    /* a replay lives no longer than its leases: a 30 s visibility timeout
+     * ends it after 30 s, even behind a longer-lived entry at the head */
+    res = one_message(&m, "long");
+    gw_attempts_put(a, 4, SL_SLICE_LIT("long"), 3000, 43200000, &res);
+    res = one_message(&m, "short");
+    gw_attempts_put(a, 4, SL_SLICE_LIT("short"), 3000, 30000, &res);
+    assert_true(gw_attempts_get(a, 4, SL_SLICE_LIT("short"), 3000 + 29999, &got));
+    gw_attempts_result_free(&got);
+    assert_false(gw_attempts_get(a, 4, SL_SLICE_LIT("short"), 3000 + 30000, &got));
+    assert_true(gw_attempts_get(a, 4, SL_SLICE_LIT("long"), 3000 + 30000, &got));
+    gw_attempts_result_free(&got);
     /* many entries: the table grows; past the byte cap the oldest go */
     static char big[1 << 20];
     memset(big, 'x', sizeof big - 1);
@@ -157,7 +168,7 @@ static void test_attempts(void **state)
     for (int i = 0; i < 100; i++) {
         res = one_message(&m, big);
         snprintf(name, sizeof name, "big-%d", i);
-        gw_attempts_put(a, 3, sl_slice_cstr(name), 5000, &res);
+        gw_attempts_put(a, 3, sl_slice_cstr(name), 5000, 43200000, &res);
     }
     assert_false(gw_attempts_get(a, 3, SL_SLICE_LIT("big-0"), 5000, &got));
     assert_true(gw_attempts_get(a, 3, SL_SLICE_LIT("big-99"), 5000, &got));
