@@ -303,7 +303,11 @@ static int restore_target_free(const char *data_dir, bool *exists, char *err, si
     DIR *d = S_ISDIR(st.st_mode) ? opendir(data_dir) : NULL;
     if (d == NULL) {
         snprintf(err, errlen, "%s: %s", data_dir,
-                 S_ISDIR(st.st_mode) ? strerror(errno) : "exists and is not a directory");
+                 S_ISDIR(st.st_mode) ? strerror(errno)
+                 : S_ISLNK(st.st_mode)
+                     ? "is a symlink: restore renames a directory into place, so data_dir "
+                       "must name the real directory"
+                     : "exists and is not a directory");
         return SL_EINVAL;
     }
     const char *found = NULL;
