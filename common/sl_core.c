@@ -217,3 +217,9 @@ int sl_fsync_path(const char *path)
     errno = saved;
     return rc == 0 ? SL_OK : SL_EIO;
 }
+
+int sl_file_create(const char *path, int *fd)
+{
+    *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    return *fd >= 0 ? SL_OK : SL_EIO;
+}

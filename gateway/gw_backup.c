@@ -62,7 +62,10 @@ static bool file_digest(const char *path, char hex[65], uint64_t *bytes)
     return ok;
 }
 
-/* dir exists and is empty, or is made now. */
+/* dir is made now (0700), or exists already as a directory of ours that
+ * nobody else may write into, and is empty. The files go in with O_EXCL |
+ * O_NOFOLLOW, but a directory someone else can write to could still be
+ * raced: a name planted between a check and SQLite's VACUUM INTO. */
 static int prepare_dir(const char *dir, char *err, size_t errlen)
 {
     if (dir[0] != '/') {
@@ -74,6 +77,18 @@ static int prepare_dir(const char *dir, char *err, size_t errlen)
     }
     if (errno != EEXIST) {
         snprintf(err, errlen, "cannot make %s: %s", dir, strerror(errno));
+        return SL_EINVAL;
+    }
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s is not a directory", dir);
+        return SL_EINVAL;
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(err, errlen,
+                 "%s must be owned by sluiced's user and writable by it alone (or not exist: "
+                 "it is then made with mode 0700)",
+                 dir);
         return SL_EINVAL;
     }
     DIR *d = opendir(dir);
@@ -131,9 +146,15 @@ static int write_manifest(const char *dir, const struct written *w, uint32_t par
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/" GW_BACKUP_MANIFEST ".tmp", dir);
     snprintf(path, sizeof path, "%s/" GW_BACKUP_MANIFEST, dir);
-    int rc = json_dump_file(m, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (rc != 0 || sl_fsync_path(tmp) != SL_OK || rename(tmp, path) != 0 ||
-        sl_fsync_path(dir) != SL_OK) {
+    int fd = -1;
+    int rc = sl_file_create(tmp, &fd) == SL_OK
+                 ? json_dumpfd(m, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                 : -1;
+    if (fd >= 0) {
+        rc = fsync(fd) == 0 && rc == 0 ? 0 : -1;
+        rc = close(fd) == 0 && rc == 0 ? 0 : -1;
+    }
+    if (rc != 0 || rename(tmp, path) != 0 || sl_fsync_path(dir) != SL_OK) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         json_decref(m);
         return SL_EIO;
@@ -200,30 +221,34 @@ static bool plain_name(const char *name)
            strlen(name) < 64;
 }
 
-static int copy_file(const char *src, const char *dst_dir, const char *name, char *err,
-                     size_t errlen)
+/* src copied to dst, a new file, and synced. */
+static int copy_file(const char *src, const char *dst, char *err, size_t errlen)
 {
-    char tmp[4096], dst[4096];
-    snprintf(tmp, sizeof tmp, "%s/%s.restore-tmp", dst_dir, name);
-    snprintf(dst, sizeof dst, "%s/%s", dst_dir, name);
-    FILE *in = fopen(src, "rb");
-    FILE *out = in != NULL ? fopen(tmp, "wb") : NULL;
-    bool ok = in != NULL && out != NULL;
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    int out = -1;
+    if (in >= 0) {
+        (void)sl_file_create(dst, &out);
+    }
+    bool ok = in >= 0 && out >= 0;
     char buf[65536];
-    size_t n;
-    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) {
-        ok = fwrite(buf, 1, n, out) == n;
+    ssize_t n = 0;
+    while (ok && (n = read(in, buf, sizeof buf)) > 0) {
+        for (ssize_t off = 0; ok && off < n;) {
+            ssize_t w = write(out, buf + off, (size_t)(n - off));
+            ok = w > 0;
+            off += w > 0 ? w : 0;
+        }
     }
-    ok = ok && !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
-    if (out != NULL) {
-        ok = fclose(out) == 0 && ok;
+    ok = ok && n == 0 && fsync(out) == 0;
+    int saved = errno;
+    if (out >= 0) {
+        ok = close(out) == 0 && ok;
     }
-    if (in != NULL) {
-        fclose(in);
+    if (in >= 0) {
+        close(in);
     }
-    if (!ok || rename(tmp, dst) != 0) {
-        snprintf(err, errlen, "%s -> %s: %s", src, dst, strerror(errno));
-        unlink(tmp);
+    if (!ok) {
+        snprintf(err, errlen, "%s -> %s: %s", src, dst, strerror(saved != 0 ? saved : EIO));
         return SL_EIO;
     }
     return SL_OK;
@@ -261,6 +286,70 @@ static int verify(const char *dir, const json_t *files, char *err, size_t errlen
     return SL_OK;
 }
 
+/* data_dir absent, or an empty directory. Anything in it -- even a
+ * stray part-0003.db-wal, which SQLite would replay onto a restored
+ * file -- is refused. */
+static int restore_target_free(const char *data_dir, bool *exists, char *err, size_t errlen)
+{
+    struct stat st;
+    *exists = lstat(data_dir, &st) == 0;
+    if (!*exists) {
+        if (errno == ENOENT) {
+            return SL_OK;
+        }
+        snprintf(err, errlen, "%s: %s", data_dir, strerror(errno));
+        return SL_EIO;
+    }
+    DIR *d = S_ISDIR(st.st_mode) ? opendir(data_dir) : NULL;
+    if (d == NULL) {
+        snprintf(err, errlen, "%s: %s", data_dir,
+                 S_ISDIR(st.st_mode) ? strerror(errno)
+                 : S_ISLNK(st.st_mode)
+                     ? "is a symlink: restore renames a directory into place, so data_dir "
+                       "must name the real directory"
+                     : "exists and is not a directory");
+        return SL_EINVAL;
+    }
+    const char *found = NULL;
+    struct dirent *ent;
+    while (found == NULL && (ent = readdir(d)) != NULL) {
+        if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0) {
+            found = ent->d_name;
+            snprintf(err, errlen,
+                     "%s is not empty (it holds %s): restore never overwrites or mixes data; "
+                     "move it away first",
+                     data_dir, found);
+        }
+    }
+    closedir(d);
+    return found == NULL ? SL_OK : SL_EINVAL;
+}
+
+/* Removes the restore's scratch directory and whatever it holds: only
+ * names the manifest listed were made in it. */
+static void remove_scratch(const char *tmpdir, const json_t *files)
+{
+    char path[4096];
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        const char *name = json_string_value(json_object_get(f, "name"));
+        if (plain_name(name)) {
+            snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+            unlink(path);
+        }
+    }
+    if (rmdir(tmpdir) != 0) {
+        sl_log(SL_LOG_WARN, LOG_MOD, "cannot remove %s: %s", tmpdir, strerror(errno));
+    }
+}
+
+/* The backup into a scratch directory beside data_dir (same file system),
+ * each copy checked against the manifest and synced, then renamed onto
+ * data_dir in one step: a restore cut short (a full disk, a file size
+ * limit, a damaged copy) leaves data_dir as it was, never a data
+ * directory missing a partition. */
 int gw_backup_restore(const char *dir, const char *data_dir, char *err, size_t errlen)
 {
     char path[4096];
@@ -276,22 +365,25 @@ int gw_backup_restore(const char *dir, const char *data_dir, char *err, size_t e
         return SL_EINVAL;
     }
     int rc = verify(dir, files, err, errlen);
-    struct stat st;
-    char probe[4096];
-    snprintf(probe, sizeof probe, "%s/manifest", data_dir);
-    bool occupied = stat(probe, &st) == 0;
-    snprintf(probe, sizeof probe, "%s/catalog.db", data_dir);
-    occupied = occupied || stat(probe, &st) == 0;
-    if (rc == SL_OK && occupied) {
-        snprintf(err, errlen,
-                 "%s already holds a sluice data directory; move it away first (restore never "
-                 "overwrites data)",
-                 data_dir);
-        rc = SL_EINVAL;
+    bool exists = false;
+    if (rc == SL_OK) {
+        rc = restore_target_free(data_dir, &exists, err, errlen);
     }
-    if (rc == SL_OK && mkdir(data_dir, 0700) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot make %s: %s", data_dir, strerror(errno));
-        rc = SL_EIO;
+    /* data_dir without trailing slashes: the scratch directory is its
+     * sibling, and the parent is synced after the rename */
+    char target[4096], tmpdir[4096], parent[4096];
+    snprintf(target, sizeof target, "%s", data_dir);
+    for (size_t len = strlen(target); len > 1 && target[len - 1] == '/'; len--) {
+        target[len - 1] = '\0';
+    }
+    snprintf(tmpdir, sizeof tmpdir, "%s.restore-XXXXXX", target);
+    bool made = false;
+    if (rc == SL_OK) {
+        made = mkdtemp(tmpdir) != NULL;
+        if (!made) {
+            snprintf(err, errlen, "cannot make %s: %s", tmpdir, strerror(errno));
+            rc = SL_EIO;
+        }
     }
     size_t i;
     json_t *f;
@@ -301,12 +393,35 @@ int gw_backup_restore(const char *dir, const char *data_dir, char *err, size_t e
             break;
         }
         const char *name = json_string_value(json_object_get(f, "name"));
+        char dst[4096];
         snprintf(path, sizeof path, "%s/%s", dir, name);
-        rc = copy_file(path, data_dir, name, err, errlen);
+        snprintf(dst, sizeof dst, "%s/%s", tmpdir, name);
+        rc = copy_file(path, dst, err, errlen);
     }
-    if (rc == SL_OK && sl_fsync_path(data_dir) != SL_OK) {
-        snprintf(err, errlen, "%s: %s", data_dir, strerror(errno));
+    if (rc == SL_OK) {
+        rc = verify(tmpdir, files, err, errlen); /* what landed, not what was read */
+    }
+    if (rc == SL_OK && sl_fsync_path(tmpdir) != SL_OK) {
+        snprintf(err, errlen, "%s: %s", tmpdir, strerror(errno));
         rc = SL_EIO;
+    }
+    /* rmdir fails on a directory that filled up meanwhile: nothing is
+     * ever renamed over data */
+    if (rc == SL_OK && ((exists && rmdir(target) != 0) || rename(tmpdir, target) != 0)) {
+        snprintf(err, errlen, "%s -> %s: %s", tmpdir, target, strerror(errno));
+        rc = SL_EIO;
+    }
+    if (rc == SL_OK) {
+        const char *slash = strrchr(target, '/');
+        size_t plen = slash == NULL ? 0 : slash == target ? 1 : (size_t)(slash - target);
+        snprintf(parent, sizeof parent, "%s", plen == 0 ? "." : target);
+        parent[plen == 0 ? 1 : plen] = '\0';
+        if (sl_fsync_path(parent) != SL_OK) {
+            snprintf(err, errlen, "%s: %s", parent, strerror(errno));
+            rc = SL_EIO;
+        }
+    } else if (made) {
+        remove_scratch(tmpdir, files);
     }
     json_decref(m);
     return rc;

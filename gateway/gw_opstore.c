@@ -12,10 +12,12 @@
  *
  * Stack: a leaf of the gateway (SQLite only).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -228,6 +230,15 @@ int gw_opstore_load_pauses(struct gw_opstore *s, gw_op_pause_fn *fn, void *arg)
 
 int gw_opstore_backup(struct gw_opstore *s, const char *path, char *err, size_t errlen)
 {
+    /* VACUUM INTO would write through a symlink or into an empty file
+     * already there: path must not exist (its directory is the backup's,
+     * writable by this user alone, gw_backup.c) */
+    struct stat lst;
+    bool there = lstat(path, &lst) == 0;
+    if (there || errno != ENOENT) {
+        snprintf(err, errlen, "%s: %s", path, there ? "already exists" : strerror(errno));
+        return SL_EIO;
+    }
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY, NULL);

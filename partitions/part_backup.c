@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -33,9 +35,19 @@
 #define LOG_MOD "partitions"
 #define BACKUP_BUSY_MS 10000
 
-/* VACUUM INTO dst from src, on a read-only connection. */
+/* VACUUM INTO dst from src, on a read-only connection. SQLite makes dst
+ * itself and would write through a symlink or into an existing empty
+ * file, so dst must not exist at all: checked here, and the caller's
+ * directory is one only this process's user may write to, so nothing
+ * can appear between the check and SQLite's open. */
 static int vacuum_into(const char *src, const char *dst, char *err, size_t errlen)
 {
+    struct stat lst;
+    bool there = lstat(dst, &lst) == 0;
+    if (there || errno != ENOENT) {
+        snprintf(err, errlen, "%s: %s", dst, there ? "already exists" : strerror(errno));
+        return SL_EIO;
+    }
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_open_v2(src, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
@@ -70,14 +82,17 @@ static int copy_manifest(const struct part_engine *e, const char *dir, char *err
     snprintf(src, sizeof src, "%s/manifest", e->data_dir);
     snprintf(dst, sizeof dst, "%s/manifest", dir);
     FILE *in = fopen(src, "rb");
-    FILE *out = in != NULL ? fopen(dst, "wb") : NULL;
-    bool ok = in != NULL && out != NULL;
+    int out = -1;
+    if (in != NULL) {
+        (void)sl_file_create(dst, &out);
+    }
+    bool ok = in != NULL && out >= 0;
     if (ok) {
         size_t n = fread(buf, 1, sizeof buf, in);
-        ok = n > 0 && n < sizeof buf && fwrite(buf, 1, n, out) == n;
+        ok = n > 0 && n < sizeof buf && write(out, buf, n) == (ssize_t)n;
     }
-    if (out != NULL) {
-        ok = fclose(out) == 0 && ok;
+    if (out >= 0) {
+        ok = close(out) == 0 && ok;
     }
     if (in != NULL) {
         fclose(in);

@@ -99,6 +99,52 @@ static int manifest_read(struct part_engine *e, uint32_t *have, char *err, size_
     return SL_OK;
 }
 
+/* A manifest that says N partitions promises part-0000..N-1 exist: a
+ * missing one is a lost file (a restore cut short, an operator's rm), not
+ * a partition to start afresh -- creating it empty would silently drop
+ * every message it held. */
+static int parts_present(const struct part_engine *e, uint32_t have, char *err, size_t errlen)
+{
+    char path[4096];
+    struct stat st;
+    for (uint32_t p = 0; p < have; p++) {
+        snprintf(path, sizeof path, "%s/part-%04u.db", e->data_dir, p);
+        if (lstat(path, &st) != 0) {
+            snprintf(err, errlen,
+                     "%s: %s, but the manifest says %u partitions: refusing to open (restore "
+                     "the data directory from a backup; an empty partition would lose its "
+                     "messages)",
+                     path, strerror(errno), have);
+            return SL_EIO;
+        }
+    }
+    return SL_OK;
+}
+
+/* Creates part-NNNN.db for from <= p < to, empty, before the manifest
+ * names them: a crash between the manifest's write and the writers' first
+ * open must not leave a manifest whose partitions look lost. SQLite takes
+ * an empty file for an empty database. */
+static int parts_create(const struct part_engine *e, uint32_t from, uint32_t to, char *err,
+                        size_t errlen)
+{
+    char path[4096];
+    for (uint32_t p = from; p < to; p++) {
+        snprintf(path, sizeof path, "%s/part-%04u.db", e->data_dir, p);
+        int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return SL_EIO;
+        }
+        close(fd);
+    }
+    if (sl_fsync_path(e->data_dir) != SL_OK) {
+        snprintf(err, errlen, "%s: %s", e->data_dir, strerror(errno));
+        return SL_EIO;
+    }
+    return SL_OK;
+}
+
 /* ---- engine ------------------------------------------------------------ */
 
 static void set_err(char *err, size_t errlen, const char *msg)
@@ -151,6 +197,9 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
                  opt->data_dir, have, opt->partitions, have);
         rc = SL_EINVAL;
     }
+    if (rc == SL_OK) {
+        rc = parts_present(e, have, buf, sizeof buf);
+    }
     e->nparts = opt->partitions;
     if (rc == SL_OK && have == 0) {
         sl_random_bytes(e->key, PART_KEY_LEN);
@@ -159,7 +208,10 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
         if (have != 0) {
             sl_log(SL_LOG_INFO, LOG_MOD, "growing from %u to %u partitions", have, opt->partitions);
         }
-        rc = manifest_write(e, buf, sizeof buf);
+        rc = parts_create(e, have, opt->partitions, buf, sizeof buf);
+        if (rc == SL_OK) {
+            rc = manifest_write(e, buf, sizeof buf);
+        }
     }
     if (rc == SL_OK) {
         part__disk_open(e); /* before the files open: they may need the reserve */

@@ -145,6 +145,12 @@ void sl_log_buffer_stop(void);
  * SL_OK, or SL_EIO when it cannot be opened or synced (errno says why). */
 int sl_fsync_path(const char *path);
 
+/* Creates path, which must not exist yet (O_EXCL), mode 0600, never
+ * through a symlink (O_NOFOLLOW), and sets *fd to it open for writing: a
+ * file in a directory that may hold names someone else planted. Returns
+ * SL_OK, or SL_EIO (errno says why: EEXIST, ELOOP, ...). */
+int sl_file_create(const char *path, int *fd);
+
 /* ---- clocks ------------------------------------------------------------ */
 
 /* Wall-clock time (CLOCK_REALTIME) in milliseconds / microseconds since the

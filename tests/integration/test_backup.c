@@ -7,16 +7,26 @@
  *  - queue attributes, a pause and the move-task history (as of the
  *    backup) come back;
  *  - the manifest lists every file with its size and SHA-256, and
- *    restore refuses a damaged backup, an occupied data directory and a
- *    directory without a manifest;
- *  - bad input: a relative or non-empty directory (400), and a tenant's
- *    keys (403).
+ *    restore refuses a damaged backup, a data directory holding anything
+ *    (a stray part-*.db-wal) and a directory without a manifest;
+ *  - a restore cut short (a file size limit) leaves no data directory and
+ *    no scratch directory behind, and the next one succeeds into an
+ *    empty data directory;
+ *  - bad input: a relative or non-empty directory, one holding a planted
+ *    symlink (not followed), one others may write to (400), and a
+ *    tenant's keys (403).
  */
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "it_sqs.h"
 
@@ -106,6 +116,37 @@ static json_t *drain_bodies(const char *url)
     return seen;
 }
 
+/* Entries of dir whose name starts with prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *ent;
+    while (d != NULL && (ent = readdir(d)) != NULL) {
+        n += strncmp(ent->d_name, prefix, strlen(prefix)) == 0;
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return n;
+}
+
+/* `sluiced args` with files limited to limit bytes: the copy that
+ * crosses it fails with EFBIG (SIGXFSZ ignored, as sluiced inherits). */
+static int run_limited(const char *args, rlim_t limit, char **err)
+{
+    struct rlimit before, lim;
+    IT_REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+    lim = before;
+    lim.rlim_cur = limit;
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    IT_REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    int rc = it_run_sluiced(args, err);
+    IT_REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
+    signal(SIGXFSZ, old);
+    return rc;
+}
+
 int main(void)
 {
     struct it_options opt = {.admin = true, .tenants_yaml = tenants_yaml};
@@ -174,6 +215,28 @@ int main(void)
     json_decref(doc);
     IT_CHECK(admin_post("/api/backup", "{\"dir\":\"/tmp/x\"}", &doc, IT_KEY) == 403);
     json_decref(doc);
+    /* a planted symlink: refused, never written through */
+    char planted[400], victim[450], cmd[2048];
+    snprintf(planted, sizeof planted, "%s/planted", srv.dir);
+    snprintf(victim, sizeof victim, "%s/victim", srv.dir);
+    IT_REQUIRE(mkdir(planted, 0700) == 0);
+    snprintf(cmd, sizeof cmd, "printf keep > '%s' && ln -s '%s' '%s/manifest'", victim, victim,
+             planted);
+    IT_REQUIRE(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "{\"dir\":\"%s\"}", planted);
+    IT_CHECK(admin_post("/api/backup", cmd, &doc, NULL) == 400);
+    json_decref(doc);
+    struct stat vst;
+    IT_CHECK(stat(victim, &vst) == 0 && vst.st_size == 4);
+    /* an empty directory others may write to */
+    snprintf(planted, sizeof planted, "%s/open-dir", srv.dir);
+    IT_REQUIRE(mkdir(planted, 0700) == 0 && chmod(planted, 0777) == 0);
+    snprintf(cmd, sizeof cmd, "{\"dir\":\"%s\"}", planted);
+    IT_CHECK(admin_post("/api/backup", cmd, &doc, NULL) == 400);
+    char *said = doc != NULL ? json_dumps(doc, 0) : NULL;
+    IT_CHECK(said != NULL && strstr(said, "writable by it alone") != NULL);
+    free(said);
+    json_decref(doc);
 
     /* the backup, under load */
     char dir[400], body[512];
@@ -191,13 +254,21 @@ int main(void)
     json_t *files = json_object_get(json_object_get(doc, "manifest"), "files");
     /* manifest, catalog.db, 2 partitions, ops.db */
     IT_CHECK(json_array_size(files) == 5);
-    size_t i;
+    size_t i, largest = 0;
+    json_int_t largest_bytes = 0;
     json_t *f;
     json_array_foreach(files, i, f)
     {
-        IT_CHECK(strlen(it_jstr(f, "sha256")) == 64 &&
-                 json_integer_value(json_object_get(f, "bytes")) > 0);
+        json_int_t bytes = json_integer_value(json_object_get(f, "bytes"));
+        IT_CHECK(strlen(it_jstr(f, "sha256")) == 64 && bytes > 0);
+        if (bytes > largest_bytes) {
+            largest_bytes = bytes;
+            largest = i;
+        }
     }
+    /* the largest file comes after others: a limit just below it cuts
+     * the restore short midway */
+    IT_CHECK(largest > 0);
     json_decref(doc);
     IT_CHECK(it_log_contains(&srv, "[audit] principal=admin:bearer route=\"POST /api/backup\" "
                                    "status=200"));
@@ -214,7 +285,6 @@ int main(void)
 
     /* restore into a fresh data directory, the old one moved away */
     IT_CHECK(it_server_stop(&srv) == 0);
-    char cmd[2048];
     snprintf(cmd, sizeof cmd, "mv '%s' '%s.old'", srv.data_dir, srv.data_dir);
     IT_REQUIRE(system(cmd) == 0);
     char args[1024];
@@ -231,11 +301,36 @@ int main(void)
     IT_CHECK(it_run_sluiced(args, &err) == 1);
     IT_CHECK(err != NULL && strstr(err, "does not match the manifest") != NULL);
     free(err);
+    /* cut short midway: nothing of it stays */
     snprintf(args, sizeof args, "--config '%s' --restore '%s'", srv.config_path, dir);
+    IT_CHECK(run_limited(args, (rlim_t)largest_bytes - 1, &err) == 1);
+    IT_CHECK(err != NULL && strstr(err, "File too large") != NULL);
+    free(err);
+    struct stat dst;
+    IT_CHECK(lstat(srv.data_dir, &dst) == -1 && errno == ENOENT);
+    const char *base = strrchr(srv.data_dir, '/') + 1;
+    char scratch[128];
+    snprintf(scratch, sizeof scratch, "%s.restore-", base);
+    IT_CHECK(count_prefixed(srv.dir, scratch) == 0);
+    /* a data directory holding anything is refused, and left as it is */
+    IT_REQUIRE(mkdir(srv.data_dir, 0700) == 0);
+    char stray[600];
+    snprintf(stray, sizeof stray, "%s/part-0001.db-wal", srv.data_dir);
+    FILE *sf = fopen(stray, "w");
+    IT_REQUIRE(sf != NULL);
+    fclose(sf);
+    IT_CHECK(it_run_sluiced(args, &err) == 1);
+    IT_CHECK(err != NULL && strstr(err, "is not empty (it holds part-0001.db-wal)") != NULL);
+    free(err);
+    IT_CHECK(count_prefixed(srv.data_dir, "") == 3); /* ., .., the stray */
+    IT_CHECK(count_prefixed(srv.dir, scratch) == 0);
+    IT_REQUIRE(unlink(stray) == 0);
+    /* into the empty directory it is */
     IT_CHECK(it_run_sluiced(args, &err) == 0);
     free(err);
+    IT_CHECK(count_prefixed(srv.dir, scratch) == 0);
     IT_CHECK(it_run_sluiced(args, &err) == 1); /* now occupied */
-    IT_CHECK(err != NULL && strstr(err, "already holds") != NULL);
+    IT_CHECK(err != NULL && strstr(err, "is not empty") != NULL);
     free(err);
     IT_REQUIRE(it_server_restart(&srv) == 0);
 

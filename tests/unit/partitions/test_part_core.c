@@ -1,8 +1,10 @@
 /*
  * test_part_core.c -- the engine's core: send / receive / delete, priority
  * order, counters, the catalog, receipt handles, purge, restart recovery,
- * growing P and a corrupt partition.
+ * growing P, a missing partition and a corrupt partition.
  */
+#include <sys/stat.h>
+
 #include "part_test_util.h"
 
 static void test_send_receive_delete(void **state)
@@ -447,6 +449,38 @@ static void test_grow_and_shrink(void **state)
     assert_int_equal(t_counts(t, q).ready, 2);
 }
 
+/* The manifest says 2 partitions and part-0001.db is gone (a restore cut
+ * short, an rm): the engine refuses to open rather than start that
+ * partition empty, and creates nothing. Growing P (above) still makes
+ * the new files. */
+static void test_missing_partition(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "m", NULL);
+    t_send(t, q, 1, "held by partition 1");
+    t_close(t);
+    char path[256];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/part-0001.db%s", t->dir, suffix[i]);
+        unlink(path);
+    }
+    struct part_options o = {.data_dir = t->dir, .partitions = 2};
+    struct part_engine *e = NULL;
+    char err[512] = "";
+    assert_int_equal(part_engine_open(&o, &e, err, sizeof err), SL_EIO);
+    assert_null(e);
+    assert_non_null(strstr(err, "part-0001.db"));
+    assert_non_null(strstr(err, "manifest says 2 partitions"));
+    o.partitions = 3; /* growing does not paper over it either */
+    assert_int_equal(part_engine_open(&o, &e, err, sizeof err), SL_EIO);
+    struct stat st;
+    snprintf(path, sizeof path, "%s/part-0001.db", t->dir);
+    assert_int_equal(lstat(path, &st), -1);
+    snprintf(path, sizeof path, "%s/part-0002.db", t->dir);
+    assert_int_equal(lstat(path, &st), -1);
+}
+
 static void test_corrupt_partition(void **state)
 {
     struct t_env *t = *state;
@@ -553,6 +587,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_change_visibility_and_purge, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_restart_recovery, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_grow_and_shrink, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_partition, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_partition, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_callback_submissions_corked, t_setup, t_teardown),
     };
