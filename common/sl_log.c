@@ -58,6 +58,31 @@ static void write_all(const char *p, size_t n)
     }
 }
 
+void sl_log_escape(const char *in, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)in[i];
+        char esc[5] = {'\\', (char)c, 0, 0, 0};
+        size_t k = 2;
+        if (c == '\n' || c == '\r' || c == '\t') {
+            esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        } else if (c < 0x20 || c == 0x7f) {
+            snprintf(esc, sizeof esc, "\\x%02x", c);
+            k = 4;
+        } else if (c != '"' && c != '\\') {
+            esc[0] = (char)c;
+            k = 1;
+        }
+        if (o + k >= cap) {
+            break;
+        }
+        memcpy(out + o, esc, k);
+        o += k;
+    }
+    out[o] = '\0';
+}
+
 void sl_log_flush(void)
 {
     struct log_thread *lt = &log_thread;

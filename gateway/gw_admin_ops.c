@@ -45,11 +45,11 @@ static void set_pause(struct gw_admin_req *r, bool pause)
         return;
     }
     unsigned which = (enq ? GW_PAUSE_ENQUEUE : 0u) | (deq ? GW_PAUSE_DEQUEUE : 0u);
-    unsigned before = gw__pause_flags(r->api, q.id);
-    unsigned after = pause ? before | which : before & ~which;
+    unsigned before, after;
+    int rc = gw__pause_set(r->api, q.id, which, pause, &before, &after);
     snprintf(r->detail, sizeof r->detail, "queue=%s/%s paused=%s->%s", q.tenant, q.name,
              gw__pause_name(before), gw__pause_name(after));
-    if (after != before && gw__pause_set(r->api, q.id, after) != SL_OK) {
+    if (rc != SL_OK) {
         gw__admin_fail(r, 500, "InternalError",
                        "The pause could not be recorded durably (ops.db); nothing changed.");
         return;

@@ -44,15 +44,22 @@ void gw__admin_respond_error(struct gw_exchange *ex, int status, const char *cod
 }
 
 /* The audit line of a write, whatever its outcome: who, what, how it
- * ended. Reads are not audited (they change nothing). */
+ * ended. Reads are not audited (they change nothing). Every value that
+ * comes from the request is escaped (sl_log_escape): one write, one line. */
 static void audit(const struct gw_admin_req *r, int status)
 {
     if (!r->post) {
         return;
     }
+    char principal[4 * sizeof r->principal];
+    char route[4 * 512];
+    char detail[4 * sizeof r->detail];
     struct sl_slice path = r->http->path;
-    sl_log(SL_LOG_INFO, LOG_AUDIT, "principal=%s route=\"POST %.*s\" status=%d detail=\"%s\"",
-           r->principal, (int)path.n, path.p, status, r->detail);
+    sl_log_escape(r->principal, strlen(r->principal), principal, sizeof principal);
+    sl_log_escape(path.p, path.n, route, sizeof route);
+    sl_log_escape(r->detail, strlen(r->detail), detail, sizeof detail);
+    sl_log(SL_LOG_INFO, LOG_AUDIT, "principal=%s route=\"POST %s\" status=%d detail=\"%s\"",
+           principal, route, status, detail);
 }
 
 static void req_free(struct gw_admin_req *r)

@@ -198,11 +198,16 @@ int gw__backup_write(struct gw_api *api, const char *dir, json_t **manifest, cha
     if (rc == SL_OK) {
         rc = write_manifest(dir, w, part_engine_partitions(api->engine), manifest, err, errlen);
     }
+    /* dir is the operator's JSON string: any byte but NUL */
+    char shown[4 * 512];
+    sl_log_escape(dir, strlen(dir), shown, sizeof shown);
     if (rc == SL_OK) {
-        sl_log(SL_LOG_INFO, LOG_MOD, "backup to %s: %zu files in %.1f s", dir, w->n,
+        sl_log(SL_LOG_INFO, LOG_MOD, "backup to \"%s\": %zu files in %.1f s", shown, w->n,
                (double)(sl_mono_ns() - t0) / 1e9);
     } else {
-        sl_log(SL_LOG_ERROR, LOG_MOD, "backup to %s failed: %s", dir, err);
+        char why[4 * 512];
+        sl_log_escape(err, strlen(err), why, sizeof why);
+        sl_log(SL_LOG_ERROR, LOG_MOD, "backup to \"%s\" failed: %s", shown, why);
     }
     free(w);
     if (reniced) {

@@ -37,6 +37,7 @@ struct pause_hold {
 
 struct gw_pause_set {
     pthread_rwlock_t lock;
+    pthread_mutex_t set_mu; /* serializes gw__pause_set end to end */
     struct pause_entry *items;
     size_t count;
     size_t cap;
@@ -51,6 +52,7 @@ static struct gw_pause_set *set_new(void)
 {
     struct gw_pause_set *s = sl_xcalloc(1, sizeof *s);
     pthread_rwlock_init(&s->lock, NULL);
+    pthread_mutex_init(&s->set_mu, NULL);
     pthread_mutex_init(&s->holds_mu, NULL);
     return s;
 }
@@ -98,18 +100,42 @@ unsigned gw__pause_flags(struct gw_api *api, uint64_t queue_id)
     return flags;
 }
 
-int gw__pause_set(struct gw_api *api, uint64_t queue_id, unsigned flags)
+int gw__pause_set(struct gw_api *api, uint64_t queue_id, unsigned which, bool pause,
+                  unsigned *before, unsigned *after)
 {
-    /* Durable first: a pause the operator was told about survives a
-     * crash right after the answer. */
-    int rc = gw_opstore_put_pause(api->ops, queue_id, flags);
-    if (rc != SL_OK) {
-        return rc;
+    struct gw_pause_set *s = api->paused;
+    /* One mutex across read, compute, persist and publish: two admin
+     * writes on different loops (pause enqueue, pause dequeue) would
+     * otherwise both read "none" and the second would drop the first's
+     * bit, in memory and in ops.db alike. Readers keep the rwlock only,
+     * so a slow ops.db write never stalls a send. */
+    pthread_mutex_lock(&s->set_mu);
+    unsigned was = gw__pause_flags(api, queue_id);
+    unsigned now = pause ? was | which : was & ~which;
+    int rc = SL_OK;
+    if (now != was) {
+        /* Durable first: a pause the operator was told about survives a
+         * crash right after the answer. */
+        rc = gw_opstore_put_pause(api->ops, queue_id, now);
+        if (rc == SL_OK) {
+            pthread_rwlock_wrlock(&s->lock);
+            set_put(s, queue_id, now);
+            pthread_rwlock_unlock(&s->lock);
+            /* The partitions stop leases for receives already waiting
+             * there, which the check at a receive's start cannot reach. A
+             * queue deleted meanwhile has nothing to pause. */
+            if ((now ^ was) & GW_PAUSE_DEQUEUE) {
+                (void)part_queue_set_dequeue_paused(api->engine, queue_id,
+                                                    (now & GW_PAUSE_DEQUEUE) != 0);
+            }
+        } else {
+            now = was;
+        }
     }
-    pthread_rwlock_wrlock(&api->paused->lock);
-    set_put(api->paused, queue_id, flags);
-    pthread_rwlock_unlock(&api->paused->lock);
-    return SL_OK;
+    pthread_mutex_unlock(&s->set_mu);
+    *before = was;
+    *after = now;
+    return rc;
 }
 
 const char *gw__pause_name(unsigned flags)
@@ -204,9 +230,16 @@ static void load_one(void *arg, uint64_t queue_id, unsigned flags)
 static void pause_api_init(struct gw_api *api)
 {
     api->paused = set_new();
-    if (api->ops != NULL && gw_opstore_load_pauses(api->ops, load_one, api->paused) == SL_OK &&
-        api->paused->count > 0) {
-        sl_log(SL_LOG_INFO, LOG_MOD, "%zu queue(s) paused by an operator", api->paused->count);
+    struct gw_pause_set *s = api->paused;
+    if (api->ops == NULL || gw_opstore_load_pauses(api->ops, load_one, s) != SL_OK ||
+        s->count == 0) {
+        return;
+    }
+    sl_log(SL_LOG_INFO, LOG_MOD, "%zu queue(s) paused by an operator", s->count);
+    for (size_t i = 0; i < s->count; i++) {
+        if ((s->items[i].flags & GW_PAUSE_DEQUEUE) != 0) {
+            (void)part_queue_set_dequeue_paused(api->engine, s->items[i].queue_id, true);
+        }
     }
 }
 
@@ -236,6 +269,7 @@ static void pause_api_free(struct gw_api *api)
         return;
     }
     pthread_rwlock_destroy(&s->lock);
+    pthread_mutex_destroy(&s->set_mu);
     pthread_mutex_destroy(&s->holds_mu);
     free(s->items);
     free(s);

@@ -7,7 +7,10 @@
  * non-retryable sender fault, in both SQS protocols). A receive on a
  * queue paused for dequeue takes nothing and answers empty after its wait
  * time, so long-polling consumers idle instead of spinning; at shutdown
- * the held receives answer at once.
+ * the held receives answer at once. Receives that were already waiting
+ * in the partitions when the pause came are stopped there
+ * (part_queue_set_dequeue_paused): they lease nothing and answer empty
+ * at their deadline.
  *
  * Threading: gw__pause_flags from any thread (lock-free while no queue
  * is paused, the common case); gw__pause_set from any thread; a hold on
@@ -24,9 +27,12 @@
 /* queue_id's pause flags (0: not paused). */
 unsigned gw__pause_flags(struct gw_api *api, uint64_t queue_id);
 
-/* Sets queue_id's flags, durably first: SL_OK, or SL_EIO when ops.db
- * could not record it (nothing changed). */
-int gw__pause_set(struct gw_api *api, uint64_t queue_id, unsigned flags);
+/* Adds (pause) or removes (!pause) the bits of which on queue_id, durably
+ * first, as one step against concurrent calls; *before and *after get
+ * the flags around it (equal when nothing changed). SL_OK, or SL_EIO
+ * when ops.db could not record it (nothing changed, *after == *before). */
+int gw__pause_set(struct gw_api *api, uint64_t queue_id, unsigned which, bool pause,
+                  unsigned *before, unsigned *after);
 
 /* "none", "enqueue", "dequeue" or "both": the SluicePaused attribute. */
 const char *gw__pause_name(unsigned flags);

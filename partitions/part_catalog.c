@@ -504,6 +504,26 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
     return q != NULL ? SL_OK : SL_ENOTFOUND;
 }
 
+int part_queue_set_dequeue_paused(struct part_engine *e, uint64_t queue_id, bool paused)
+{
+    struct part_queue *q = part__queue_ref(e, queue_id);
+    if (q == NULL) {
+        return SL_ENOTFOUND;
+    }
+    bool was = atomic_exchange_explicit(&q->dequeue_paused, paused, memory_order_acq_rel);
+    if (was && !paused) {
+        /* Parked receives waited through the pause; what is ready now
+         * wakes them as a commit would (a receive that finds nothing
+         * parks again until its deadline). */
+        int64_t ready = atomic_load(&q->total.ready);
+        if (ready > 0) {
+            e->hooks.wake(e, q, UINT32_MAX, ready);
+        }
+    }
+    part__queue_unref(q);
+    return SL_OK;
+}
+
 void part_tenant_counts(struct part_engine *e, const char *tenant, int64_t *backlog,
                         int64_t *inflight)
 {

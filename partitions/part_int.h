@@ -109,6 +109,9 @@ struct part_queue {
     struct part_job *wait_tail;
     _Atomic uint64_t wake_seq; /* bumped (under wait_mu) by every wake */
     _Atomic uint64_t recv_seq; /* receives so far: the overflow guard's turn */
+    /* an operator paused its receives (part_queue_set_dequeue_paused):
+     * writers lease nothing, so parked receives stay parked */
+    _Atomic bool dequeue_paused;
 };
 
 struct part_catalog {

@@ -668,6 +668,12 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
         job->status = SL_ENOTFOUND;
         return;
     }
+    /* Checked here, where leases are taken, not only when the receive
+     * began: a long poll parked before the pause must not take the next
+     * message sent. Empty, it goes back to waiting (receive_continue). */
+    if (atomic_load_explicit(&job->q->dequeue_paused, memory_order_acquire)) {
+        return;
+    }
     uint64_t vis_ms =
         (uint64_t)(r->visibility_s < 0 ? cfg.visibility_timeout_s : (uint32_t)r->visibility_s) *
         1000;

@@ -139,6 +139,11 @@ void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t f
     /* the sequence before the counters: see the file comment */
     r->seen_seq = atomic_load(&job->q->wake_seq);
     r->pass = 0;
+    if (atomic_load_explicit(&job->q->dequeue_paused, memory_order_acquire)) {
+        /* the writer would lease nothing (exec_receive): skip the trip */
+        recv_no_message(e, job);
+        return;
+    }
     if (!recv_plan(e, job, first)) {
         r->pass = 1;
         if (!recv_plan(e, job, UINT32_MAX)) {

@@ -105,6 +105,13 @@ void sl_log(enum sl_log_level level, const char *module, const char *fmt, ...)
 void sl_log_set_level(enum sl_log_level level);
 bool sl_log_enabled(enum sl_log_level level);
 
+/* Copies in[0..n) into out (cap > 0, always NUL-terminated) escaped for a
+ * log line: backslash, double quote and control bytes become \\, \",
+ * \n, \r, \t or \xNN, so a value a client chose (a path, a JSON string)
+ * can neither end the quotes around it nor start a forged line. Cuts
+ * before the escape that would not fit. 4 * n + 1 bytes always suffice. */
+void sl_log_escape(const char *in, size_t n, char *out, size_t cap);
+
 /* A budget of lines for one message that a client can trigger at will
  * (accept errors, refused connections, malformed input), so that a flood
  * cannot fill the disk through the log: at most burst lines per

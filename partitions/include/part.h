@@ -223,6 +223,13 @@ struct part_counts {
 #define PART_ALL_PARTITIONS UINT32_MAX
 int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partition,
                       struct part_counts *out);
+/* Pauses (or resumes) queue_id's receives: while paused, no receive
+ * leases a message -- including long polls already waiting, which keep
+ * waiting until their deadline and answer empty. Resuming wakes waiting
+ * receives when messages are ready. In memory only (the caller keeps it
+ * durably and sets it again after each open). Any thread. Returns SL_OK
+ * or SL_ENOTFOUND. */
+int part_queue_set_dequeue_paused(struct part_engine *e, uint64_t queue_id, bool paused);
 /* A tenant's totals over all its queues: backlog = ready + delayed. Unknown
  * tenants count zero. */
 void part_tenant_counts(struct part_engine *e, const char *tenant, int64_t *backlog,

@@ -11,13 +11,19 @@
  *  - pause and resume: a paused send gets QueuePaused (400) in the JSON
  *    and the query protocol, GetQueueAttributes All shows SluicePaused, a
  *    paused receive answers empty, and the pause survives a restart;
+ *  - a long poll already waiting when dequeue is paused takes nothing
+ *    sent after the pause and answers empty at its deadline;
+ *  - pause enqueue and pause dequeue raced from two connections: both
+ *    stick, in memory and after a restart;
  *  - purge; redrive to a destination until COMPLETED, whose history
  *    survives a restart; cancel of a finished task 404;
  *  - reload: a valid file ok, an invalid one its diagnostics;
  *  - bad input: malformed JSON, unknown fields, bad refs, wrong methods,
  *    unknown routes; the write rate (429 past the burst);
- *  - every write leaves an audit line naming the principal.
+ *  - every write leaves an audit line naming the principal, one line per
+ *    write even when a value holds a newline or a quote.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,6 +375,105 @@ static void check_pause(const char *src_url)
     free(id);
 }
 
+struct poll_arg {
+    const char *url;
+    struct it_reply reply;
+};
+
+static void *poll_thread(void *arg)
+{
+    struct poll_arg *a = arg;
+    a->reply = it_receive(&srv, a->url, json_pack("{s:i}", "WaitTimeSeconds", 3));
+    return NULL;
+}
+
+/* The gateway checks a pause when a receive starts; a receive already
+ * waiting in the partitions is stopped there. */
+static void check_pause_waiting(void)
+{
+    char *url = it_create_queue(&srv, "held", NULL);
+    IT_REQUIRE(url != NULL);
+    struct poll_arg a = {.url = url};
+    pthread_t t;
+    IT_REQUIRE(pthread_create(&t, NULL, poll_thread, &a) == 0);
+    sleep_ms(500); /* let the poll start waiting; a late start only makes it easier */
+    IT_CHECK(expect("POST", "/api/queues/acme/held/pause", "{\"dequeue\":true}", 200, NULL));
+    free(it_send(&srv, url, "sent-while-paused"));
+    pthread_join(t, NULL);
+    IT_CHECK(a.reply.status == 200 && it_message_count(&a.reply) == 0);
+    it_reply_free(&a.reply);
+    IT_CHECK(queue_count("held", "ready") == 1);
+    IT_CHECK(expect("POST", "/api/queues/acme/held/resume", NULL, 200, NULL));
+    struct it_reply r = it_receive(&srv, url, json_pack("{s:i}", "WaitTimeSeconds", 1));
+    IT_CHECK(it_message_count(&r) == 1);
+    IT_STREQ(it_jstr(json_array_get(it_messages(&r), 0), "Body"), "sent-while-paused");
+    it_reply_free(&r);
+    free(url);
+}
+
+/* One admin write, again after a pause while the write rate refuses it. */
+static long write_paced(const char *path, const char *body)
+{
+    for (int i = 0; i < 100; i++) {
+        struct answer a = admin("POST", path, body);
+        long status = a.status;
+        answer_free(&a);
+        if (status != 429) {
+            return status;
+        }
+        sleep_ms(100);
+    }
+    return 429;
+}
+
+struct pause_arg {
+    const char *body;
+    long status;
+};
+
+static void *pause_thread(void *arg)
+{
+    struct pause_arg *p = arg;
+    p->status = write_paced("/api/queues/acme/race/pause", p->body);
+    return NULL;
+}
+
+static bool paused_both(void)
+{
+    json_t *q = queue_entry("race");
+    json_t *p = json_object_get(q, "paused");
+    bool both =
+        json_is_true(json_object_get(p, "enqueue")) && json_is_true(json_object_get(p, "dequeue"));
+    json_decref(q);
+    return both;
+}
+
+/* Two pauses of different directions at once: before the read-to-publish
+ * step was one, the later write could drop the other's bit. A lost race
+ * shows as a missing direction; a won race cannot hide one. */
+static void check_pause_race(void)
+{
+    char *url = it_create_queue(&srv, "race", NULL);
+    IT_REQUIRE(url != NULL);
+    for (int round = 0; round < 5; round++) {
+        IT_CHECK(write_paced("/api/queues/acme/race/resume", NULL) == 200);
+        struct pause_arg enq = {.body = "{\"enqueue\":true}"};
+        struct pause_arg deq = {.body = "{\"dequeue\":true}"};
+        pthread_t te, td;
+        IT_REQUIRE(pthread_create(&te, NULL, pause_thread, &enq) == 0);
+        IT_REQUIRE(pthread_create(&td, NULL, pause_thread, &deq) == 0);
+        pthread_join(te, NULL);
+        pthread_join(td, NULL);
+        IT_CHECK(enq.status == 200 && deq.status == 200);
+        IT_CHECK(paused_both());
+    }
+    IT_CHECK(it_server_stop(&srv) == 0);
+    IT_REQUIRE(it_server_restart(&srv) == 0);
+    IT_CHECK(paused_both());
+    IT_CHECK(write_paced("/api/queues/acme/race/resume", NULL) == 200);
+    free(url);
+}
+
 /* Polls GET /api/redrives/ID until the task leaves RUNNING (bounded). */
 static json_t *wait_task(const char *id)
 {
@@ -485,6 +590,20 @@ static void check_audit(const char *task_id)
     IT_CHECK(!it_log_contains(&srv, "principal=admin:sigv4:" IT_KEY));
 }
 
+/* A value with a newline and quotes stays inside its one audit line. */
+static void check_audit_escaped(void)
+{
+    IT_CHECK(write_paced("/api/backup",
+                         "{\"dir\":\"/dev/null/x\\n[audit] principal=forged \\\"y\\\"\"}") == 400);
+    IT_CHECK(it_wait_log(&srv,
+                         "route=\"POST /api/backup\" status=400 detail=\"dir=/dev/null/x\\n"
+                         "[audit] principal=forged \\\"y\\\"\"\n",
+                         5000));
+    IT_CHECK(it_log_count(&srv, "[audit] principal=admin:bearer route=\"POST /api/backup\"") == 1);
+    /* nowhere in the log (the backup's own error line too) a line of its own */
+    IT_CHECK(!it_log_contains(&srv, "\n[audit] principal=forged"));
+}
+
 static void check_write_rate(void)
 {
     int limited = 0;
@@ -534,6 +653,8 @@ int main(void)
     check_peek(dlq);
     check_one_message();
     check_pause(src);
+    check_pause_waiting();
+    check_pause_race();
     char task_id[64] = "";
     check_redrive(task_id, sizeof task_id);
     check_purge();
@@ -550,6 +671,7 @@ int main(void)
     check_reload();
     check_routes_and_methods();
     check_audit(task_id);
+    check_audit_escaped();
     check_write_rate();
 
     free(dlq);

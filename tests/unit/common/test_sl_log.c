@@ -2,7 +2,8 @@
  * test_sl_log.c -- the log line format and per-thread buffering: buffered
  * lines stay unwritten until a flush, a WARN line writes what is buffered
  * first (order kept), a full buffer writes whole lines only, and stopping
- * flushes. stderr is redirected to a temporary file for each test.
+ * flushes; sl_log_escape keeps a value to its quotes and its line. stderr
+ * is redirected to a temporary file for each test.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,9 +194,27 @@ static void test_limited_lines_are_counted_not_written(void **state)
     free(out);
 }
 
+static void test_escape(void **state)
+{
+    (void)state;
+    static const char in[] = "a\"b\\c\nd\re\tf\x01g\x7fh\xc3\xa9";
+    char out[64];
+    sl_log_escape(in, sizeof in - 1, out, sizeof out);
+    assert_string_equal(out, "a\\\"b\\\\c\\nd\\re\\tf\\x01g\\x7fh\xc3\xa9");
+    /* an embedded NUL is a control byte like the others */
+    sl_log_escape("x\0y", 3, out, sizeof out);
+    assert_string_equal(out, "x\\x00y");
+    /* cut before an escape that does not fit: never half of one */
+    sl_log_escape("ab\"", 3, out, 4);
+    assert_string_equal(out, "ab");
+    sl_log_escape("abc", 3, out, 1);
+    assert_string_equal(out, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escape),
         cmocka_unit_test_setup_teardown(test_line_format, capture_setup, capture_teardown),
         cmocka_unit_test_setup_teardown(test_level_filter, capture_setup, capture_teardown),
         cmocka_unit_test_setup_teardown(test_buffered_until_flush, capture_setup, capture_teardown),

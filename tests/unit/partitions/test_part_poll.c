@@ -1,7 +1,8 @@
 /*
  * test_part_poll.c -- long polling: woken by a send, a delay expiry or a
  * visibility change, in order, one waiter per message; cancellation,
- * timeout, drain, and a deleted queue.
+ * timeout, drain, and a deleted queue; a queue paused for dequeue leases
+ * nothing, not even to a receive that was waiting before the pause.
  */
 #include "part_test_util.h"
 
@@ -188,6 +189,50 @@ static void test_cancel_before_or_after_lease(void **state)
     assert_int_equal(r.msgs[0].receive_count, 1);
 }
 
+static void test_dequeue_paused(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "paused", NULL);
+    assert_int_equal(part_queue_set_dequeue_paused(t->e, q + 1000, true), SL_ENOTFOUND);
+
+    /* parked before the pause: the send after it wakes it, but it takes
+     * nothing and parks again */
+    struct t_done w;
+    poll_start(t, q, 15000, &w, NULL);
+    t_sync(t);
+    spin(t);
+    assert_false(w.done);
+    assert_int_equal(part_queue_set_dequeue_paused(t->e, q, true), SL_OK);
+    t_send(t, q, 1, "held");
+    t_sync(t);
+    spin(t);
+    assert_false(w.done);
+    struct part_counts c = t_counts(t, q);
+    assert_int_equal(c.ready, 1);
+    assert_int_equal(c.inflight, 0);
+
+    /* a receive begun during the pause: empty at its deadline */
+    struct t_done r;
+    poll_start(t, q, 0, &r, NULL);
+    t_wait(t, &r);
+    assert_int_equal(r.status, SL_OK);
+    assert_int_equal(r.count, 0);
+    struct t_done shortw;
+    poll_start(t, q, 30, &shortw, NULL);
+    t_wait(t, &shortw);
+    assert_int_equal(shortw.status, SL_OK);
+    assert_int_equal(shortw.count, 0);
+    assert_false(w.done);
+
+    /* resuming wakes the waiter for the ready message */
+    assert_int_equal(part_queue_set_dequeue_paused(t->e, q, false), SL_OK);
+    t_wait(t, &w);
+    assert_int_equal(w.status, SL_OK);
+    assert_int_equal(w.count, 1);
+    assert_string_equal(w.msgs[0].body, "held");
+    assert_int_equal(w.msgs[0].receive_count, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,6 +243,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_deleted_while_waiting, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_engine_drain, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_cancel_before_or_after_lease, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_dequeue_paused, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
