@@ -66,7 +66,7 @@ void sl_log_escape(const char *in, size_t n, char *out, size_t cap)
         char esc[5] = {'\\', (char)c, 0, 0, 0};
         size_t k = 2;
         if (c == '\n' || c == '\r' || c == '\t') {
-            esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+            esc[1] = (char)(c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
         } else if (c < 0x20 || c == 0x7f) {
             snprintf(esc, sizeof esc, "\\x%02x", c);
             k = 4;
