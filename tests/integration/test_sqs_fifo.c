@@ -15,11 +15,9 @@
  * queues"). The five-minute interval itself is tested with an injected
  * clock in tests/unit/partitions/test_part_fifo.c.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "it_sqs.h"
@@ -551,27 +549,12 @@ static void query_protocol(void)
 
 /* ---- groups over two partitions, and kill -9 ------------------------------- */
 
-/* Restarts sluiced with shard_size 2 (the harness's default is 1), after
- * a SIGKILL when kill is set. */
+/* Restarts sluiced, after a SIGKILL when kill9 is set; wide: with
+ * shard_size 2 (the harness's default is 1). */
 static void restart(bool kill9, bool wide)
 {
-    if (kill9) {
-        it_server_signal(&srv, SIGKILL);
-        waitpid(srv.pid, NULL, 0);
-        srv.pid = 0;
-    } else {
-        IT_CHECK(it_server_stop(&srv) == 0);
-    }
-    if (wide) {
-        struct it_options opt = {.tls = false, .admin = true};
-        char yaml[4096];
-        it_config_yaml(&srv, &opt, yaml, sizeof yaml);
-        char *k = strstr(yaml, "shard_size: 1");
-        IT_REQUIRE(k != NULL);
-        k[strlen("shard_size: ")] = '2';
-        IT_REQUIRE(it_server_write_config(&srv, yaml) == 0);
-    }
-    IT_REQUIRE(it_server_restart(&srv) == 0);
+    struct it_options opt = {.tls = false, .admin = true, .shard_size = 2};
+    IT_REQUIRE(it_server_bounce(&srv, wide ? &opt : NULL, kill9) == 0);
 }
 
 static void groups_over_partitions_and_kill9(void)
