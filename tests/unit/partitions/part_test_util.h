@@ -59,6 +59,7 @@ struct t_done {
     char sent_ids[PART_MAX_BATCH][PART_MSG_ID_LEN + 1];
     uint64_t sent_seq[PART_MAX_BATCH];
     bool sent_dup[PART_MAX_BATCH];
+    uint32_t sent_part[PART_MAX_BATCH];
     struct t_msg msgs[PART_MAX_BATCH];
     int entry[PART_MAX_BATCH];
     uint64_t queue_id;
@@ -111,6 +112,7 @@ static void t_on_done(struct part_cookie ck, int status, const struct part_resul
             snprintf(d->sent_ids[i], sizeof d->sent_ids[i], "%s", res->sent[i].message_id);
             d->sent_seq[i] = res->sent[i].sequence;
             d->sent_dup[i] = res->sent[i].duplicate;
+            d->sent_part[i] = res->sent[i].partition;
         }
     }
     if (res->message_count) {
