@@ -501,6 +501,8 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
     if (q != NULL) {
         bool all = partition == PART_ALL_PARTITIONS;
         counts_load(all ? &q->total : &q->per[partition], out);
+        out->groups_live = all && q->gdir != NULL ? part__gdir_groups(q->gdir) : 0;
+        out->groups_split = all && q->gdir != NULL ? part__gdir_spanning(q->gdir) : 0;
         out->oldest_ready_ms =
             all ? oldest_ready(q, 0, q->nparts) : oldest_ready(q, partition, partition + 1);
     }

@@ -217,6 +217,11 @@ struct part_counts {
     int64_t overflow_delayed;
     uint64_t oldest_ready_ms; /* send time of the oldest ready message; 0: none */
     int64_t groups_inflight;  /* message groups with a message in flight (FIFO: locked) */
+    /* FIFO, summed over partitions only (0 per partition): groups with a
+     * live message, and of them those on more than one partition (see
+     * docs/partitions.md, "The group directory"). */
+    int64_t groups_live;
+    int64_t groups_split;
 };
 /* partition == PART_ALL_PARTITIONS: summed over partitions. Returns SL_OK,
  * SL_ENOTFOUND (no such queue) or SL_EINVAL (bad partition). */

@@ -265,8 +265,11 @@ static char *split_by_admin_move(const char *prefix, bool two)
 static void move_by_admin(void)
 {
     char *dest = split_by_admin_move("am", false);
+    const char *split = "sluice_fifo_groups_split{tenant=\"" IT_TENANT "\",queue=\"am-d.fifo\"}";
+    IT_CHECK(it_metric(&srv, split) == 1);
     const char *want[] = {"B0", "A"};
     drain_one_group(dest, want, 2);
+    IT_CHECK(it_metric(&srv, split) == 0);
     free(dest);
 }
 
