@@ -4,7 +4,8 @@
  * through the engine on two partitions: a group split by a move is leased
  * only by its oldest partition and moves on after the drain (the next
  * partition's long poll is woken), sends follow a live group, a batch
- * fans out over its groups' partitions, duplicates give their count back,
+ * fans out over its groups' partitions, duplicates and failed shares or
+ * moves give their counts back,
  * a dead-letter move into a DLQ registers, and a restart rebuilds the
  * order from the oldest sequence numbers.
  */
@@ -272,6 +273,51 @@ static void test_sends_follow_the_group(void **state)
     assert_string_equal(parts_of(t, q, "h"), "");
 }
 
+/* A share of a send that fails fails its messages alone and gives their
+ * counts back; so does a move that rolls back. */
+static void test_failures_give_counts_back(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = split_group(t, "fail");
+    sqlite3 *db = t_fault(t, 1,
+                          "CREATE TRIGGER t_fault BEFORE INSERT ON msg"
+                          " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+    struct part_send_entry en[2] = {
+        {.body = SL_SLICE_LIT("h1"),
+         .group_id = SL_SLICE_LIT("h"),
+         .dedup_id = SL_SLICE_LIT("h1"),
+         .delay_s = -1},
+        {.body = SL_SLICE_LIT("e"),
+         .group_id = SL_SLICE_LIT("g"),
+         .dedup_id = SL_SLICE_LIT("e"),
+         .delay_s = -1},
+    };
+    struct t_done d;
+    assert_int_equal(part_send(t->c, q, 0, en, 2, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.status, SL_OK);
+    assert_int_equal(d.entry[0], SL_OK);
+    assert_int_equal(d.entry[1], SL_EIO);
+    t_fault_clear(db);
+    assert_string_equal(parts_of(t, q, "g"), "0:1 1:1");
+    assert_string_equal(parts_of(t, q, "h"), "0:1");
+    /* a move in that rolls back leaves the destination's directory as it was */
+    uint64_t x = t_create_fifo(t, "fail-y.fifo", false);
+    t_send_fifo(t, x, 0, "m", "k", "m", &d);
+    db = t_fault(t, 0,
+                 "CREATE TRIGGER t_fault BEFORE UPDATE OF queue_id ON msg"
+                 " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+    struct part_move_req req = {
+        .queue_id = x, .partition = 0, .dest_queue_id = q, .max_messages = 10};
+    t_ck(&d);
+    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, on_move), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.status, SL_EIO);
+    t_fault_clear(db);
+    assert_string_equal(parts_of(t, q, "k"), "");
+    assert_string_equal(parts_of(t, x, "k"), "0:1");
+}
+
 /* A FIFO source on partition 1 dead-letters into a DLQ that holds the
  * group on partition 0: the move registers, in the same transaction. */
 static void test_dead_letter_move_registers(void **state)
@@ -337,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_table_many_groups),
         cmocka_unit_test_setup_teardown(test_only_the_oldest_partition_leases, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_sends_follow_the_group, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_failures_give_counts_back, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_move_registers, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_restart_orders_by_oldest, t_setup, t_teardown),
     };
