@@ -134,7 +134,7 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
         }
     }
     if (ctx->action == GW_SQS_ACT_SEND_MESSAGE && b->fail[0] != NULL) {
-        int rc = res->entry_status[0];
+        int rc = res->entry_status != NULL ? res->entry_status[0] : SL_EIO;
         free(b);
         gw__act_fail_storage(ctx, rc);
         return;
@@ -201,9 +201,10 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
 }
 
 /* One partition's share of a send fanned out over several (a FIFO batch
- * whose groups live on different partitions): cookie.id has a bit per job
- * entry it carried, in order. Entries of a failed share fail alone; the
- * answer goes out when the last share is in. */
+ * whose groups have different homes): cookie.id has a bit per job entry
+ * it carried, in order. Entries of a failed share fail alone (and so do
+ * those of a failed share of the engine's own fan-out, by entry_status);
+ * the answer goes out when the last share is in. */
 static void send_part_done(struct part_cookie cookie, int status, const struct part_result *res)
 {
     struct msg_batch *b = cookie.ptr;
