@@ -20,8 +20,8 @@
 
 struct gslot {
     uint32_t part;
-    int64_t count;  /* live messages of the group there (with reservations) */
-    int64_t oldest; /* start-up only: the oldest sequence number there */
+    int64_t count; /* live messages of the group there (with reservations) */
+    int64_t rank;  /* start-up only: its place in the list (part__gdir_load) */
 };
 
 struct gentry {
@@ -140,7 +140,7 @@ static struct gslot *slot_insert(struct part_gdir *d, struct gentry *e, uint32_t
         e->cap = cap;
     }
     memmove(&e->slots[at + 1], &e->slots[at], (e->n - at) * sizeof *e->slots);
-    e->slots[at] = (struct gslot){.part = p, .count = 0, .oldest = INT64_MAX};
+    e->slots[at] = (struct gslot){.part = p, .count = 0, .rank = INT64_MAX};
     if (++e->n == 2) {
         atomic_fetch_add(&d->spanning, 1);
     }
@@ -228,7 +228,7 @@ bool part__gdir_may_lease(struct part_gdir *d, const char *group, uint32_t p)
 }
 
 void part__gdir_load(struct part_gdir *d, const char *group, uint32_t p, int64_t count,
-                     int64_t oldest, bool sorted)
+                     int64_t rank, bool sorted)
 {
     if (count <= 0) {
         return;
@@ -239,13 +239,13 @@ void part__gdir_load(struct part_gdir *d, const char *group, uint32_t p, int64_t
     struct gslot *s = slot_of(e, p, &at);
     if (s == NULL) {
         at = e->n;
-        while (sorted && at > 0 && e->slots[at - 1].oldest > oldest) {
+        while (sorted && at > 0 && e->slots[at - 1].rank > rank) {
             at--;
         }
         s = slot_insert(d, e, at, p);
     }
     s->count += count;
-    s->oldest = SL_MIN(s->oldest, oldest);
+    s->rank = SL_MIN(s->rank, rank);
     pthread_mutex_unlock(&d->mu);
 }
 

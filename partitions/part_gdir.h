@@ -49,13 +49,13 @@ uint32_t part__gdir_drop(struct part_gdir *d, const char *group, uint32_t p, int
  * case) this is one atomic load and takes no lock. */
 bool part__gdir_may_lease(struct part_gdir *d, const char *group, uint32_t p);
 
-/* Start-up: partition p holds count live messages of group, the oldest
- * numbered oldest. sorted: the partition takes its place among the
- * group's others by their oldest messages (all partitions loading before
- * any writer runs); else it is appended (a partition opened late must not
- * take the lead from one that may be leasing the group). */
+/* Start-up: partition p holds count live messages of group. sorted: the
+ * partition takes its place among the group's others by rank, lowest
+ * first (all partitions load before any writer runs); else it is appended
+ * (a partition opened late must not take the lead from one that may be
+ * leasing the group). */
 void part__gdir_load(struct part_gdir *d, const char *group, uint32_t p, int64_t count,
-                     int64_t oldest, bool sorted);
+                     int64_t rank, bool sorted);
 
 /* Groups with an entry, and of them those on more than one partition
  * (relaxed reads, for metrics). */

@@ -407,16 +407,23 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
     return SQLITE_OK;
 }
 
+/* A partition holding an in-flight message of a group ranks before every
+ * one that does not: it leased the group before the restart, and its
+ * lease outlives it. Sequence numbers (microseconds since the epoch) stay
+ * far below this. */
+#define GDIR_LEASING_RANK (INT64_C(1) << 62)
+
 /* The FIFO queues' group directories: what this partition holds of each
  * group. At engine open (no writer runs yet) a group found on several
  * partitions is ordered by its oldest message, sequence numbers being
- * engine-wide; a partition opened later (its disk was full) goes last. */
+ * engine-wide, after the partition that holds one in flight if any; a
+ * partition opened later (its disk was full) goes last. */
 static bool rebuild_gdir(struct part_writer *w, bool at_open)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(w->db,
-                           "SELECT queue_id, group_id, count(*), min(priority) FROM msg"
-                           " WHERE group_id IS NOT NULL GROUP BY queue_id, group_id",
+                           "SELECT queue_id, group_id, count(*), min(priority), max(state = 2)"
+                           " FROM msg WHERE group_id IS NOT NULL GROUP BY queue_id, group_id",
                            -1, &st, NULL) != SQLITE_OK) {
         return false;
     }
@@ -429,8 +436,10 @@ static bool rebuild_gdir(struct part_writer *w, bool at_open)
             q = part__queue_ref(w->engine, qid);
         }
         if (q != NULL && q->fifo) {
+            int64_t rank = sqlite3_column_int64(st, 3) -
+                           (sqlite3_column_int(st, 4) != 0 ? GDIR_LEASING_RANK : 0);
             part__gdir_load(q->gdir, (const char *)sqlite3_column_text(st, 1), w->index,
-                            sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3), at_open);
+                            sqlite3_column_int64(st, 2), rank, at_open);
         }
     }
     part__queue_unref(q);

@@ -7,7 +7,8 @@
  * fans out over its groups' partitions, duplicates and failed shares or
  * moves give their counts back,
  * a dead-letter move into a DLQ registers, and a restart rebuilds the
- * order from the oldest sequence numbers.
+ * order from the oldest sequence numbers, a partition holding a lease
+ * first.
  */
 #include "part_test_util.h"
 
@@ -375,6 +376,41 @@ static void test_restart_orders_by_oldest(void **state)
     assert_string_equal(r2.msgs[0].body, "new");
 }
 
+/* A dead-letter move keeps its (older) number and joins the group behind
+ * the partition leasing it; across a restart the lease still holds the
+ * lead, whatever the numbers say. */
+static void test_restart_keeps_the_leasing_partition_first(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t dlq = t_create_fifo(t, "lead.fifo", false);
+    struct part_queue_config fc = part_queue_config_default();
+    fc.fifo = true;
+    fc.dlq_target_id = dlq;
+    fc.max_receive_count = 1;
+    uint64_t src = t_create(t, "acme", "lead-src.fifo", &fc);
+    struct t_done d, r;
+    t_send_fifo(t, src, 1, "a", "g", "a", &d); /* the older number */
+    t_send_fifo(t, dlq, 0, "b0", "g", "b0", &d);
+    t_recv_with(
+        t, (struct part_receive_req){.queue_id = src, .max_messages = 10, .visibility_s = 0}, &r);
+    t_sync(t);
+    t_recv(t, src, 10, 30, &r); /* "a" moves in on partition 1 */
+    assert_string_equal(parts_of(t, dlq, "g"), "0:1 1:1");
+    t_recv(t, dlq, 10, 30, &r);
+    assert_int_equal(r.count, 1);
+    assert_string_equal(r.msgs[0].body, "b0");
+    t_close(t);
+    t_open(t);
+    assert_string_equal(parts_of(t, dlq, "g"), "0:1 1:1");
+    t_recv(t, dlq, 10, 30, &r);
+    assert_int_equal(r.count, 0); /* b0's lease holds the group */
+    t_advance(t, 31 * 1000);
+    t_sync(t);
+    t_recv(t, dlq, 10, 30, &r);
+    assert_int_equal(r.count, 1);
+    assert_string_equal(r.msgs[0].body, "b0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +422,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failures_give_counts_back, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_move_registers, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_restart_orders_by_oldest, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_restart_keeps_the_leasing_partition_first, t_setup,
+                                        t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
