@@ -143,6 +143,15 @@ static void test_table_many_groups(void **state)
 
 /* ---- through the engine -------------------------------------------------------- */
 
+/* A FIFO entry whose deduplication id is its body. */
+static struct part_send_entry fentry(const char *body, const char *group)
+{
+    return (struct part_send_entry){.body = sl_slice_cstr(body),
+                                    .group_id = sl_slice_cstr(group),
+                                    .dedup_id = sl_slice_cstr(body),
+                                    .delay_s = -1};
+}
+
 static void on_move(struct part_cookie ck, int status, const struct part_result *res)
 {
     struct t_done *d = ck.ptr;
@@ -182,11 +191,6 @@ static uint64_t split_group(struct t_env *t, const char *prefix)
     return dest;
 }
 
-static void on_parked(struct part_cookie ck, int status, const struct part_result *res)
-{
-    t_on_done(ck, status, res);
-}
-
 static void test_only_the_oldest_partition_leases(void **state)
 {
     struct t_env *t = *state;
@@ -199,21 +203,8 @@ static void test_only_the_oldest_partition_leases(void **state)
     t_recv(t, q, 10, 30, &r2); /* partition 1 holds g, locked */
     assert_int_equal(r2.count, 0);
     /* a long poll parks; the drain of partition 0 wakes partition 1 */
-    uint32_t parts[2] = {0, 1};
-    struct part_receive_req req = {.queue_id = q,
-                                   .partitions = parts,
-                                   .partition_count = 2,
-                                   .max_messages = 10,
-                                   .visibility_s = 30,
-                                   .wait_ms = 15000};
     struct t_done w;
-    t_ck(&w);
-    assert_int_equal(part_receive(t->c, &req, (struct part_cookie){&w, 0, 0}, on_parked, NULL),
-                     SL_OK);
-    for (int i = 0; i < 20; i++) {
-        uv_run(&t->loop, UV_RUN_NOWAIT);
-    }
-    assert_false(w.done);
+    t_recv_parked(t, q, &w);
     t_delete(t, q, r1.msgs[0].receipt, &d);
     t_wait(t, &w);
     assert_int_equal(w.count, 1);
@@ -236,20 +227,7 @@ static void test_sends_follow_the_group(void **state)
     t_send_fifo(t, q, 0, "c", "g", "c", &d); /* home 0, but g's newest is 1 */
     assert_int_equal(d.sent_part[0], 1);
     assert_string_equal(parts_of(t, q, "g"), "0:1 1:2");
-    struct part_send_entry en[3] = {
-        {.body = SL_SLICE_LIT("h1"),
-         .group_id = SL_SLICE_LIT("h"),
-         .dedup_id = SL_SLICE_LIT("h1"),
-         .delay_s = -1},
-        {.body = SL_SLICE_LIT("e"),
-         .group_id = SL_SLICE_LIT("g"),
-         .dedup_id = SL_SLICE_LIT("e"),
-         .delay_s = -1},
-        {.body = SL_SLICE_LIT("h2"),
-         .group_id = SL_SLICE_LIT("h"),
-         .dedup_id = SL_SLICE_LIT("h2"),
-         .delay_s = -1},
-    };
+    struct part_send_entry en[3] = {fentry("h1", "h"), fentry("e", "g"), fentry("h2", "h")};
     assert_int_equal(part_send(t->c, q, 0, en, 3, t_ck(&d), t_on_done), SL_OK);
     t_wait(t, &d);
     assert_int_equal(d.status, SL_OK);
@@ -283,16 +261,7 @@ static void test_failures_give_counts_back(void **state)
     sqlite3 *db = t_fault(t, 1,
                           "CREATE TRIGGER t_fault BEFORE INSERT ON msg"
                           " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
-    struct part_send_entry en[2] = {
-        {.body = SL_SLICE_LIT("h1"),
-         .group_id = SL_SLICE_LIT("h"),
-         .dedup_id = SL_SLICE_LIT("h1"),
-         .delay_s = -1},
-        {.body = SL_SLICE_LIT("e"),
-         .group_id = SL_SLICE_LIT("g"),
-         .dedup_id = SL_SLICE_LIT("e"),
-         .delay_s = -1},
-    };
+    struct part_send_entry en[2] = {fentry("h1", "h"), fentry("e", "g")};
     struct t_done d;
     assert_int_equal(part_send(t->c, q, 0, en, 2, t_ck(&d), t_on_done), SL_OK);
     t_wait(t, &d);
@@ -325,11 +294,7 @@ static void test_dead_letter_move_registers(void **state)
 {
     struct t_env *t = *state;
     uint64_t dlq = t_create_fifo(t, "dl.fifo", false);
-    struct part_queue_config fc = part_queue_config_default();
-    fc.fifo = true;
-    fc.dlq_target_id = dlq;
-    fc.max_receive_count = 1;
-    uint64_t src = t_create(t, "acme", "dl-src.fifo", &fc);
+    uint64_t src = t_create_fifo_dlq(t, "dl-src.fifo", dlq, 1);
     struct t_done d, r;
     t_send_fifo(t, dlq, 0, "b0", "g", "b0", &d);
     t_send_fifo(t, src, 1, "a", "g", "a", &d);
@@ -383,11 +348,7 @@ static void test_restart_keeps_the_leasing_partition_first(void **state)
 {
     struct t_env *t = *state;
     uint64_t dlq = t_create_fifo(t, "lead.fifo", false);
-    struct part_queue_config fc = part_queue_config_default();
-    fc.fifo = true;
-    fc.dlq_target_id = dlq;
-    fc.max_receive_count = 1;
-    uint64_t src = t_create(t, "acme", "lead-src.fifo", &fc);
+    uint64_t src = t_create_fifo_dlq(t, "lead-src.fifo", dlq, 1);
     struct t_done d, r;
     t_send_fifo(t, src, 1, "a", "g", "a", &d); /* the older number */
     t_send_fifo(t, dlq, 0, "b0", "g", "b0", &d);
