@@ -358,6 +358,11 @@ static int transfer_init(const struct it_server *s, const struct it_request *req
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : 30000L);
+    char source[64];
+    if (req->source_address != NULL) {
+        snprintf(source, sizeof(source), "host!%s", req->source_address);
+        curl_easy_setopt(h, CURLOPT_INTERFACE, source);
+    }
     long version = req->http1 ? CURL_HTTP_VERSION_1_1
                    : s->tls   ? CURL_HTTP_VERSION_2TLS
                               : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;

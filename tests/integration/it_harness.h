@@ -118,6 +118,9 @@ struct it_request {
     bool http1;      /* speak HTTP/1.1 instead of HTTP/2 */
     bool admin;      /* send to the admin listener */
     long timeout_ms; /* 0 = 30000 */
+    /* The client's own address ("127.0.0.2": any 127/8 address reaches a
+     * server on 127.0.0.1), or NULL for the system's choice. */
+    const char *source_address;
 };
 
 struct it_response {
