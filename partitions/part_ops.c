@@ -717,7 +717,7 @@ static void exec_replay(struct part_writer *w, struct part_batch *b, struct part
         const uint8_t *key = sqlite3_column_blob(st, COL_ATTEMPT);
         size_t len = (size_t)sqlite3_column_bytes(st, COL_ATTEMPT);
         if (key == NULL || len != r->attempt_len + 5) {
-            continue; /* an id this one is a prefix of (cannot be: see above) */
+            continue; /* not this id's form: cannot be, ids are 0x21..0x7e */
         }
         const uint8_t *tail = key + r->attempt_len;
         uint32_t gen = (uint32_t)tail[1] << 24 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 8 |
@@ -739,15 +739,16 @@ static void exec_replay(struct part_writer *w, struct part_batch *b, struct part
         b->sql_failed = true;
         return;
     }
+    uint64_t until = now + vis_ms;
     for (size_t i = 0; i < nrows; i++) {
         st = part__stmt(w, ST_EXTEND);
         sqlite3_bind_int64(st, 1, rows[i].id);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)(now + vis_ms));
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)until);
         if (!run(w, b, st)) {
             return;
         }
         part__note_stale(b, rows[i].visible_at, rows[i].id, PART_TIMER_VISIBLE);
-        part__heap_push(&w->timers, now + vis_ms, rows[i].id, PART_TIMER_VISIBLE);
+        part__heap_push(&w->timers, until, rows[i].id, PART_TIMER_VISIBLE);
     }
     r->replayed = r->replayed || nrows > 0;
 }
