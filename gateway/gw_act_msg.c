@@ -574,11 +574,18 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     struct part_counts total = {0};
     part_queue_counts(ctx->api->engine, q.id, PART_ALL_PARTITIONS, &total);
+    /* A FIFO retry (an attempt id) may still get what its attempt holds
+     * where a new receive would get nothing. */
+    bool retry = q.cfg.fifo && r->has_receive_request_attempt_id;
+    bool replay_only = false;
     if (total.inflight >= QUEUE_INFLIGHT_LIMIT && q.cfg.fifo) {
         /* SQS answers a FIFO queue at its in-flight quota with no message
          * rather than OverLimit: delivery stalls until some are deleted. */
-        reply_no_messages(ctx);
-        return;
+        if (!retry) {
+            reply_no_messages(ctx);
+            return;
+        }
+        replay_only = true;
     }
     if (total.inflight >= QUEUE_INFLIGHT_LIMIT) {
         struct gw_sqs_err err;
@@ -600,9 +607,13 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         part_tenant_counts(ctx->api->engine, q.tenant, &backlog, &inflight);
         max = pol_receive_allowance(&ctx->principal.tenant->limits,
                                     inflight > 0 ? (uint64_t)inflight : 0, max);
-        if (max == 0) {
+        if (max == 0 && !retry) {
             reply_no_messages(ctx);
             return;
+        }
+        if (max == 0) {
+            replay_only = true;
+            max = 1; /* the replay answers the whole attempt whatever max says */
         }
     }
     uint32_t wait_s =
@@ -613,7 +624,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     struct msg_batch *b = batch_new(ctx, 0);
     b->queue_id = q.id;
-    if (ctx->loop->draining) {
+    if (ctx->loop->draining || replay_only) {
         wait_s = 0;
     }
     if (wait_s > 0 && ctx->principal.tenant != NULL) {
@@ -656,6 +667,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
          * does): a retry within five minutes gets the messages that
          * attempt still holds, durably, across restarts. */
         job.attempt = r->receive_request_attempt_id;
+        job.replay_only = replay_only;
     }
     int rc = part_receive(ctx->loop->part, &job, cookie_of(b), receive_done, &b->ticket);
     free(held);

@@ -199,6 +199,7 @@ struct part_recv {
     char attempt[PART_ATTEMPT_MAX];
     size_t attempt_len;
     bool replaying;              /* still visiting partitions for the attempt's leases */
+    bool replay_only;            /* nothing of the attempt left: answer empty, lease nothing */
     bool replayed;               /* msgs are a replay: a cancel releases nothing */
     uint8_t pos[PART_MAX_BATCH]; /* replay: each message's place in the first reply */
 };

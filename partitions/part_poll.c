@@ -168,13 +168,14 @@ static void replay_sort(struct part_recv *r)
 }
 
 /* The replay visits are over: the attempt's messages if any were left,
- * else the receive starts as an ordinary one. */
+ * else the receive starts as an ordinary one (or, replay only, answers
+ * none). */
 static void replay_done(struct part_engine *e, struct part_job *job)
 {
     struct part_recv *r = job->recv;
     r->replaying = false;
     r->next = 0;
-    if (r->nmsgs > 0) {
+    if (r->nmsgs > 0 || r->replay_only) {
         replay_sort(r);
         part__complete(job);
     } else {

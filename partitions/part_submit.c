@@ -178,6 +178,7 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
         memcpy(r->attempt, req->attempt.p, req->attempt.n);
         r->attempt_len = req->attempt.n;
         r->replaying = true;
+        r->replay_only = req->replay_only;
     }
     atomic_init(&r->flags, 0);
     if (req->wait_ms > 0 && !c->draining && !atomic_load(&e->draining)) {

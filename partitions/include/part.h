@@ -420,6 +420,10 @@ struct part_receive_req {
     /* FIFO queues: the ReceiveRequestAttemptId (n == 0: none; ignored on
      * standard queues). See part_receive. */
     struct sl_slice attempt;
+    /* With an attempt id on a FIFO queue: only the retry's replay; when
+     * nothing of the attempt is left, complete with no message instead of
+     * leasing (a queue at its in-flight quota still answers its retries). */
+    bool replay_only;
 };
 
 #define PART_FAIR_WINDOW 256

@@ -3,9 +3,9 @@
  * retry gets the same messages, receipt handles and order (across
  * partitions) with a new lease; what a delete or a visibility change
  * leaves of an attempt; a lapsed lease, a later receive or the end of the
- * five minutes ends it; it survives a restart; a cancelled retry keeps
- * the leases; attempt ids that share a prefix stay apart; standard queues
- * and receives without an attempt id stamp nothing.
+ * five minutes ends it; it survives a restart; a replay-only receive
+ * leases nothing new; a cancelled retry keeps the leases; attempt ids that share a prefix stay
+ * apart; standard queues and receives without an attempt id stamp nothing.
  */
 #include "part_test_util.h"
 
@@ -172,6 +172,33 @@ static void test_replay_after_restart(void **state)
     assert_int_equal(d.entry[0], SL_OK);
 }
 
+/* Replay only (a queue at its in-flight quota): the attempt's messages,
+ * or none, never a new lease. */
+static void test_replay_only(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create_fifo(t, "only.fifo", false);
+    struct t_done d, first, again;
+    t_send_fifo(t, q, 0, "a1", "a", "1", &d);
+    t_send_fifo(t, q, 1, "b1", "b", "2", &d);
+    recv_attempt(t, q, 1, 30, "kept", &first);
+    assert_string_equal(bodies(&first), "a1");
+    struct part_receive_req req = {.queue_id = q,
+                                   .max_messages = 10,
+                                   .visibility_s = 30,
+                                   .attempt = SL_SLICE_LIT("kept"),
+                                   .replay_only = true};
+    t_recv_with(t, req, &again);
+    assert_int_equal(again.status, SL_OK);
+    assert_string_equal(bodies(&again), "a1");
+    assert_string_equal(again.msgs[0].receipt, first.msgs[0].receipt);
+    req.attempt = SL_SLICE_LIT("new");
+    t_recv_with(t, req, &again);
+    assert_int_equal(again.status, SL_OK);
+    assert_int_equal(again.count, 0);
+    assert_int_equal(t_counts(t, q).ready, 1); /* b1 was not leased */
+}
+
 /* A retry whose stream goes away gives nothing back: the leases are the
  * first receive's, and the next retry still finds them. */
 static void test_cancelled_replay(void **state)
@@ -282,6 +309,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replay_after_changes, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_replay_ends, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_replay_after_restart, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_replay_only, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_replay, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_ids_apart, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_nothing_stamped, t_setup, t_teardown),
