@@ -52,7 +52,6 @@ struct gw_api {
     size_t purge_count;
     size_t purge_cap;
     struct gw_move_registry *moves;   /* message move tasks (gw_move.c) */
-    struct gw_attempts *attempts;     /* FIFO receive attempts (gw_act_msg.c's hooks) */
     struct gw_metrics *metrics;       /* owned; request counters (gw_metrics.h) */
     struct gw_connlimit *conns;       /* SQS listener's caps, borrowed; NULL in tests */
     struct gw_connlimit *admin_conns; /* admin listener's, borrowed; may be NULL */

@@ -16,7 +16,6 @@
 #include "gw_act_msg.h"
 
 #include "gw_act_fifo.h"
-#include "gw_attempts.h"
 #include "gw_attrs.h"
 #include "gw_pause.h"
 #include "gw_metrics.h"
@@ -39,9 +38,8 @@ struct msg_batch {
     uint64_t ticket;
     struct pol_tenant_state *long_poll; /* a long-poll slot to release, or NULL */
     uint64_t queue_id;
-    bool spilled;     /* send: accepted into the overflow lane */
-    bool fifo;        /* send: to a FIFO queue (answers carry SequenceNumber) */
-    uint32_t lease_s; /* receive: the visibility timeout its leases get */
+    bool spilled; /* send: accepted into the overflow lane */
+    bool fifo;    /* send: to a FIFO queue (answers carry SequenceNumber) */
     /* send fanned out over several partitions (FIFO groups): the sub-jobs
      * still running, and what each job entry got */
     uint32_t pending;
@@ -506,8 +504,6 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
 {
     struct msg_batch *b = cookie.ptr;
     struct gw_act_ctx *ctx = b->ctx;
-    bool fifo = b->fifo;
-    uint64_t lease_ms = (uint64_t)b->lease_s * 1000u;
     receive_finish(b);
     if (status == SL_ECLOSED && gw_exchange_cancelled(ctx->ex)) {
         gw__act_reply_empty(ctx); /* the client is gone; this only frees */
@@ -518,10 +514,6 @@ static void receive_done(struct part_cookie cookie, int status, const struct par
         return;
     }
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
-    if (fifo && r->has_receive_request_attempt_id && res->message_count > 0) {
-        gw_attempts_put(ctx->api->attempts, ctx->queue_id, r->receive_request_attempt_id,
-                        sl_wall_ms(), lease_ms, res);
-    }
     size_t n = res->message_count;
     SL_ASSERT(n <= PART_MAX_BATCH);
     observe_receive(ctx, res);
@@ -602,11 +594,18 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     struct part_counts total = {0};
     part_queue_counts(ctx->api->engine, q.id, PART_ALL_PARTITIONS, &total);
+    /* A FIFO retry (an attempt id) may still get what its attempt holds
+     * where a new receive would get nothing. */
+    bool retry = q.cfg.fifo && r->has_receive_request_attempt_id;
+    bool replay_only = false;
     if (total.inflight >= QUEUE_INFLIGHT_LIMIT && q.cfg.fifo) {
         /* SQS answers a FIFO queue at its in-flight quota with no message
          * rather than OverLimit: delivery stalls until some are deleted. */
-        reply_no_messages(ctx);
-        return;
+        if (!retry) {
+            reply_no_messages(ctx);
+            return;
+        }
+        replay_only = true;
     }
     if (total.inflight >= QUEUE_INFLIGHT_LIMIT) {
         struct gw_sqs_err err;
@@ -621,16 +620,6 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     if (gw__act_admit(ctx, q.tenant, q.name, POL_ACTION_RECEIVE, 1, &spill_unused) != SL_OK) {
         return;
     }
-    struct part_result replay;
-    if (q.cfg.fifo && r->has_receive_request_attempt_id &&
-        gw_attempts_get(ctx->api->attempts, q.id, r->receive_request_attempt_id, sl_wall_ms(),
-                        &replay)) {
-        /* A retry of a receive within SQS's five minutes: the same
-         * messages and receipt handles, nothing leased again. */
-        receive_done(cookie_of(batch_new(ctx, 0)), SL_OK, &replay);
-        gw_attempts_result_free(&replay);
-        return;
-    }
     uint32_t max = (uint32_t)r->max_number_of_messages;
     if (ctx->principal.tenant != NULL) {
         int64_t backlog = 0;
@@ -638,9 +627,13 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         part_tenant_counts(ctx->api->engine, q.tenant, &backlog, &inflight);
         max = pol_receive_allowance(&ctx->principal.tenant->limits,
                                     inflight > 0 ? (uint64_t)inflight : 0, max);
-        if (max == 0) {
+        if (max == 0 && !retry) {
             reply_no_messages(ctx);
             return;
+        }
+        if (max == 0) {
+            replay_only = true;
+            max = 1; /* the replay answers the whole attempt whatever max says */
         }
     }
     uint32_t wait_s =
@@ -651,10 +644,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     struct msg_batch *b = batch_new(ctx, 0);
     b->queue_id = q.id;
-    b->fifo = q.cfg.fifo;
-    b->lease_s =
-        r->has_visibility_timeout ? (uint32_t)r->visibility_timeout : q.cfg.visibility_timeout_s;
-    if (ctx->loop->draining) {
+    if (ctx->loop->draining || replay_only) {
         wait_s = 0;
     }
     if (wait_s > 0 && ctx->principal.tenant != NULL) {
@@ -692,6 +682,13 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         .overflow_every = POL_OVERFLOW_GUARD_EVERY,
         .noisy = pol_group_is_noisy, /* SQS fair queues: always on */
     };
+    if (r->has_receive_request_attempt_id) {
+        /* FIFO only (the engine ignores it on a standard queue, as SQS
+         * does): a retry within five minutes gets the messages that
+         * attempt still holds, durably, across restarts. */
+        job.attempt = r->receive_request_attempt_id;
+        job.replay_only = replay_only;
+    }
     int rc = part_receive(ctx->loop->part, &job, cookie_of(b), receive_done, &b->ticket);
     free(held);
     free(read_set);
@@ -705,22 +702,6 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     gw_exchange_on_cancel(ctx->ex, receive_cancelled, b);
 }
-
-static void attempts_init(struct gw_api *api)
-{
-    api->attempts = gw_attempts_new();
-}
-
-static void attempts_free(struct gw_api *api)
-{
-    gw_attempts_free(api->attempts);
-    api->attempts = NULL;
-}
-
-const struct gw_act_hooks gw__act_msg_hooks = {
-    .api_init = attempts_init,
-    .api_free = attempts_free,
-};
 
 /* ---- DeleteMessage(Batch), ChangeMessageVisibility(Batch) --------------------- */
 

@@ -16,7 +16,4 @@ gw_act_fn gw__act_delete_message_batch;
 gw_act_fn gw__act_change_message_visibility;
 gw_act_fn gw__act_change_message_visibility_batch;
 
-/* Keeps api->attempts, the FIFO ReceiveRequestAttemptId replays. */
-extern const struct gw_act_hooks gw__act_msg_hooks;
-
 #endif

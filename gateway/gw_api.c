@@ -92,7 +92,6 @@ static const struct gw_act_hooks *const hooks[] = {
     &gw__act_queue_hooks,
     &gw__move_hooks,
     &gw__pause_hooks,
-    &gw__act_msg_hooks,
 };
 
 #define RUN_HOOKS(name, arg)                                                                       \

@@ -166,6 +166,7 @@ static void proto_start(struct gw_conn *c, bool h2)
         .budget = c->budget,
         .counters = c->limits,
     };
+    memcpy(env.peer, c->peer.addr, sizeof env.peer);
     if (h2)
         c->h2c = gw__h2c_new(&env, now_ns(c));
     else

@@ -13,8 +13,9 @@
  *    write also needs the session's CSRF token in a header, which another
  *    origin cannot read (no CORS headers here) and a form cannot send; and
  *    a write that names its Origin must name this listener.
- *  - Failed logins are rationed process-wide (a burst for typos, then one
- *    a second): the login is the one place a guess costs nothing else.
+ *  - Failed logins are rationed per client address (a burst for typos,
+ *    then one a second): the login is the one place a guess costs nothing
+ *    else, and one client's guessing must not lock the others out.
  *  - Every answer carries a Content-Security-Policy without 'unsafe-inline'
  *    and without any other origin, so even a message body that slipped
  *    into the page as markup could not run.
@@ -33,7 +34,7 @@
 #include "gw_console_assets.h"
 #include "gw_console_history.h"
 #include "gw_metrics.h"
-#include "pol.h"
+#include "gw_peer_ration.h"
 
 #define COOKIE_NAME "sluice_session"
 #define COOKIE_NAME_TLS "__Host-sluice_session"
@@ -47,7 +48,7 @@ struct gw_console {
     struct gw_console_sessions *sessions;
     struct gw_console_history *history; /* NULL without an engine */
     struct gw_metrics *metrics;         /* borrowed; may be NULL */
-    struct pol_gcra login_failures;
+    struct gw_peer_ration *login_failures;
 };
 
 struct gw_console *gw__console_new(struct part_engine *engine, struct gw_metrics *metrics)
@@ -56,8 +57,8 @@ struct gw_console *gw__console_new(struct part_engine *engine, struct gw_metrics
     c->metrics = metrics;
     c->history = engine != NULL ? gw__console_history_start(engine) : NULL;
     c->sessions = gw__console_sessions_new();
-    pol_gcra_init(&c->login_failures, GW_CONSOLE_LOGIN_FAILURES_PER_S,
-                  GW_CONSOLE_LOGIN_FAILURES_BURST);
+    c->login_failures = gw__peer_ration_new(
+        GW_CONSOLE_LOGIN_FAILURES_PER_S, GW_CONSOLE_LOGIN_FAILURES_BURST, GW_CONSOLE_LOGIN_PEERS);
     return c;
 }
 
@@ -68,6 +69,7 @@ void gw__console_free(struct gw_console *c)
     }
     gw__console_history_stop(c->history);
     gw__console_sessions_free(c->sessions);
+    gw__peer_ration_free(c->login_failures);
     free(c);
 }
 
@@ -257,7 +259,7 @@ static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct 
                   const struct gw_request *req)
 {
     uint64_t now = sl_mono_ns();
-    if (pol_gcra_available(&c->login_failures, now) == 0) {
+    if (!gw__peer_ration_allowed(c->login_failures, req->peer, now)) {
         count_refusal(c, true);
         respond_error(ex, 429, "TooManyRequests",
                       "Too many failed logins; wait a few seconds and try again.");
@@ -286,7 +288,7 @@ static void login(struct gw_console *c, const struct cfg_snapshot *snap, struct 
     }
     if (!secret_equal((struct sl_slice){secret, secret_len}, admin_secret(snap))) {
         json_decref(body);
-        pol_gcra_take(&c->login_failures, 1, POL_PPM, now, NULL);
+        gw__peer_ration_charge(c->login_failures, req->peer, now);
         count_refusal(c, false);
         sl_log(SL_LOG_WARN, "audit", "principal=- route=\"POST /console/login\" status=403");
         respond_error(ex, 403, "AccessDenied", "That is not the admin secret.");

@@ -32,9 +32,11 @@ struct gw_console;
 struct gw_metrics;
 struct part_engine;
 
-/* Failed logins allowed, process-wide: a few typos, then one a second. */
+/* Failed logins allowed per client address: a few typos, then one a
+ * second; meters are kept for this many addresses at once. */
 #define GW_CONSOLE_LOGIN_FAILURES_PER_S 1
 #define GW_CONSOLE_LOGIN_FAILURES_BURST 10u
+#define GW_CONSOLE_LOGIN_PEERS 256u
 
 /* The header a console write carries its session's CSRF token in. */
 #define GW_CONSOLE_CSRF_HEADER "x-sluice-csrf"

@@ -165,7 +165,7 @@ bool gw__exchange_find_header(const struct gw_exchange *ex, const char *name,
 /* Built from the stored header bytes once they stop moving: at the end of
  * the headers for on_headers, and again at the end of the request, which
  * only adds the body (trailers are not stored). */
-void gw__exchange_build_request(struct gw_exchange *ex, bool tls)
+void gw__exchange_build_request(struct gw_exchange *ex, const struct gw_proto_env *env)
 {
     ex->req.body = (struct sl_slice){ex->body.p != NULL ? ex->body.p : "", ex->body.n};
     ex->req.start_mono_ns = *ex->now_ns;
@@ -193,7 +193,8 @@ void gw__exchange_build_request(struct gw_exchange *ex, bool tls)
     ex->req.headers = ex->headers;
     ex->req.header_count = regular;
     ex->req.request_id = ex->request_id;
-    ex->req.tls = tls;
+    ex->req.tls = env->tls;
+    memcpy(ex->req.peer, env->peer, sizeof ex->req.peer);
 }
 
 bool gw__exchange_is_healthz(const struct gw_exchange *ex)
@@ -246,14 +247,14 @@ void gw__exchange_dispatch(struct gw_exchange *ex, const struct gw_handler *h, v
 
 /* The exchange is lent to on_headers as if dispatched, and taken back
  * unless answered. */
-bool gw__exchange_offer_headers(struct gw_exchange *ex, const struct gw_handler *h, void *loop_ctx,
-                                bool tls)
+bool gw__exchange_offer_headers(struct gw_exchange *ex, const struct gw_proto_env *env)
 {
-    gw__exchange_build_request(ex, tls);
+    const struct gw_handler *h = env->handler;
+    gw__exchange_build_request(ex, env);
     ex->state = GW_EX_DISPATCHED;
     if (ex->loop_inflight != NULL)
         (*ex->loop_inflight)++;
-    if (h->on_headers(loop_ctx, ex, &ex->req) == GW_HEADERS_ANSWERED) {
+    if (h->on_headers(env->loop_ctx, ex, &ex->req) == GW_HEADERS_ANSWERED) {
         SL_ASSERT(ex->state == GW_EX_RESPONDED);
         return true;
     }

@@ -51,6 +51,7 @@ struct gw_proto_env {
     const struct gw_handler *handler; /* borrowed; on_request may be NULL (404) */
     void *loop_ctx;                   /* handler->loop_start()'s result */
     bool tls;                         /* reported in struct gw_request */
+    uint8_t peer[16];                 /* the client's address, as in struct gw_request */
     /* Exchanges held by the handler (dispatched, not yet responded), summed
      * over every connection of the loop; outlives each connection because a
      * handler may respond after the connection is gone. May be NULL. */
@@ -167,7 +168,7 @@ bool gw__exchange_find_header(const struct gw_exchange *ex, const char *name,
                               struct sl_slice *value);
 
 /* Builds ex->req from the stored headers and the body so far. */
-void gw__exchange_build_request(struct gw_exchange *ex, bool tls);
+void gw__exchange_build_request(struct gw_exchange *ex, const struct gw_proto_env *env);
 
 /* GET or HEAD /healthz, answered by the protocol layer itself. */
 bool gw__exchange_is_healthz(const struct gw_exchange *ex);
@@ -196,8 +197,7 @@ void gw__exchange_dispatch(struct gw_exchange *ex, const struct gw_handler *h, v
 /* The handler's on_headers look at a request before its body. Returns true
  * when it answered (ex is GW_EX_RESPONDED), false when the body is wanted
  * (ex back in GW_EX_RECEIVING). */
-bool gw__exchange_offer_headers(struct gw_exchange *ex, const struct gw_handler *h, void *loop_ctx,
-                                bool tls);
+bool gw__exchange_offer_headers(struct gw_exchange *ex, const struct gw_proto_env *env);
 
 /* Responses made by the protocol layer itself (not the handler's). The
  * first copies body; the second owns it (malloc'd, NULL when empty). */

@@ -478,7 +478,7 @@ static int on_headers_complete(http_parser *p)
     c->phase = H1_BODY;
     const struct gw_handler *h = c->env.handler;
     if (h != NULL && h->on_headers != NULL && !gw__exchange_is_healthz(c->ex) &&
-        gw__exchange_offer_headers(c->ex, h, c->env.loop_ctx, c->env.tls)) {
+        gw__exchange_offer_headers(c->ex, &c->env)) {
         /* Answered before the body, which is never read: the connection
          * closes after the answer (submit saw the request unfinished). */
         c->failed = true;
@@ -536,7 +536,7 @@ static void request_complete(struct gw_h1c *c)
     if (ex == NULL || ex->state != GW_EX_RECEIVING)
         return;
     c->phase = H1_HANDLER;
-    gw__exchange_build_request(ex, c->env.tls);
+    gw__exchange_build_request(ex, &c->env);
     if (gw__exchange_is_healthz(ex)) {
         const struct gw_header ct = {SL_SLICE_LIT("content-type"),
                                      SL_SLICE_LIT("text/plain; charset=utf-8")};

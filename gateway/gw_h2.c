@@ -391,7 +391,7 @@ static void request_complete(struct gw_exchange *ex)
         respond_error(ex, 400, "MissingParameter", "request without :method or :path");
         return;
     }
-    gw__exchange_build_request(ex, c->env.tls);
+    gw__exchange_build_request(ex, &c->env);
     if (gw__exchange_is_healthz(ex)) {
         const struct gw_header ct = {SL_SLICE_LIT("content-type"),
                                      SL_SLICE_LIT("text/plain; charset=utf-8")};
@@ -415,7 +415,7 @@ static void offer_headers(struct gw_exchange *ex)
     if (h == NULL || h->on_headers == NULL || ex->pseudo[GW_PSEUDO_METHOD] < 0 ||
         ex->pseudo[GW_PSEUDO_PATH] < 0 || gw__exchange_is_healthz(ex))
         return;
-    (void)gw__exchange_offer_headers(ex, h, c->env.loop_ctx, c->env.tls);
+    (void)gw__exchange_offer_headers(ex, &c->env);
 }
 
 /* HEADERS ended without END_STREAM: refuse early what cannot succeed. */

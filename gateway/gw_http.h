@@ -41,6 +41,9 @@ struct gw_request {
     const char *request_id; /* UUID, also sent as x-amzn-RequestId */
     uint64_t start_mono_ns; /* when the request was complete */
     bool tls;
+    /* The client's address: IPv6, or IPv4 mapped into it (::ffff:a.b.c.d);
+     * all zero for a connection that has none (a test's socketpair). */
+    uint8_t peer[16];
 };
 
 typedef void gw_request_fn(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req);

@@ -316,6 +316,9 @@ static void recv_unlist(struct part_client *c, struct part_job *job)
 static void release_leases(struct part_engine *e, struct part_job *job)
 {
     struct part_recv *r = job->recv;
+    if (r->replayed) {
+        return; /* the leases are the first receive's: they stay its */
+    }
     for (size_t i = 0; i < r->nmsgs; i++) {
         if (r->msgs[i].partition == UINT32_MAX) {
             continue;

@@ -99,14 +99,24 @@ static int manifest_read(struct part_engine *e, uint32_t *have, char *err, size_
     return SL_OK;
 }
 
-/* A manifest that says N partitions promises part-0000..N-1 exist: a
- * missing one is a lost file (a restore cut short, an operator's rm), not
- * a partition to start afresh -- creating it empty would silently drop
- * every message it held. */
+/* A manifest that says N partitions promises catalog.db and
+ * part-0000..N-1 exist: a missing one is a lost file (a restore cut short,
+ * an operator's rm), not a file to start afresh -- an empty partition would
+ * silently drop every message it held, and an empty catalog would orphan
+ * every queue's messages in the partitions. */
 static int parts_present(const struct part_engine *e, uint32_t have, char *err, size_t errlen)
 {
     char path[4096];
     struct stat st;
+    snprintf(path, sizeof path, "%s/catalog.db", e->data_dir);
+    if (have > 0 && lstat(path, &st) != 0) {
+        snprintf(err, errlen,
+                 "%s: %s, but the manifest says the directory is in use: refusing to open "
+                 "(restore the data directory from a backup; an empty catalog would lose every "
+                 "queue)",
+                 path, strerror(errno));
+        return SL_EIO;
+    }
     for (uint32_t p = 0; p < have; p++) {
         snprintf(path, sizeof path, "%s/part-%04u.db", e->data_dir, p);
         if (lstat(path, &st) != 0) {
@@ -121,28 +131,40 @@ static int parts_present(const struct part_engine *e, uint32_t have, char *err, 
     return SL_OK;
 }
 
-/* Creates part-NNNN.db for from <= p < to, empty, before the manifest
- * names them: a crash between the manifest's write and the writers' first
- * open must not leave a manifest whose partitions look lost. SQLite takes
- * an empty file for an empty database. */
+/* Creates part-NNNN.db for from <= p < to, and catalog.db on a first
+ * start (from == 0), empty, before the manifest names them: a crash
+ * between the manifest's write and the first open must not leave a
+ * manifest whose files look lost. SQLite takes an empty file for an empty
+ * database. */
+static int create_empty(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return SL_EIO;
+    }
+    close(fd);
+    return SL_OK;
+}
+
 static int parts_create(const struct part_engine *e, uint32_t from, uint32_t to, char *err,
                         size_t errlen)
 {
     char path[4096];
-    for (uint32_t p = from; p < to; p++) {
+    int rc = SL_OK;
+    if (from == 0) {
+        snprintf(path, sizeof path, "%s/catalog.db", e->data_dir);
+        rc = create_empty(path, err, errlen);
+    }
+    for (uint32_t p = from; p < to && rc == SL_OK; p++) {
         snprintf(path, sizeof path, "%s/part-%04u.db", e->data_dir, p);
-        int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            return SL_EIO;
-        }
-        close(fd);
+        rc = create_empty(path, err, errlen);
     }
-    if (sl_fsync_path(e->data_dir) != SL_OK) {
+    if (rc == SL_OK && sl_fsync_path(e->data_dir) != SL_OK) {
         snprintf(err, errlen, "%s: %s", e->data_dir, strerror(errno));
-        return SL_EIO;
+        rc = SL_EIO;
     }
-    return SL_OK;
+    return rc;
 }
 
 /* ---- engine ------------------------------------------------------------ */

@@ -201,6 +201,13 @@ struct part_recv {
     bool timer_init;
     struct part_message msgs[PART_MAX_BATCH];
     size_t nmsgs;
+    /* FIFO ReceiveRequestAttemptId (attempt_len 0: none) */
+    char attempt[PART_ATTEMPT_MAX];
+    size_t attempt_len;
+    bool replaying;              /* still visiting partitions for the attempt's leases */
+    bool replay_only;            /* nothing of the attempt left: answer empty, lease nothing */
+    bool replayed;               /* msgs are a replay: a cancel releases nothing */
+    uint8_t pos[PART_MAX_BATCH]; /* replay: each message's place in the first reply */
 };
 
 struct part_catalog_req {
@@ -341,7 +348,7 @@ struct part_writer {
     _Atomic uint64_t stat_timers; /* timers.n after the last batch */
     /* writer thread only */
     struct sqlite3 *db;
-    struct sqlite3_stmt *st[28]; /* prepared statements, by part_schema.h's ST_* */
+    struct sqlite3_stmt *st[32]; /* prepared statements, by part_schema.h's ST_* */
     struct part_heap timers;
     bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;

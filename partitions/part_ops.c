@@ -664,6 +664,106 @@ static bool pick_fair(struct part_writer *w, struct part_batch *b, struct part_j
     return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
 }
 
+/* ---- ReceiveRequestAttemptId ---------------------------------------------- */
+
+/* A row's attempt value (part_schema.c, msg_attempt): the id, the place
+ * in the reply, the receive count, big-endian. */
+#define ATTEMPT_KEY_MAX (PART_ATTEMPT_MAX + 5)
+#define ATTEMPT_PLACE_END 0x20 /* place bytes sort below every id byte */
+
+static size_t attempt_key(const struct part_recv *r, uint8_t place, uint32_t gen,
+                          uint8_t key[ATTEMPT_KEY_MAX])
+{
+    memcpy(key, r->attempt, r->attempt_len);
+    uint8_t *p = key + r->attempt_len;
+    p[0] = place;
+    p[1] = (uint8_t)(gen >> 24);
+    p[2] = (uint8_t)(gen >> 16);
+    p[3] = (uint8_t)(gen >> 8);
+    p[4] = (uint8_t)gen;
+    return r->attempt_len + 5;
+}
+
+/* One row of the attempt still leased under it. */
+struct replayed {
+    int64_t id;
+    uint64_t visible_at;
+};
+
+/* A retry of a FIFO receive (part_receive in part.h): the rows this
+ * partition leased under the attempt that are still in flight under that
+ * very lease -- the receive count it stamped (a later receive, a release
+ * or a redrive would have changed or cleared it; a visibility change
+ * clears it), the lease not run out, taken within the interval -- get a
+ * new lease of the retry's visibility timeout and are filled in as they
+ * were, with their place in the first reply. Their receive count and so
+ * their receipt handles stay. */
+static void exec_replay(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                        const struct part_queue_config *cfg, uint64_t now)
+{
+    struct part_recv *r = job->recv;
+    uint64_t vis_ms =
+        (uint64_t)(r->visibility_s < 0 ? cfg->visibility_timeout_s : (uint32_t)r->visibility_s) *
+        1000;
+    uint8_t lo[PART_ATTEMPT_MAX + 1];
+    uint8_t hi[PART_ATTEMPT_MAX + 1];
+    memcpy(lo, r->attempt, r->attempt_len);
+    memcpy(hi, r->attempt, r->attempt_len);
+    lo[r->attempt_len] = 0;
+    hi[r->attempt_len] = ATTEMPT_PLACE_END;
+    sqlite3_stmt *st = part__stmt(w, ST_ATTEMPT_ROWS);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_blob(st, 2, lo, (int)r->attempt_len + 1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 3, hi, (int)r->attempt_len + 1, SQLITE_STATIC);
+    /* The columns after MSG_COLUMNS. */
+    enum { COL_ATTEMPT = 13, COL_STATE, COL_VISIBLE_AT, COL_LAST_RECEIVE };
+    struct replayed rows[PART_MAX_BATCH];
+    size_t nrows = 0;
+    int rc = SQLITE_DONE;
+    /* Filled while stepping (fill_message copies), updated after the
+     * reset: the rows must not change under the cursor. */
+    while (r->nmsgs < PART_MAX_BATCH && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const uint8_t *key = sqlite3_column_blob(st, COL_ATTEMPT);
+        size_t len = (size_t)sqlite3_column_bytes(st, COL_ATTEMPT);
+        if (key == NULL || len != r->attempt_len + 5) {
+            continue; /* not this id's form: cannot be, ids are 0x21..0x7e */
+        }
+        const uint8_t *tail = key + r->attempt_len;
+        uint32_t gen = (uint32_t)tail[1] << 24 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 8 |
+                       (uint32_t)tail[4];
+        uint64_t visible_at = (uint64_t)sqlite3_column_int64(st, COL_VISIBLE_AT);
+        uint64_t leased_at = (uint64_t)sqlite3_column_int64(st, COL_LAST_RECEIVE);
+        if (sqlite3_column_int(st, COL_STATE) != PART_STATE_INFLIGHT ||
+            (uint32_t)sqlite3_column_int64(st, 7) != gen || visible_at <= now ||
+            leased_at + PART_ATTEMPT_INTERVAL_MS <= now || tail[0] >= PART_MAX_BATCH) {
+            continue;
+        }
+        fill_message(w, st, &r->msgs[r->nmsgs], job->queue_id, gen, now);
+        r->pos[r->nmsgs] = tail[0];
+        r->nmsgs++;
+        rows[nrows++] = (struct replayed){sqlite3_column_int64(st, 0), visible_at};
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        return;
+    }
+    uint64_t until = now + vis_ms;
+    for (size_t i = 0; i < nrows; i++) {
+        st = part__stmt(w, ST_EXTEND);
+        sqlite3_bind_int64(st, 1, rows[i].id);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)until);
+        if (!run(w, b, st)) {
+            return;
+        }
+        part__note_stale(b, rows[i].visible_at, rows[i].id, PART_TIMER_VISIBLE);
+        part__heap_push(&w->timers, until, rows[i].id, PART_TIMER_VISIBLE);
+    }
+    r->replayed = r->replayed || nrows > 0;
+}
+
+/* ---- receive ------------------------------------------------------------- */
+
 static void exec_receive(struct part_writer *w, struct part_batch *b, struct part_job *job,
                          uint64_t now)
 {
@@ -675,6 +775,10 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
     }
     if (!part__queue_cfg(w->engine, job->q, &cfg)) {
         job->status = SL_ENOTFOUND;
+        return;
+    }
+    if (r->replaying) { /* extends leases, takes none: a pause allows it */
+        exec_replay(w, b, job, &cfg, now);
         return;
     }
     /* Checked here, where leases are taken, not only when the receive
@@ -742,11 +846,17 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
                 again = true;
                 continue;
             }
-            sqlite3_stmt *ls = part__stmt(w, ST_LEASE);
+            bool stamp = cfg.fifo && r->attempt_len > 0;
+            sqlite3_stmt *ls = part__stmt(w, stamp ? ST_LEASE_ATTEMPT : ST_LEASE);
             sqlite3_bind_int64(ls, 1, cand[i].id);
             uint64_t lease_until = now + vis_ms;
             sqlite3_bind_int64(ls, 2, (sqlite3_int64)lease_until);
             sqlite3_bind_int64(ls, 3, (sqlite3_int64)now);
+            uint8_t key[ATTEMPT_KEY_MAX];
+            if (stamp) {
+                size_t n = attempt_key(r, (uint8_t)kept, cand[i].count + 1, key);
+                sqlite3_bind_blob(ls, 4, key, (int)n, SQLITE_TRANSIENT);
+            }
             if (!run(w, b, ls)) {
                 break;
             }

@@ -133,9 +133,65 @@ static bool recv_plan(struct part_engine *e, struct part_job *job, uint32_t firs
 
 static void recv_no_message(struct part_engine *e, struct part_job *job);
 
+/* A retry of a FIFO receive (an attempt id) first visits, one after the
+ * other, each partition of its read set where the queue has messages in
+ * flight: only there can the attempt's leases be, and exec_receive
+ * replays them instead of leasing. False when none is left to visit. */
+static bool replay_next(struct part_engine *e, struct part_job *job)
+{
+    struct part_recv *r = job->recv;
+    while (r->next < r->nparts) {
+        uint32_t p = r->parts[r->next++];
+        if (atomic_load(&job->q->per[p].inflight) > 0 && part__partition_ok(e, p)) {
+            part__submit_partition(e, p, job);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The replayed messages in the order the first receive returned them
+ * (each partition found its own in row order). */
+static void replay_sort(struct part_recv *r)
+{
+    for (size_t i = 1; i < r->nmsgs; i++) {
+        struct part_message m = r->msgs[i];
+        uint8_t pos = r->pos[i];
+        size_t k = i;
+        for (; k > 0 && r->pos[k - 1] > pos; k--) {
+            r->msgs[k] = r->msgs[k - 1];
+            r->pos[k] = r->pos[k - 1];
+        }
+        r->msgs[k] = m;
+        r->pos[k] = pos;
+    }
+}
+
+/* The replay visits are over: the attempt's messages if any were left,
+ * else the receive starts as an ordinary one (or, replay only, answers
+ * none). */
+static void replay_done(struct part_engine *e, struct part_job *job)
+{
+    struct part_recv *r = job->recv;
+    r->replaying = false;
+    r->next = 0;
+    if (r->nmsgs > 0 || r->replay_only) {
+        replay_sort(r);
+        part__complete(job);
+    } else {
+        part__recv_dispatch(e, job, UINT32_MAX);
+    }
+}
+
 void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t first)
 {
     struct part_recv *r = job->recv;
+    if (r->replaying) {
+        if (!replay_next(e, job)) {
+            replay_done(e, job);
+        }
+        return;
+    }
     /* the sequence before the counters: see the file comment */
     r->seen_seq = atomic_load(&job->q->wake_seq);
     r->pass = 0;
@@ -268,8 +324,17 @@ void part__flush_waiters(struct part_queue *q, int status)
 static void receive_continue(struct part_engine *e, struct part_job *job)
 {
     struct part_recv *r = job->recv;
-    if (job->status != SL_OK || r->nmsgs == r->max ||
-        (atomic_load(&r->flags) & PART_RECV_CANCELLED)) {
+    if (job->status != SL_OK || (atomic_load(&r->flags) & PART_RECV_CANCELLED)) {
+        part__complete(job);
+        return;
+    }
+    if (r->replaying) {
+        if (!replay_next(e, job)) {
+            replay_done(e, job);
+        }
+        return;
+    }
+    if (r->nmsgs == r->max) {
         part__complete(job);
         return;
     }

@@ -39,15 +39,30 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_LEASE] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
                  " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE first_receive_at"
                  " END, last_receive_at=?3 WHERE id=?1",
+    /* ST_LEASE stamping the receive's attempt (schema 6): ?4 is the
+     * attempt id, the message's place in the reply and its receive count
+     * (part_ops.c, "ReceiveRequestAttemptId"). */
+    [ST_LEASE_ATTEMPT] = "UPDATE msg SET state=2, visible_at=?2, receive_count=receive_count+1,"
+                         " first_receive_at=CASE WHEN first_receive_at=0 THEN ?3 ELSE"
+                         " first_receive_at END, last_receive_at=?3, attempt=?4 WHERE id=?1",
+    /* Every row ever stamped with the attempt id ?2..?3 (a range of
+     * msg_attempt); the caller keeps those still leased under it. */
+    [ST_ATTEMPT_ROWS] =
+        "SELECT " MSG_COLUMNS ", m.attempt, m.state, m.visible_at,"
+        " m.last_receive_at" MSG_JOIN " WHERE m.queue_id=?1 AND m.attempt>=?2 AND m.attempt<?3",
+    [ST_EXTEND] = "UPDATE msg SET visible_at=?2 WHERE id=?1",
     [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at, lane, group_id"
                " FROM msg WHERE id=?",
     [ST_DELETE] = "DELETE FROM msg WHERE id=?",
-    [ST_SET_VISIBLE] = "UPDATE msg SET state=?2, visible_at=?3 WHERE id=?1",
+    /* A changed visibility spends the row's attempt (SQS: a retry returns
+     * only unmodified messages), as does a released lease. */
+    [ST_SET_VISIBLE] = "UPDATE msg SET state=?2, visible_at=?3, attempt=NULL WHERE id=?1",
     [ST_MOVE_DLQ] = "UPDATE msg SET queue_id=?2, source_queue_id=?3, state=1, visible_at=?4,"
                     " lane=0, expires_at=?5 WHERE id=?1",
     [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
                 " ORDER BY priority, id LIMIT 1",
     [ST_RELEASE] = "UPDATE msg SET state=1, visible_at=?3, receive_count=receive_count-1,"
+                   " attempt=NULL,"
                    " first_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE first_receive_at END,"
                    " last_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE last_receive_at END"
                    " WHERE id=?1 AND state=2 AND receive_count=?2",
@@ -61,7 +76,7 @@ static const char *const SQL[ST_COUNT_] = {
                      " AND state=1 AND id>?2 ORDER BY id LIMIT ?3",
     [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?6, visible_at=?3,"
                     " sent_at=?3, expires_at=?4, message_id=?5, receive_count=0,"
-                    " first_receive_at=0, last_receive_at=0, lane=0 WHERE id=?1",
+                    " first_receive_at=0, last_receive_at=0, lane=0, attempt=NULL WHERE id=?1",
     /* A main-lane row's priority is its send time, so the aged rows are a
      * prefix of msg_ready: an index range, never a scan of the queue. */
     [ST_AGE] = "UPDATE msg SET lane=1 WHERE id IN (SELECT id FROM msg WHERE queue_id=?1 AND lane=0"
@@ -90,8 +105,9 @@ static const char *const SQL[ST_COUNT_] = {
 /* user_version 1 added the lane column (and lane in msg_ready), 2 the
  * digests column, 3 moved the body, attrs and sys_attrs to msg_body, 4
  * added FIFO's dedup_id column and dedup table, 5 last_receive_at (what
- * an operator's peek shows beside the first receive). */
-#define PART_SCHEMA_VERSION 5
+ * an operator's peek shows beside the first receive), 6 the attempt
+ * column and msg_attempt (FIFO ReceiveRequestAttemptId). */
+#define PART_SCHEMA_VERSION 6
 
 /*
  * A message's body and attributes never change, while its row changes with
@@ -125,6 +141,19 @@ static const char *const SQL[ST_COUNT_] = {
     "CREATE INDEX IF NOT EXISTS msg_group ON msg(queue_id, group_id, priority, id)"                \
     " WHERE state=1 AND dedup_id IS NOT NULL;"
 
+/*
+ * The FIFO receive attempt that leased a row: the ReceiveRequestAttemptId,
+ * one byte for the row's place in that receive's reply and four for its
+ * receive count then (big-endian), so a retry finds exactly the rows
+ * still under that lease, in order. Attempt ids are bytes 0x21..0x7e and
+ * the place byte is below 0x20, so one id's rows are the range [id 0x00,
+ * id 0x20) of msg_attempt whatever other ids start with it. A row never
+ * leased under an attempt holds NULL: one byte of its record header, and
+ * it is not in the partial index, so those receives pay nothing more.
+ */
+#define PART_ATTEMPT_INDEX                                                                         \
+    "CREATE INDEX IF NOT EXISTS msg_attempt ON msg(queue_id, attempt) WHERE attempt IS NOT NULL;"
+
 #define PART_BODY_TABLE                                                                            \
     "CREATE TABLE IF NOT EXISTS msg_body(id INTEGER PRIMARY KEY, body BLOB NOT NULL, attrs BLOB,"  \
     " sys_attrs BLOB);"
@@ -137,12 +166,13 @@ static const char PART_SCHEMA[] =
     " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
     " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
     " lane INTEGER NOT NULL DEFAULT 0, digests BLOB, dedup_id TEXT,"
-    " last_receive_at INTEGER NOT NULL DEFAULT 0);" PART_BODY_TABLE PART_DEDUP_TABLE
+    " last_receive_at INTEGER NOT NULL DEFAULT 0, attempt BLOB);" PART_BODY_TABLE PART_DEDUP_TABLE
     "CREATE TRIGGER IF NOT EXISTS msg_gone AFTER DELETE ON msg BEGIN"
     " DELETE FROM msg_body WHERE id=old.id; END;"
     "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
     " WHERE state=1;"
-    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);" PART_GROUP_INDEX;
+    "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);" PART_GROUP_INDEX
+        PART_ATTEMPT_INDEX;
 
 /* From user_version 0 (before lanes): the column, and msg_ready rebuilt
  * with lane in it by PART_SCHEMA right after. */
@@ -170,6 +200,11 @@ static const char PART_MIGRATE_3_4[] =
  * nothing. */
 static const char PART_MIGRATE_4_5[] =
     "ALTER TABLE msg ADD COLUMN last_receive_at INTEGER NOT NULL DEFAULT 0;";
+/* From user_version 5: no row was leased under an attempt (a retry of a
+ * receive from before the upgrade is an ordinary receive); a nullable
+ * column and an index of none of the rows rewrite nothing. */
+static const char PART_MIGRATE_5_6[] =
+    "ALTER TABLE msg ADD COLUMN attempt BLOB;" PART_ATTEMPT_INDEX;
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
@@ -291,6 +326,9 @@ static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
     }
     if (version < 5) {
         sl_buf_append_cstr(&sql, PART_MIGRATE_4_5);
+    }
+    if (version < 6) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_5_6);
     }
     sl_buf_append_cstr(&sql, set_version);
     sl_buf_append_cstr(&sql, "COMMIT;");

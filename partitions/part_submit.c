@@ -207,11 +207,22 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
             return SL_EINVAL;
         }
     }
+    if (req->attempt.n > PART_ATTEMPT_MAX) {
+        return SL_EINVAL;
+    }
+    for (size_t i = 0; i < req->attempt.n; i++) {
+        /* the bytes that keep one id's rows a range of msg_attempt */
+        if ((unsigned char)req->attempt.p[i] < 0x21 || (unsigned char)req->attempt.p[i] > 0x7e) {
+            return SL_EINVAL;
+        }
+    }
     struct part_job *job = NULL;
     int rc = queue_job_new(c, PART_OP_RECEIVE, req->queue_id, cookie, done, &job);
     if (rc != SL_OK) {
         return rc;
     }
+    struct part_queue_config cfg;
+    bool fifo = req->attempt.n > 0 && part__queue_cfg(e, job->q, &cfg) && cfg.fifo;
     struct part_recv *r = sl_xcalloc(1, sizeof *r);
     job->recv = r;
     r->ticket = ++c->next_ticket;
@@ -229,6 +240,12 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
     if (req->overflow_every > 0 && turn % req->overflow_every == 0) {
         r->lanes[0] = PART_LANE_OVERFLOW; /* the starvation guard's turn */
         r->lanes[1] = PART_LANE_MAIN;
+    }
+    if (fifo) { /* standard queues ignore attempt ids, as SQS does */
+        memcpy(r->attempt, req->attempt.p, req->attempt.n);
+        r->attempt_len = req->attempt.n;
+        r->replaying = true;
+        r->replay_only = req->replay_only;
     }
     atomic_init(&r->flags, 0);
     if (req->wait_ms > 0 && !c->draining && !atomic_load(&e->draining)) {

@@ -146,6 +146,38 @@ static bool exchange(const struct ctl_endpoint *ep, const char *method, const ch
     return true;
 }
 
+/* Sends a signed request: the headers every call carries (content type,
+ * host, date when signed, the SQS target when given, authorization), then
+ * exchange(). False when no reply came (out says why). */
+static bool signed_exchange(const struct ctl_endpoint *ep, const char *method, const char *url,
+                            const char *content_type, const char *authority, const char *amz_date,
+                            const char *target, const struct sl_buf *auth, const char *payload,
+                            struct sink *sink, struct ctl_reply *out)
+{
+    char ctype_h[96], host_h[300], date_h[64], target_h[160];
+    size_t authz_cap = auth->n + 32;
+    char *authz_h = sl_xmalloc(authz_cap);
+    snprintf(ctype_h, sizeof ctype_h, "content-type: %s", content_type);
+    snprintf(host_h, sizeof host_h, "host: %s", authority);
+    snprintf(date_h, sizeof date_h, "x-amz-date: %s", amz_date);
+    snprintf(authz_h, authz_cap, "authorization: %s", auth->p);
+    struct curl_slist *hl = NULL;
+    hl = curl_slist_append(hl, ctype_h);
+    hl = curl_slist_append(hl, host_h);
+    if (amz_date[0] != '\0') {
+        hl = curl_slist_append(hl, date_h);
+    }
+    if (target != NULL) {
+        snprintf(target_h, sizeof target_h, "x-amz-target: %s", target);
+        hl = curl_slist_append(hl, target_h);
+    }
+    hl = curl_slist_append(hl, authz_h);
+    hl = curl_slist_append(hl, "expect:");
+    bool reached = exchange(ep, method, url, hl, payload, sink, out);
+    free(authz_h);
+    return reached;
+}
+
 bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, struct ctl_reply *out)
 {
     memset(out, 0, sizeof *out);
@@ -176,29 +208,15 @@ bool ctl_call(const struct ctl_endpoint *ep, const char *action, json_t *req, st
         fail_transport(out, "cannot sign the request (%s)", "check the keys and region");
         return false;
     }
-    char url[512], host_h[300], date_h[64], target_h[160];
-    size_t authz_cap = auth.n + 32;
-    char *authz_h = sl_xmalloc(authz_cap);
+    char url[512];
     snprintf(url, sizeof url, "%s/", ep->url);
     size_t ul = strlen(ep->url);
     if (ul > 0 && ep->url[ul - 1] == '/') {
         snprintf(url, sizeof url, "%s", ep->url);
     }
-    snprintf(host_h, sizeof host_h, "host: %s", authority);
-    snprintf(date_h, sizeof date_h, "x-amz-date: %s", amz_date);
-    snprintf(target_h, sizeof target_h, "x-amz-target: %s", target);
-    snprintf(authz_h, authz_cap, "authorization: %s", auth.p);
-    struct curl_slist *hl = NULL;
-    hl = curl_slist_append(hl, "content-type: " SQS_JSON);
-    hl = curl_slist_append(hl, host_h);
-    hl = curl_slist_append(hl, date_h);
-    hl = curl_slist_append(hl, target_h);
-    hl = curl_slist_append(hl, authz_h);
-    hl = curl_slist_append(hl, "expect:");
-
     struct sink sink = {0};
-    bool reached = exchange(ep, "POST", url, hl, payload, &sink, out);
-    free(authz_h);
+    bool reached = signed_exchange(ep, "POST", url, SQS_JSON, authority, amz_date, target, &auth,
+                                   payload, &sink, out);
     sl_buf_free(&auth);
     free(payload);
     if (!reached) {
@@ -280,22 +298,9 @@ bool ctl_admin(const struct ctl_endpoint *ep, const char *method, const char *pa
     char *url = sl_xmalloc(ul + strlen(path) + 1);
     snprintf(url, ul + strlen(path) + 1, "%.*s%s",
              (int)(ul > 0 && ep->admin_url[ul - 1] == '/' ? ul - 1 : ul), ep->admin_url, path);
-    char host_h[300], date_h[64];
-    char *authz_h = sl_xmalloc(auth.n + 32);
-    snprintf(host_h, sizeof host_h, "host: %s", authority);
-    snprintf(date_h, sizeof date_h, "x-amz-date: %s", amz_date);
-    snprintf(authz_h, auth.n + 32, "authorization: %s", auth.p);
-    struct curl_slist *hl = NULL;
-    hl = curl_slist_append(hl, "content-type: application/json");
-    hl = curl_slist_append(hl, host_h);
-    if (amz_date[0] != '\0') {
-        hl = curl_slist_append(hl, date_h);
-    }
-    hl = curl_slist_append(hl, authz_h);
-    hl = curl_slist_append(hl, "expect:");
     struct sink sink = {0};
-    bool reached = exchange(ep, method, url, hl, payload, &sink, out);
-    free(authz_h);
+    bool reached = signed_exchange(ep, method, url, "application/json", authority, amz_date, NULL,
+                                   &auth, payload, &sink, out);
     free(url);
     sl_buf_free(&auth);
     free(payload);

@@ -49,6 +49,11 @@ struct part_client;
 #define PART_DEDUP_ID_MAX 128 /* FIFO deduplication id bytes (SQS's limit) */
 /* FIFO: how long a deduplication id is remembered (SQS's interval). */
 #define PART_DEDUP_INTERVAL_MS UINT64_C(300000)
+/* FIFO ReceiveRequestAttemptId: at most this many bytes, each printable
+ * ASCII other than space (0x21..0x7e), and a retry is one for this long
+ * after the receive it repeats (SQS's five minutes). */
+#define PART_ATTEMPT_MAX 128
+#define PART_ATTEMPT_INTERVAL_MS UINT64_C(300000)
 
 /* ---- engine ------------------------------------------------------------ */
 
@@ -425,6 +430,13 @@ struct part_receive_req {
      * NULL: no fair dequeue, the best messages whatever their group. */
     part_noisy_fn *noisy;
     uint32_t fair_window; /* 0: PART_FAIR_WINDOW */
+    /* FIFO queues: the ReceiveRequestAttemptId (n == 0: none; ignored on
+     * standard queues). See part_receive. */
+    struct sl_slice attempt;
+    /* With an attempt id on a FIFO queue: only the retry's replay; when
+     * nothing of the attempt is left, complete with no message instead of
+     * leasing (a queue at its in-flight quota still answers its retries). */
+    bool replay_only;
 };
 
 #define PART_FAIR_WINDOW 256
@@ -433,7 +445,22 @@ struct part_receive_req {
  * messages. With none ready it waits up to wait_ms for a commit making one
  * ready, then completes with res->message_count == 0. Messages over the
  * queue's maxReceiveCount move to its dead-letter queue instead.
+ *
+ * With an attempt id on a FIFO queue, every message leased is stamped
+ * with it in its row. A later receive with the same attempt id (a retry)
+ * first looks on each partition of its read set holding messages in
+ * flight: the messages of that attempt still in flight under the lease
+ * it took (not deleted, their visibility not changed, the lease not run
+ * out nor re-received) and taken less than PART_ATTEMPT_INTERVAL_MS ago
+ * get a new lease of this receive's visibility timeout and are returned
+ * as the first receive returned them: same receipt handles and receive
+ * counts, in its order, whatever max_messages says. Only when none is
+ * left is the retry an ordinary receive. A cancelled retry gives nothing
+ * back (its messages stay leased to the attempt).
+ *
  * *ticket (may be NULL) identifies the receive for part_receive_cancel.
+ * Submit returns SL_EINVAL also for an attempt id longer than
+ * PART_ATTEMPT_MAX or with a byte outside 0x21..0x7e.
  * Completion: SL_OK, SL_EIO, SL_ENOTFOUND, or SL_ECLOSED after a cancel. */
 int part_receive(struct part_client *c, const struct part_receive_req *req,
                  struct part_cookie cookie, part_done_fn *done, uint64_t *ticket);

@@ -172,6 +172,7 @@ int it_server_start(struct it_server *s, const struct it_options *opt)
     snprintf(s->log_path, sizeof(s->log_path), "%s/sluiced.log", s->dir);
     s->tls = opt->tls;
     s->nofile_limit = opt->nofile_limit;
+    s->env = opt->env;
     s->port = free_port();
     s->admin_port = opt->admin ? free_port() : 0;
     const char *scheme = opt->tls ? "https" : "http";
@@ -200,7 +201,23 @@ int it_server_restart(struct it_server *s)
         fprintf(stderr, "it: sluiced is still running\n");
         return -1;
     }
+    /* The environment, made before the fork (the child only execs):
+     * it_options.env first, so that it wins over an inherited name. */
+    extern char **environ;
+    size_t n_extra = 0, n_inherited = 0;
+    while (s->env != NULL && s->env[n_extra] != NULL)
+        n_extra++;
+    while (environ[n_inherited] != NULL)
+        n_inherited++;
+    char **envp = calloc(n_extra + n_inherited + 1, sizeof *envp);
+    if (envp == NULL)
+        return -1;
+    for (size_t i = 0; i < n_extra; i++)
+        envp[i] = (char *)s->env[i];
+    memcpy(envp + n_extra, environ, n_inherited * sizeof *envp);
     pid_t pid = fork();
+    if (pid != 0)
+        free(envp);
     if (pid < 0)
         return -1;
     if (pid == 0) {
@@ -217,7 +234,8 @@ int it_server_restart(struct it_server *s)
             if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
                 _exit(125);
         }
-        execl(it_sluiced_path(), "sluiced", "--config", s->config_path, (char *)NULL);
+        char *const argv[] = {"sluiced", "--config", s->config_path, NULL};
+        execve(it_sluiced_path(), argv, envp);
         _exit(127);
     }
     s->pid = pid;
@@ -358,6 +376,11 @@ static int transfer_init(const struct it_server *s, const struct it_request *req
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : 30000L);
+    char source[64];
+    if (req->source_address != NULL) {
+        snprintf(source, sizeof(source), "host!%s", req->source_address);
+        curl_easy_setopt(h, CURLOPT_INTERFACE, source);
+    }
     long version = req->http1 ? CURL_HTTP_VERSION_1_1
                    : s->tls   ? CURL_HTTP_VERSION_2TLS
                               : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;

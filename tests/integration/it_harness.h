@@ -53,6 +53,10 @@ struct it_options {
     unsigned nofile_limit;    /* > 0: sluiced runs with RLIMIT_NOFILE soft = hard = this */
     unsigned partitions;      /* P; 0 = 2 */
     unsigned shard_size;      /* k; 0 = 1 */
+    /* "NAME=VALUE" strings added to sluiced's environment (LD_PRELOAD, a
+     * library's settings), NULL-terminated; may be NULL. Borrowed: must
+     * outlive the server, whose restarts use it again. */
+    const char *const *env;
 };
 
 struct it_server {
@@ -67,8 +71,9 @@ struct it_server {
     bool tls;
     char base_url[64]; /* "http://127.0.0.1:PORT" or "https://..." */
     char admin_url[64];
-    pid_t pid;             /* 0 when not running */
-    unsigned nofile_limit; /* from it_options, kept for restarts */
+    pid_t pid;              /* 0 when not running */
+    unsigned nofile_limit;  /* from it_options, kept for restarts */
+    const char *const *env; /* from it_options, kept for restarts */
 };
 
 /* Writes the configuration, starts build/sluiced --config, and waits (bounded)
@@ -125,6 +130,9 @@ struct it_request {
     bool http1;      /* speak HTTP/1.1 instead of HTTP/2 */
     bool admin;      /* send to the admin listener */
     long timeout_ms; /* 0 = 30000 */
+    /* The client's own address ("127.0.0.2": any 127/8 address reaches a
+     * server on 127.0.0.1), or NULL for the system's choice. */
+    const char *source_address;
 };
 
 struct it_response {

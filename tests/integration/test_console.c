@@ -23,7 +23,8 @@
  *    the old one;
  *  - over TLS the cookie is __Host- prefixed and Secure;
  *  - failed logins past their burst are refused unchecked (429), even
- *    with the right secret, and both kinds of refusal are counted in
+ *    with the right secret, while another client address logs in at
+ *    once; both kinds of refusal are counted in
  *    sluice_admin_auth_failures_total.
  */
 #include <ctype.h>
@@ -50,6 +51,7 @@ struct call {
     const char *key;    /* SigV4 */
     const char *secret;
     bool http1;
+    const char *source; /* the client's address, or NULL */
 };
 
 static struct it_response call(const struct it_server *s, const struct call *c)
@@ -86,6 +88,7 @@ static struct it_response call(const struct it_server *s, const struct call *c)
         .secret = c->secret,
         .admin = true,
         .http1 = c->http1,
+        .source_address = c->source,
     };
     struct it_response r;
     IT_CHECK(it_request(s, &req, &r) == 0);
@@ -475,6 +478,13 @@ static void check_login_rationing(void)
     /* While rationed, even the right secret is not checked. */
     IT_CHECK(login(&srv, "rotated-secret", cookie, sizeof(cookie), csrf, sizeof(csrf), NULL, 0) ==
              429);
+    /* Rationing is per client address: another one logs in at once. */
+    struct it_response other = call(&srv, &(struct call){.method = "POST",
+                                                         .path = "/console/login",
+                                                         .body = "{\"secret\": \"rotated-secret\"}",
+                                                         .source = "127.0.0.2"});
+    IT_CHECK(other.status == 200);
+    it_response_free(&other);
     /* Refused logins count as the listener's failed authentications. */
     struct it_response r = call(&srv, &(struct call){.method = "GET",
                                                      .path = "/metrics",

@@ -12,8 +12,10 @@
  *
  * Expectations are Amazon SQS's (API Reference: CreateQueue, SendMessage,
  * SendMessageBatch, ReceiveMessage; Developer Guide, "Amazon SQS FIFO
- * queues"). The five-minute interval itself is tested with an injected
- * clock in tests/unit/partitions/test_part_fifo.c.
+ * queues"). The five-minute interval itself is tested over HTTP with a
+ * faked clock in test_sqs_fifo_clock.c (and with the engine's injected
+ * clock in tests/unit/partitions/test_part_fifo.c); receive attempt
+ * retries in depth in test_sqs_attempts.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,8 @@
 // HTTP/2: the flow an application runs (create, send with groups and
 // deduplication ids, batch, receive in group order, delete), the SDK's own
 // error names for the FIFO rules, and sqs-consumer draining a FIFO queue
-// of several groups while the test asserts each group's order. The server
+// of several groups while the test asserts each group's order, and a
+// receive retried with its ReceiveRequestAttemptId. The server
 // runs a shard of two partitions, so a high-throughput queue's groups live
 // on both.
 import { test } from "node:test";
@@ -75,6 +76,30 @@ test("a FIFO flow: groups, deduplication, sequence numbers, order", async () => 
   await sqs.send(new S.DeleteMessageBatchCommand({
     QueueUrl: url,
     Entries: r.Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })),
+  }));
+});
+
+test("a receive retried with its ReceiveRequestAttemptId gets the same messages", async () => {
+  const url = await fifoQueue("retry.fifo", { ContentBasedDeduplication: "true" });
+  for (const [body, group] of [["a1", "a"], ["b1", "b"], ["a2", "a"]]) {
+    await sqs.send(new S.SendMessageCommand({ QueueUrl: url, MessageBody: body,
+      MessageGroupId: group }));
+  }
+  const receive = (id) => sqs.send(new S.ReceiveMessageCommand({
+    QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+    ReceiveRequestAttemptId: id }));
+  const first = await receive("sdk-attempt-1");
+  assert.deepEqual(first.Messages.map((m) => m.Body), ["a1", "a2", "b1"]);
+  // As an application retries after a lost reply: same messages, handles, order.
+  const again = await receive("sdk-attempt-1");
+  assert.deepEqual(again.Messages.map((m) => m.ReceiptHandle),
+    first.Messages.map((m) => m.ReceiptHandle));
+  // Another attempt is a new receive: every group is in flight.
+  const other = await receive("sdk-attempt-2");
+  assert.equal(other.Messages, undefined);
+  await sqs.send(new S.DeleteMessageBatchCommand({
+    QueueUrl: url,
+    Entries: again.Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })),
   }));
 });
 

@@ -1,8 +1,8 @@
 /*
  * test_fifo.c -- the gateway's FIFO rules of a send (gw_act_fifo.c: SQS's
- * errors and texts, content-based deduplication ids, SequenceNumber text)
- * and the ReceiveRequestAttemptId replays (gw_attempts.c: copies, expiry,
- * replacement, the byte cap).
+ * errors and texts, content-based deduplication ids, SequenceNumber text).
+ * (ReceiveRequestAttemptId replays live in the partitions: see
+ * tests/unit/partitions/test_part_attempts.c.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include "gw_act_fifo.h"
-#include "gw_attempts.h"
 
 static struct gw_sqs_send_entry entry(const char *group, const char *dedup)
 {
@@ -108,80 +107,11 @@ static void test_dedup_id_and_sequence_text(void **state)
     assert_true(strcmp(a, b) < 0);
 }
 
-static struct part_result one_message(struct part_message *m, const char *body)
-{
-    *m = (struct part_message){.body = sl_slice_cstr(body),
-                               .attrs = SL_SLICE_LIT("attrs"),
-                               .group_id = "g",
-                               .dedup_id = "d",
-                               .receive_count = 1,
-                               .priority = 42};
-    snprintf(m->message_id, sizeof m->message_id, "id-%s", body);
-    snprintf(m->receipt, sizeof m->receipt, "rh-%s", body);
-    return (struct part_result){.messages = m, .message_count = 1};
-}
-
-static void test_attempts(void **state)
-{
-    (void)state;
-    struct gw_attempts *a = gw_attempts_new();
-    struct part_message m;
-    struct part_result res = one_message(&m, "first");
-    struct part_result got;
-    assert_false(gw_attempts_get(a, 1, SL_SLICE_LIT("t1"), 1000, &got));
-    gw_attempts_put(a, 1, SL_SLICE_LIT("t1"), 1000, 43200000, &res);
-    memset(&m, 0, sizeof m); /* the entry holds copies */
-    assert_true(gw_attempts_get(a, 1, SL_SLICE_LIT("t1"), 1000 + GW_ATTEMPT_TTL_MS - 1, &got));
-    assert_int_equal(got.message_count, 1);
-    assert_string_equal(got.messages[0].body.p, "first");
-    assert_string_equal(got.messages[0].receipt, "rh-first");
-    assert_string_equal(got.messages[0].group_id, "g");
-    assert_string_equal(got.messages[0].dedup_id, "d");
-    assert_int_equal(got.messages[0].priority, 42);
-    gw_attempts_result_free(&got);
-    /* another queue, another id: misses */
-    assert_false(gw_attempts_get(a, 2, SL_SLICE_LIT("t1"), 1000, &got));
-    assert_false(gw_attempts_get(a, 1, SL_SLICE_LIT("t2"), 1000, &got));
-    /* replaced by a later receive of the same attempt */
-    res = one_message(&m, "second");
-    gw_attempts_put(a, 1, SL_SLICE_LIT("t1"), 2000, 43200000, &res);
-    assert_true(gw_attempts_get(a, 1, SL_SLICE_LIT("t1"), 2000, &got));
-    assert_string_equal(got.messages[0].body.p, "second");
-    gw_attempts_result_free(&got);
-    /* expired after five minutes */
-    assert_false(gw_attempts_get(a, 1, SL_SLICE_LIT("t1"), 2000 + GW_ATTEMPT_TTL_MS, &got));
-    /* a replay lives no longer than its leases: a 30 s visibility timeout
-     * ends it after 30 s, even behind a longer-lived entry at the head */
-    res = one_message(&m, "long");
-    gw_attempts_put(a, 4, SL_SLICE_LIT("long"), 3000, 43200000, &res);
-    res = one_message(&m, "short");
-    gw_attempts_put(a, 4, SL_SLICE_LIT("short"), 3000, 30000, &res);
-    assert_true(gw_attempts_get(a, 4, SL_SLICE_LIT("short"), 3000 + 29999, &got));
-    gw_attempts_result_free(&got);
-    assert_false(gw_attempts_get(a, 4, SL_SLICE_LIT("short"), 3000 + 30000, &got));
-    assert_true(gw_attempts_get(a, 4, SL_SLICE_LIT("long"), 3000 + 30000, &got));
-    gw_attempts_result_free(&got);
-    /* many entries: the table grows; past the byte cap the oldest go */
-    static char big[1 << 20];
-    memset(big, 'x', sizeof big - 1);
-    char name[16];
-    for (int i = 0; i < 100; i++) {
-        res = one_message(&m, big);
-        snprintf(name, sizeof name, "big-%d", i);
-        gw_attempts_put(a, 3, sl_slice_cstr(name), 5000, 43200000, &res);
-    }
-    assert_false(gw_attempts_get(a, 3, SL_SLICE_LIT("big-0"), 5000, &got));
-    assert_true(gw_attempts_get(a, 3, SL_SLICE_LIT("big-99"), 5000, &got));
-    gw_attempts_result_free(&got);
-    gw_attempts_free(a);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_send_rules),
         cmocka_unit_test(test_dedup_id_and_sequence_text),
-        cmocka_unit_test(test_attempts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -412,6 +412,23 @@ static void t_sync(struct t_env *t)
     }
 }
 
+/* The value of sql (one integer) in partition p's file (open or closed:
+ * a connection of its own). */
+static inline int t_part_int(struct t_env *t, uint32_t p, const char *sql)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/part-%04u.db", t->dir, p);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
 static struct part_counts t_counts(struct t_env *t, uint64_t q)
 {
     struct part_counts c;

@@ -481,6 +481,31 @@ static void test_missing_partition(void **state)
     assert_int_equal(lstat(path, &st), -1);
 }
 
+/* The same for catalog.db: without it every queue's messages would sit
+ * in the partitions with no queue to name them. */
+static void test_missing_catalog(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "c", NULL);
+    t_send(t, q, 0, "held");
+    t_close(t);
+    char path[256];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/catalog.db%s", t->dir, suffix[i]);
+        unlink(path);
+    }
+    struct part_options o = {.data_dir = t->dir, .partitions = 2};
+    struct part_engine *e = NULL;
+    char err[512] = "";
+    assert_int_equal(part_engine_open(&o, &e, err, sizeof err), SL_EIO);
+    assert_null(e);
+    assert_non_null(strstr(err, "catalog.db"));
+    struct stat st;
+    snprintf(path, sizeof path, "%s/catalog.db", t->dir);
+    assert_int_equal(lstat(path, &st), -1);
+}
+
 static void test_corrupt_partition(void **state)
 {
     struct t_env *t = *state;
@@ -588,6 +613,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restart_recovery, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_grow_and_shrink, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_missing_partition, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_catalog, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_partition, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_callback_submissions_corked, t_setup, t_teardown),
     };

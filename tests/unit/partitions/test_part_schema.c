@@ -2,7 +2,8 @@
  * test_part_schema.c -- the digests a send hands over come back with every
  * receive (also after a restart and a redrive), and partition files of the
  * older schemas (user_version 0: no lane column; 1: no digests column; 2:
- * the body in the msg row; 3: no FIFO deduplication), built with those schemas' own statements,
+ * the body in the msg row; 3: no FIFO deduplication; 4: no last receive;
+ * 5: no receive attempts), built with those schemas' own statements,
  * migrate on open: their messages stay receivable, whole, and those from
  * before schema 2 without digests.
  */
@@ -33,25 +34,9 @@ static void assert_digests(const struct t_msg *m, size_t n)
     assert_memory_equal(m->digests, DIGESTS, n);
 }
 
-/* The value of sql (one integer) in the partition 0 file. */
-static int part0_int(struct t_env *t, const char *sql)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/part-0000.db", t->dir);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int v = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 static int user_version(struct t_env *t)
 {
-    return part0_int(t, "PRAGMA user_version");
+    return t_part_int(t, 0, "PRAGMA user_version");
 }
 
 /* Runs sql on the (closed) partition 0 file. */
@@ -73,7 +58,7 @@ static void rewrite_part0(struct t_env *t, const char *sql)
 /* The rows of msg_body in the (closed) partition 0 file. */
 static int body_rows(struct t_env *t)
 {
-    return part0_int(t, "SELECT count(*) FROM msg_body");
+    return t_part_int(t, 0, "SELECT count(*) FROM msg_body");
 }
 
 /* Deletes by receipt; the entry must succeed. */
@@ -216,7 +201,7 @@ static void write_schema2_part0(struct t_env *t, uint64_t q, bool big)
  * into d, the first "old" with its attributes and no digests. */
 static void receive_migrated(struct t_env *t, uint64_t q, size_t n, struct t_done *d)
 {
-    assert_int_equal(user_version(t), 5);
+    assert_int_equal(user_version(t), 6);
     struct part_counts c = t_counts(t, q);
     assert_int_equal(c.ready, n);
     t_recv(t, q, 10, 30, d);
@@ -338,8 +323,10 @@ static void test_migrate_from_3(void **state)
     uint64_t q = t_create(t, "acme", "mig3", NULL);
     t_send(t, q, 0, "old");
     t_close(t);
-    rewrite_part0(t, "DROP TABLE dedup; DROP INDEX msg_group; ALTER TABLE msg DROP COLUMN dedup_id;"
-                     " ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=3;");
+    rewrite_part0(t,
+                  "DROP INDEX msg_attempt; ALTER TABLE msg DROP COLUMN attempt;"
+                  " DROP TABLE dedup; DROP INDEX msg_group; ALTER TABLE msg DROP COLUMN dedup_id;"
+                  " ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=3;");
     assert_int_equal(user_version(t), 3);
     t_open(t);
     struct t_done d;
@@ -347,8 +334,8 @@ static void test_migrate_from_3(void **state)
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "old");
     assert_string_equal(d.msgs[0].dedup, "");
-    assert_int_equal(user_version(t), 5);
-    assert_int_equal(part0_int(t, "SELECT count(*) FROM dedup"), 0);
+    assert_int_equal(user_version(t), 6);
+    assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM dedup"), 0);
     /* FIFO sends and receives work on the migrated file */
     uint64_t f = t_create_fifo(t, "mig3.fifo", false);
     t_send_fifo(t, f, 0, "x", "g", "d1", &d);
@@ -364,18 +351,49 @@ static void test_migrate_from_4(void **state)
     uint64_t q = t_create(t, "acme", "mig4", NULL);
     t_send(t, q, 0, "old");
     t_close(t);
-    rewrite_part0(t, "ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=4;");
+    rewrite_part0(t, "DROP INDEX msg_attempt; ALTER TABLE msg DROP COLUMN attempt;"
+                     " ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=4;");
     assert_int_equal(user_version(t), 4);
     t_open(t);
     struct t_done d;
     t_recv(t, q, 10, 0, &d);
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "old");
-    assert_int_equal(user_version(t), 5);
+    assert_int_equal(user_version(t), 6);
     t_sync(t);
     assert_int_equal(
-        part0_int(t, "SELECT last_receive_at > 0 AND last_receive_at = first_receive_at FROM msg"),
+        t_part_int(t, 0,
+                   "SELECT last_receive_at > 0 AND last_receive_at = first_receive_at FROM msg"),
         1);
+}
+
+static void test_migrate_from_5(void **state)
+{
+    /* schema 5: no attempt column, no msg_attempt; a FIFO message in
+     * flight across the upgrade stays so, and attempts work afterwards */
+    struct t_env *t = *state;
+    uint64_t f = t_create_fifo(t, "mig5.fifo", false);
+    struct t_done d, held;
+    t_send_fifo(t, f, 0, "held", "g", "d1", &d);
+    t_send_fifo(t, f, 0, "next", "h", "d2", &d);
+    t_recv(t, f, 1, 600, &held);
+    t_close(t);
+    rewrite_part0(t, "DROP INDEX msg_attempt; ALTER TABLE msg DROP COLUMN attempt;"
+                     " PRAGMA user_version=5;");
+    assert_int_equal(user_version(t), 5);
+    t_open(t);
+    assert_int_equal(user_version(t), 6);
+    assert_int_equal(t_counts(t, f).inflight, 1);
+    struct part_receive_req req = {
+        .queue_id = f, .max_messages = 10, .visibility_s = 30, .attempt = SL_SLICE_LIT("try")};
+    t_recv_with(t, req, &d);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0].body, "next");
+    struct t_done again;
+    t_recv_with(t, req, &again);
+    assert_int_equal(again.count, 1);
+    assert_string_equal(again.msgs[0].receipt, d.msgs[0].receipt);
+    delete_ok(t, f, held.msgs[0].receipt);
 }
 
 int main(void)
@@ -389,6 +407,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_from_0, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_3, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_4, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_5, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

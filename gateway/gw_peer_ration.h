@@ -1,0 +1,34 @@
+/*
+ * gw_peer_ration.h -- (gateway-internal) a rate meter per client address,
+ * for what is rationed per client rather than per process: the console's
+ * failed logins, where one client's guessing must not lock every other
+ * client out (gw_console.c).
+ *
+ * Threading: thread-safe (one mutex; meant for rare events, not for the
+ * request path).
+ */
+#ifndef SLUICE_GW_PEER_RATION_H
+#define SLUICE_GW_PEER_RATION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct gw_peer_ration;
+
+/* A table of `slots` meters of `burst` events refilled at `per_second`.
+ * Never fails (control-plane memory); free with gw__peer_ration_free. */
+struct gw_peer_ration *gw__peer_ration_new(double per_second, uint32_t burst, uint32_t slots);
+void gw__peer_ration_free(struct gw_peer_ration *r);
+
+/* True when peer (16 bytes, as struct gw_request's) has an event left at
+ * now_ns. Spends nothing. */
+bool gw__peer_ration_allowed(struct gw_peer_ration *r, const uint8_t peer[16], uint64_t now_ns);
+
+/* Spends one of peer's events at now_ns. A peer with no meter gets one:
+ * an empty slot, else the meter that is full again (its peer owes
+ * nothing, so forgetting it changes nothing), else the one charged least
+ * recently -- so the table is bounded and a client cycling through
+ * addresses evicts meters, never fills another client's. */
+void gw__peer_ration_charge(struct gw_peer_ration *r, const uint8_t peer[16], uint64_t now_ns);
+
+#endif
