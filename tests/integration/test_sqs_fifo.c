@@ -81,15 +81,6 @@ static const char *msg_sys(const struct it_reply *r, size_t i, const char *name)
     return it_jstr(json_object_get(m, "Attributes"), name);
 }
 
-static void delete_msg(const char *url, const struct it_reply *r, size_t i)
-{
-    const char *h = it_jstr(json_array_get(it_messages(r), i), "ReceiptHandle");
-    struct it_reply d =
-        it_call(&srv, "DeleteMessage", json_pack("{s:s,s:s}", "QueueUrl", url, "ReceiptHandle", h));
-    IT_OK(&d);
-    it_reply_free(&d);
-}
-
 /* ---- queues ------------------------------------------------------------ */
 
 static void queue_attributes(void)
@@ -223,8 +214,8 @@ static void sequence_and_duplicates(void)
     IT_STREQ(msg_sys(&r, 0, "SequenceNumber"), seq_a);
     IT_STREQ(msg_sys(&r, 1, "SequenceNumber"), seq_b);
     /* deleted, its id still deduplicates within the interval */
-    delete_msg(url, &r, 0);
-    delete_msg(url, &r, 1);
+    IT_CHECK(it_delete_received(&srv, url, &r, 0));
+    IT_CHECK(it_delete_received(&srv, url, &r, 1));
     it_reply_free(&r);
     dup = fsend(url, "again", "g", "d2");
     IT_OK(&dup);
@@ -315,7 +306,7 @@ static void group_order_and_lock(void)
     it_reply_free(&r3);
     /* a1 deleted, a2 and a3 still in flight: a stays locked; b1 back
      * (visibility 0) comes first again */
-    delete_msg(url, &r1, 0);
+    IT_CHECK(it_delete_received(&srv, url, &r1, 0));
     const char *h = it_jstr(json_array_get(it_messages(&r2), 0), "ReceiptHandle");
     struct it_reply v = it_call(
         &srv, "ChangeMessageVisibility",
@@ -621,7 +612,7 @@ static void groups_over_partitions_and_kill9(void)
                 IT_CHECK(n == next[g]);
                 next[g] = n + 1;
             }
-            delete_msg(url, &r, i);
+            IT_CHECK(it_delete_received(&srv, url, &r, i));
             got++;
         }
         it_reply_free(&r);

@@ -50,15 +50,6 @@ static struct it_reply receive(const char *url, int max, int vis)
                       json_pack("{s:i,s:i}", "MaxNumberOfMessages", max, "VisibilityTimeout", vis));
 }
 
-static void delete_msg(const char *url, const struct it_reply *r, size_t i)
-{
-    const char *h = it_jstr(json_array_get(it_messages(r), i), "ReceiptHandle");
-    struct it_reply d =
-        it_call(&srv, "DeleteMessage", json_pack("{s:s,s:s}", "QueueUrl", url, "ReceiptHandle", h));
-    IT_OK(&d);
-    it_reply_free(&d);
-}
-
 static const char *body_of(const struct it_reply *r, size_t i)
 {
     return it_jstr(json_array_get(it_messages(r), i), "Body");
@@ -99,7 +90,7 @@ static int home_of(const char *url)
     struct it_reply r = receive(url, 1, 30);
     IT_REQUIRE(it_message_count(&r) == 1);
     int p = handle_partition(it_jstr(json_array_get(it_messages(&r), 0), "ReceiptHandle"));
-    delete_msg(url, &r, 0);
+    IT_CHECK(it_delete_received(&srv, url, &r, 0));
     it_reply_free(&r);
     IT_CHECK(p == 0 || p == 1);
     return p;
@@ -406,7 +397,7 @@ static void shard_grows_under_live_groups(void)
         }
         for (size_t k = 0; k < nheld; k++) {
             for (size_t i = 0; i < it_message_count(&held[k]); i++) {
-                delete_msg(url, &held[k], i);
+                IT_CHECK(it_delete_received(&srv, url, &held[k], i));
             }
             it_reply_free(&held[k]);
         }
