@@ -663,7 +663,7 @@ static void *writer_main(void *arg)
 {
     struct part_writer *w = arg;
     struct part_engine *e = w->engine;
-    struct part_batch b = {0};
+    struct part_batch b = {.part = w->index};
     size_t max = e->opt.max_batch_jobs ? e->opt.max_batch_jobs : 1024;
     for (;;) {
         pthread_mutex_lock(&w->mu);
