@@ -2,7 +2,7 @@
  * gw_act_fifo.c -- the FIFO side of a send: SQS's refusals (Amazon SQS API
  * Reference, SendMessage and SendMessageBatch: MessageGroupId,
  * MessageDeduplicationId, DelaySeconds), content-based deduplication ids,
- * the placement of a group (docs/partitions.md, "Message groups") and the
+ * the home of a group (docs/partitions.md, "Message groups") and the
  * SequenceNumber's text. The engine enforces order, locks and the
  * deduplication interval; this file decides only what reaches it.
  *

@@ -25,11 +25,13 @@ int gw__fifo_check(const struct part_queue_config *cfg, const struct gw_sqs_send
  * (written to hex, which must outlive the returned slice). */
 struct sl_slice gw__fifo_dedup_id(const struct gw_sqs_send_entry *m, char hex[65]);
 
-/* The partition a FIFO message goes to: its group's home in the tenant's
+/* The home of a FIFO message's group: the group's home in the tenant's
  * shard under DeduplicationScope messageGroup (groups spread over the
  * shard), else the queue's home (the whole queue on one partition, so
  * that queue-wide deduplication is decided by one writer, as SQS's
- * perQueue mode keeps a queue on one partition). */
+ * perQueue mode keeps a queue on one partition). part_send takes it as
+ * where a group without live messages starts; one with live messages goes
+ * where they are (docs/partitions.md, "The group directory"). */
 uint32_t gw__fifo_partition(struct gw_act_ctx *ctx, const struct gw_queue *q,
                             const struct gw_sqs_send_entry *m);
 

@@ -122,6 +122,21 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
         gw__act_fail_storage(ctx, status);
         return;
     }
+    /* A FIFO send the engine fanned out over partitions (its groups live
+     * on several): a share that failed fails its entries alone. */
+    for (size_t j = 0; res->entry_status != NULL && j < b->job_count && j < res->entry_count; j++) {
+        if (res->entry_status[j] != SL_OK) {
+            uint32_t i = b->job_entry[j];
+            gw__act_storage_err(res->entry_status[j], &b->errs[i]);
+            b->fail[i] = &b->errs[i];
+        }
+    }
+    if (ctx->action == GW_SQS_ACT_SEND_MESSAGE && b->fail[0] != NULL) {
+        int rc = res->entry_status != NULL ? res->entry_status[0] : SL_EIO;
+        free(b);
+        gw__act_fail_storage(ctx, rc);
+        return;
+    }
     if (b->spilled) {
         gw_metrics_count_spill(ctx->api->metrics, ctx->principal.tenant->name, b->job_count);
     }
@@ -184,9 +199,10 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
 }
 
 /* One partition's share of a send fanned out over several (a FIFO batch
- * whose groups live on different partitions): cookie.id has a bit per job
- * entry it carried, in order. Entries of a failed share fail alone; the
- * answer goes out when the last share is in. */
+ * whose groups have different homes): cookie.id has a bit per job entry
+ * it carried, in order. Entries of a failed share fail alone (and so do
+ * those of a failed share of the engine's own fan-out, by entry_status);
+ * the answer goes out when the last share is in. */
 static void send_part_done(struct part_cookie cookie, int status, const struct part_result *res)
 {
     struct msg_batch *b = cookie.ptr;
@@ -195,11 +211,15 @@ static void send_part_done(struct part_cookie cookie, int status, const struct p
         if ((cookie.id & (1u << j)) == 0) {
             continue;
         }
-        if (status == SL_OK && res != NULL && k < res->sent_count) {
+        int st = status == SL_OK && res != NULL && res->entry_status != NULL && k < res->entry_count
+                     ? res->entry_status[k]
+                     : status;
+        if (st == SL_OK && res != NULL && k < res->sent_count) {
             b->sent[j] = res->sent[k++];
         } else {
+            k++;
             uint32_t i = b->job_entry[j];
-            gw__act_storage_err(status != SL_OK ? status : SL_EIO, &b->errs[i]);
+            gw__act_storage_err(st != SL_OK ? st : SL_EIO, &b->errs[i]);
             b->fail[i] = &b->errs[i];
         }
     }

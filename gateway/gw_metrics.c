@@ -776,6 +776,15 @@ static void render_fifo(struct sl_buf *out, struct gw_metrics *m, struct part_en
             sample_f(out, "sluice_fifo_groups_inflight", l, (double)counts[i].groups_inflight);
         }
     }
+    family(out, "sluice_fifo_groups_split", "gauge",
+           "Message groups of a FIFO queue with live messages on more than one partition (a "
+           "move in place or a shard change put them there; only the oldest leases), by queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        if (fifo[i]) {
+            const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+            sample_f(out, "sluice_fifo_groups_split", l, (double)counts[i].groups_split);
+        }
+    }
     family(out, "sluice_fifo_deduplicated_sends_total", "counter",
            "Sends to a FIFO queue accepted as duplicates within the deduplication interval "
            "(not stored again), by queue.");

@@ -12,6 +12,7 @@
 
 #include "part_batch.h"
 #include "part_catalog.h"
+#include "part_gdir.h"
 #include "part_groups.h"
 
 void part__item_list_add(struct part_item_list *l, uint64_t due, int64_t rowid, uint8_t kind)
@@ -111,6 +112,25 @@ void part__delta_move(struct part_batch *b, struct part_queue *q, int state, int
     }
 }
 
+static void gnote_add(struct part_batch *b, struct part_gnotes *l, struct part_queue *q,
+                      const char *group)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->v = sl_xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    part__delta_of(b, q); /* keeps q referenced until the batch is cleared */
+    l->v[l->n++] = (struct part_group_delta){q, sl_xstrdup(group), 0};
+}
+
+static void gnotes_clear(struct part_gnotes *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].group);
+    }
+    l->n = 0;
+}
+
 /* A row of q leaves the partition (deleted, expired, moved away). */
 void part__delta_gone(struct part_batch *b, struct part_queue *q, int state, int lane,
                       const char *group)
@@ -119,6 +139,47 @@ void part__delta_gone(struct part_batch *b, struct part_queue *q, int state, int
     if (state == PART_STATE_INFLIGHT) {
         part__note_group(b, q, group, -1);
     }
+    part__note_gdir_gone(b, q, group);
+}
+
+void part__note_gdir_gone(struct part_batch *b, struct part_queue *q, const char *group)
+{
+    if (q->fifo && group != NULL) {
+        gnote_add(b, &b->gdir_gone, q, group);
+    }
+}
+
+void part__gdir_move_in(struct part_writer *w, struct part_batch *b, struct part_queue *q,
+                        const char *group)
+{
+    if (q->fifo && group != NULL) {
+        part__gdir_add(q->gdir, group, w->index);
+        gnote_add(b, &b->gdir_added, q, group);
+    }
+}
+
+/* Drops each noted row's count on w's partition; wakes the partitions
+ * that became a group's first. */
+static void gnotes_drop(struct part_writer *w, const struct part_gnotes *l)
+{
+    struct part_engine *e = w->engine;
+    for (size_t i = 0; i < l->n; i++) {
+        struct part_queue *q = l->v[i].q;
+        uint32_t first = part__gdir_drop(q->gdir, l->v[i].group, w->index, 1);
+        if (first != PART_GDIR_NONE) {
+            e->hooks.wake(e, q, first, 1);
+        }
+    }
+}
+
+void part__batch_gdir_apply(struct part_writer *w, struct part_batch *b)
+{
+    gnotes_drop(w, &b->gdir_gone);
+}
+
+void part__batch_gdir_undo(struct part_writer *w, struct part_batch *b)
+{
+    gnotes_drop(w, &b->gdir_added);
 }
 
 void part__batch_groups_apply(struct part_writer *w, struct part_batch *b)
@@ -147,6 +208,8 @@ void part__batch_clear(struct part_batch *b)
         free(b->g[i].group);
     }
     b->ng = 0;
+    gnotes_clear(&b->gdir_gone);
+    gnotes_clear(&b->gdir_added);
     for (size_t i = 0; i < b->n; i++) {
         part__queue_unref(b->d[i].q);
     }
@@ -166,6 +229,8 @@ void part__batch_free(struct part_batch *b)
 {
     free(b->d);
     free(b->g);
+    free(b->gdir_gone.v);
+    free(b->gdir_added.v);
     free(b->gone);
     free(b->stale.v);
     free(b->fired.v);

@@ -27,6 +27,13 @@ struct part_group_delta {
     int64_t inflight;
 };
 
+/* FIFO rows whose group directory counts change with the batch. */
+struct part_gnotes {
+    struct part_group_delta *v; /* inflight unused */
+    size_t n;
+    size_t cap;
+};
+
 /* A growable list of timer entries. */
 struct part_item_list {
     struct part_heap_item *v;
@@ -46,6 +53,10 @@ struct part_batch {
     size_t gone_cap;
     struct part_item_list stale; /* single entries superseded */
     struct part_item_list fired; /* popped by fire_timers: pushed back if the batch rolls back */
+    /* FIFO rows gone: their directory counts drop after the COMMIT */
+    struct part_gnotes gdir_gone;
+    /* FIFO rows moved in: counted at once, given back if it rolls back */
+    struct part_gnotes gdir_added;
     bool sql_failed;
     bool dedup_swept; /* this batch swept expired FIFO deduplication ids */
 };
@@ -58,7 +69,8 @@ void part__delta_state(struct part_batch *b, struct part_queue *q, int state, in
  * NULL) is its message group. */
 void part__delta_move(struct part_batch *b, struct part_queue *q, int state, int lane, int to_state,
                       int to_lane, const char *group);
-/* A row of q leaves the partition (deleted, expired, moved away). */
+/* A row of q leaves the partition (deleted, expired, moved away); on a
+ * FIFO queue its group's directory count drops after the COMMIT. */
 void part__delta_gone(struct part_batch *b, struct part_queue *q, int state, int lane,
                       const char *group);
 /* group's in-flight count on q changes by inflight (group NULL: none). */
@@ -67,6 +79,20 @@ void part__note_group(struct part_batch *b, struct part_queue *q, const char *gr
 /* The sum of group's in-flight changes on q noted in b so far. */
 int64_t part__batch_group_delta(const struct part_batch *b, const struct part_queue *q,
                                 const char *group);
+/* What part__delta_gone does to the directory, alone (purges count the
+ * states in bulk). Nothing for a standard queue or a NULL group. */
+void part__note_gdir_gone(struct part_batch *b, struct part_queue *q, const char *group);
+/* A row of FIFO queue q and group moves in on w's partition in this
+ * batch: the group directory counts it now (a receive later in the same
+ * transaction must see it), given back if the batch rolls back. */
+void part__gdir_move_in(struct part_writer *w, struct part_batch *b, struct part_queue *q,
+                        const char *group);
+/* After the COMMIT: the directory counts of the FIFO rows gone; a group
+ * that its oldest partition no longer holds is announced on the next one
+ * (its long polls are woken, as by a send). */
+void part__batch_gdir_apply(struct part_writer *w, struct part_batch *b);
+/* After a ROLLBACK: the counts part__gdir_move_in took are given back. */
+void part__batch_gdir_undo(struct part_writer *w, struct part_batch *b);
 /* Row rowid is gone: all its timer entries are dead. */
 void part__note_gone(struct part_batch *b, int64_t rowid);
 /* One timer entry was superseded. */

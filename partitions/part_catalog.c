@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "part_catalog.h"
+#include "part_gdir.h"
 #include "part_groups.h"
 
 struct part_queue_config part_queue_config_default(void)
@@ -216,7 +217,7 @@ void part__kv_apply(struct part_kv **set, size_t *n, const struct part_kv *chg, 
 }
 
 struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const char *tenant,
-                                   const char *name)
+                                   const char *name, bool fifo)
 {
     struct part_queue *q = sl_xcalloc(1, sizeof *q);
     atomic_init(&q->refs, 1);
@@ -232,6 +233,8 @@ struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const cha
     q->attrs = sl_xcalloc(1, sizeof *q->attrs);
     q->tags = sl_xcalloc(1, sizeof *q->tags);
     pthread_mutex_init(&q->wait_mu, NULL);
+    q->fifo = fifo;
+    q->gdir = fifo ? part__gdir_new() : NULL;
     return q;
 }
 
@@ -244,6 +247,7 @@ static void queue_free(struct part_queue *q)
         part__groups_free(q->per[p].groups);
     }
     free(q->per);
+    part__gdir_free(q->gdir);
     free(q->tenant_name);
     free(q->name);
     free(q);
@@ -497,6 +501,8 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
     if (q != NULL) {
         bool all = partition == PART_ALL_PARTITIONS;
         counts_load(all ? &q->total : &q->per[partition], out);
+        out->groups_live = all && q->gdir != NULL ? part__gdir_groups(q->gdir) : 0;
+        out->groups_split = all && q->gdir != NULL ? part__gdir_spanning(q->gdir) : 0;
         out->oldest_ready_ms =
             all ? oldest_ready(q, 0, q->nparts) : oldest_ready(q, partition, partition + 1);
     }

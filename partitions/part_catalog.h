@@ -30,9 +30,10 @@ void part__queue_foreach(struct part_engine *e, void (*fn)(struct part_queue *q,
                          void *arg);
 
 /* ---- catalog thread (and open); the caller holds the lock it names ---- */
-/* A new queue object with one reference, not yet in the maps. */
+/* A new queue object with one reference, not yet in the maps; a FIFO
+ * queue gets its group directory. */
 struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const char *tenant,
-                                   const char *name);
+                                   const char *name, bool fifo);
 /* The tenant, made if new (write lock). */
 struct part_tenant *part__tenant_get(struct part_catalog *c, const char *name);
 /* Lookups (any lock). */

@@ -31,6 +31,7 @@
 #include "part_catalog.h"
 #include "part_catalog_db.h"
 #include "part_client.h"
+#include "part_gdir.h"
 #include "part_receipt.h"
 #include "part_sched.h"
 
@@ -192,9 +193,43 @@ static void client_free(struct part_client *c)
     free(c);
 }
 
+/* A FIFO send gives back the directory counts of its messages that were
+ * not stored (its job failed, or they were duplicates), as their rows
+ * will never be; a partition that became a group's first is woken. */
+static void gdir_give_back(struct part_job *job)
+{
+    struct part_engine *e = job->engine;
+    const struct part_sent *sent = job->parent != NULL ? job->parent->res.sent : job->res.sent;
+    for (size_t i = 0; i < job->nmsgs; i++) {
+        const struct part_send_msg *m = &job->msgs[i];
+        if (job->status == SL_OK && sent != NULL && !sent[m->index].duplicate) {
+            continue;
+        }
+        uint32_t first = part__gdir_drop(job->q->gdir, m->group_id, job->partition, 1);
+        if (first != PART_GDIR_NONE) {
+            e->hooks.wake(e, job->q, first, 1);
+        }
+    }
+    job->gdir_held = false;
+}
+
 void part__complete(struct part_job *job)
 {
     struct part_job *parent = job->parent;
+    if (job->gdir_held) {
+        gdir_give_back(job);
+    }
+    if (parent != NULL && parent->op == PART_OP_SEND) {
+        /* A share of a send: its failure is its entries' alone. */
+        for (size_t i = 0; job->status != SL_OK && i < job->nmsgs; i++) {
+            parent->entry_status[job->msgs[i].index] = job->status;
+        }
+        job_free_now(job);
+        if (atomic_fetch_sub(&parent->pending, 1) == 1) {
+            part__complete(parent);
+        }
+        return;
+    }
     if (parent != NULL) {
         /* Any failure wins; a deleted queue's purges do not: the queue is
          * gone either way and restart removes what a failed partition kept. */
@@ -355,7 +390,7 @@ static void on_async(uv_async_t *h)
         }
         if (job->entry_status != NULL) {
             job->res.entry_status = job->entry_status;
-            job->res.entry_count = job->nrh;
+            job->res.entry_count = job->op == PART_OP_SEND ? job->nmsgs : job->nrh;
         }
         job->res.purged = atomic_load(&job->purged);
         job->done(job->cookie, job->status, &job->res);

@@ -25,7 +25,7 @@ struct part_groups {
     size_t count;
 };
 
-static uint64_t hash_group(const char *s)
+uint64_t part__group_hash(const char *s)
 {
     uint64_t h = 14695981039346656037ull; /* FNV-1a */
     for (; *s != '\0'; s++) {
@@ -81,7 +81,7 @@ size_t part__groups_count(const struct part_groups *g)
 
 int64_t part__groups_get(const struct part_groups *g, const char *group)
 {
-    struct group_entry *e = *find_slot(g, group, hash_group(group));
+    struct group_entry *e = *find_slot(g, group, part__group_hash(group));
     return e != NULL ? e->inflight : 0;
 }
 
@@ -105,7 +105,7 @@ static void grow(struct part_groups *g)
 
 void part__groups_add(struct part_groups *g, const char *group, int64_t delta)
 {
-    uint64_t h = hash_group(group);
+    uint64_t h = part__group_hash(group);
     struct group_entry **slot = find_slot(g, group, h);
     struct group_entry *e = *slot;
     if (e == NULL) {

@@ -9,6 +9,9 @@
 
 #include "part_int.h"
 
+/* FNV-1a of a group id: the hash of every per-group table here. */
+uint64_t part__group_hash(const char *group);
+
 struct part_groups *part__groups_new(void);
 void part__groups_free(struct part_groups *g);
 void part__groups_clear(struct part_groups *g);

@@ -38,6 +38,7 @@ enum part_state {
 };
 
 struct part_groups;
+struct part_gdir;
 
 struct part_qcount {
     _Atomic int64_t ready;
@@ -112,6 +113,10 @@ struct part_queue {
     /* an operator paused its receives (part_queue_set_dequeue_paused):
      * writers lease nothing, so parked receives stay parked */
     _Atomic bool dequeue_paused;
+    /* FIFO (fixed at creation, as SQS's FifoQueue): where its groups'
+     * live messages are (part_gdir.c); NULL for a standard queue */
+    bool fifo;
+    struct part_gdir *gdir;
 };
 
 struct part_catalog {
@@ -157,6 +162,7 @@ struct part_send_msg {
     bool has_priority;
     int64_t priority;
     uint8_t lane;
+    uint8_t index; /* its entry in the request (a fanned-out send's parent) */
 };
 
 /* One receipt-addressed entry of a delete / change-visibility / release. */
@@ -247,6 +253,9 @@ struct part_job {
     uint64_t move_after;
     uint32_t move_max;
     uint64_t only_row; /* move of one row, and remove: that row; 0 = none */
+    /* a FIFO send holding a directory count for each of its messages on
+     * its partition (part__gdir_place), given back for those not stored */
+    bool gdir_held;
     /* set when the job reaches a writer's queue (under its mu) */
     uint32_t cost;   /* part__job_cost */
     uint64_t enq_ns; /* sl_mono_ns */

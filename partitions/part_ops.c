@@ -60,6 +60,7 @@
 
 #include "part_batch.h"
 #include "part_catalog.h"
+#include "part_gdir.h"
 #include "part_groups.h"
 #include "part_ops.h"
 #include "part_schema.h"
@@ -281,15 +282,21 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         job->status = SL_ENOTFOUND;
         return;
     }
-    job->res.sent = sl_xcalloc(job->nmsgs, sizeof *job->res.sent);
-    job->res.sent_count = job->nmsgs;
+    /* A share of a send fanned out over partitions answers in its
+     * parent's array, at each message's place in the request. */
+    struct part_sent *sent = job->parent != NULL ? job->parent->res.sent : NULL;
+    if (sent == NULL) {
+        job->res.sent = sent = sl_xcalloc(job->nmsgs, sizeof *job->res.sent);
+        job->res.sent_count = job->nmsgs;
+    }
     for (size_t i = 0; i < job->nmsgs && !b->sql_failed; i++) {
         struct part_send_msg *m = &job->msgs[i];
+        struct part_sent *out = &sent[m->index];
         bool fifo = cfg.fifo && m->dedup_id != NULL && m->group_id != NULL;
         char key[PART_GROUP_ID_MAX + 1 + PART_DEDUP_ID_MAX];
         size_t keylen = fifo ? dedup_key(&cfg, m, key) : 0;
         if (fifo) {
-            int dup = dedup_check(w, b, job, key, keylen, now, &job->res.sent[i]);
+            int dup = dedup_check(w, b, job, key, keylen, now, out);
             if (dup != 0) {
                 if (dup < 0) {
                     return;
@@ -341,9 +348,9 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         if (fifo && !dedup_put(w, b, job, key, keylen, now, m->message_id, (uint64_t)priority)) {
             return;
         }
-        memcpy(job->res.sent[i].message_id, m->message_id, sizeof m->message_id);
-        job->res.sent[i].partition = w->index;
-        job->res.sent[i].sequence = fifo ? (uint64_t)priority : (uint64_t)rowid;
+        memcpy(out->message_id, m->message_id, sizeof m->message_id);
+        out->partition = w->index;
+        out->sequence = fifo ? (uint64_t)priority : (uint64_t)rowid;
         part__delta_state(b, job->q, state, m->lane, 1);
         if (state == PART_STATE_DELAYED) {
             part__heap_push(&w->timers, now + delay_ms, rowid, PART_TIMER_VISIBLE);
@@ -519,7 +526,9 @@ static bool group_free(const struct part_writer *w, const struct part_batch *b,
         held -= r->msgs[i].partition == w->index && r->msgs[i].group_id != NULL &&
                 strcmp(r->msgs[i].group_id, group) == 0;
     }
-    return held <= 0;
+    /* A group on several partitions is leased only by its oldest one
+     * (docs/partitions.md, "The group directory"). */
+    return held <= 0 && part__gdir_may_lease(job->q->gdir, group, w->index);
 }
 
 /* A group's ready rows in order, up to max, appended to ids[*n]. */
@@ -832,6 +841,7 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
                 }
                 part__delta_gone(b, job->q, PART_STATE_READY, lane, group);
                 part__delta_state(b, dlq, PART_STATE_READY, PART_LANE_MAIN, 1);
+                part__gdir_move_in(w, b, dlq, group);
                 part__delta_of(b, job->q)->dead_lettered++;
                 again = true;
                 continue;
@@ -973,6 +983,7 @@ static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_
             state == PART_STATE_READY || state == PART_STATE_INFLIGHT ? state : PART_STATE_DELAYED;
         by[state][sqlite3_column_int(st, 2) == PART_LANE_OVERFLOW]++;
         part__note_gone(b, sqlite3_column_int64(st, 0));
+        part__note_gdir_gone(b, job->q, (const char *)sqlite3_column_text(st, 3));
         n++;
     }
     sqlite3_reset(st);
@@ -1068,6 +1079,8 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         uint64_t source;
         int lane;
         uint64_t expires_at;
+        bool has_group;
+        char group[PART_GROUP_ID_MAX + 1];
     } *rows = sl_xcalloc(job->move_max, sizeof *rows);
     size_t nrows = 0;
     sqlite3_stmt *st = part__stmt(w, ST_MOVE_SCAN);
@@ -1080,6 +1093,11 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         rows[nrows].source = (uint64_t)sqlite3_column_int64(st, 1);
         rows[nrows].lane = sqlite3_column_int(st, 2);
         rows[nrows].expires_at = (uint64_t)sqlite3_column_int64(st, 3);
+        const char *group = (const char *)sqlite3_column_text(st, 4);
+        rows[nrows].has_group = group != NULL;
+        if (group != NULL) {
+            snprintf(rows[nrows].group, sizeof rows[nrows].group, "%s", group);
+        }
         nrows++;
     }
     sqlite3_reset(st);
@@ -1122,8 +1140,13 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         if (!run(w, b, st)) {
             break;
         }
-        part__delta_state(b, job->q, PART_STATE_READY, rows[i].lane, -1);
+        const char *group = rows[i].has_group ? rows[i].group : NULL;
+        part__delta_gone(b, job->q, PART_STATE_READY, rows[i].lane, group);
         part__delta_state(b, d->q, PART_STATE_READY, PART_LANE_MAIN, 1);
+        /* In place, the row may join its group on a second partition of
+         * the destination: the directory makes that safe (only the oldest
+         * partition leases the group). */
+        part__gdir_move_in(w, b, d->q, group);
         part__heap_push(&w->timers, expires, rows[i].id, PART_TIMER_EXPIRE);
         part__note_stale(b, rows[i].expires_at, rows[i].id, PART_TIMER_EXPIRE);
         job->res.moved++;

@@ -66,12 +66,13 @@ static const char *const SQL[ST_COUNT_] = {
                    " first_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE first_receive_at END,"
                    " last_receive_at=CASE WHEN receive_count=1 THEN 0 ELSE last_receive_at END"
                    " WHERE id=?1 AND state=2 AND receive_count=?2",
-    [ST_PURGE_ROWS] = "SELECT id, state, lane FROM msg WHERE queue_id=?",
+    [ST_PURGE_ROWS] = "SELECT id, state, lane, group_id FROM msg WHERE queue_id=?",
     [ST_PURGE] = "DELETE FROM msg WHERE queue_id=?",
     [ST_MAKE_READY] = "UPDATE msg SET state=1 WHERE id=?",
     /* Oldest rows first by row id: msg_queue(queue_id, state) ends in the
      * rowid, so this is an index range, not a sort of the whole queue. */
-    [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane, expires_at FROM msg WHERE queue_id=?1"
+    [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane, expires_at, group_id FROM msg"
+                     " WHERE queue_id=?1"
                      " AND state=1 AND id>?2 ORDER BY id LIMIT ?3",
     [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?6, visible_at=?3,"
                     " sent_at=?3, expires_at=?4, message_id=?5, receive_count=0,"

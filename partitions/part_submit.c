@@ -19,6 +19,7 @@
 #include "part_catalog_db.h"
 #include "part_client.h"
 #include "part_disk.h"
+#include "part_gdir.h"
 #include "part_poll.h"
 
 /* ---- submission -------------------------------------------------------- */
@@ -56,6 +57,67 @@ static struct sl_slice copy_into(char **p, struct sl_slice s)
     }
     *p += s.n;
     return out;
+}
+
+/* A FIFO send: each message goes where its group's live messages are
+ * (home: where a group without any starts), decided under the queue's
+ * directory lock so that two loops racing cannot place one group twice.
+ * Messages that land on several partitions fan out into one sub-job per
+ * partition, each in request order; a share that fails fails its entries
+ * (res.entry_status), not the others. Every job holds a directory count
+ * per message until it completes (part__complete gives back those not
+ * stored). */
+static void send_fifo(struct part_engine *e, struct part_job *job, uint32_t home)
+{
+    size_t n = job->nmsgs;
+    const char *groups[PART_MAX_BATCH];
+    uint32_t homes[PART_MAX_BATCH];
+    uint32_t parts[PART_MAX_BATCH];
+    bool one = true;
+    for (size_t i = 0; i < n; i++) {
+        groups[i] = job->msgs[i].group_id;
+        homes[i] = home;
+    }
+    part__gdir_place(job->q->gdir, groups, homes, n, parts);
+    for (size_t i = 1; i < n; i++) {
+        one = one && parts[i] == parts[0];
+    }
+    if (one) {
+        job->gdir_held = true;
+        part__submit_partition(e, parts[0], job);
+        return;
+    }
+    job->res.sent = sl_xcalloc(n, sizeof *job->res.sent);
+    job->res.sent_count = n;
+    job->entry_status = sl_xcalloc(n, sizeof *job->entry_status);
+    job->status = SL_OK;
+    struct part_job *subs[PART_MAX_BATCH];
+    size_t nsubs = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct part_job *sub = NULL;
+        for (size_t s = 0; s < nsubs && sub == NULL; s++) {
+            sub = subs[s]->partition == parts[i] ? subs[s] : NULL;
+        }
+        if (sub == NULL) {
+            sub = sl_xcalloc(1, sizeof *sub);
+            sub->op = PART_OP_SEND;
+            sub->engine = e;
+            sub->parent = job;
+            sub->queue_id = job->queue_id;
+            sub->q = job->q;
+            atomic_fetch_add(&job->q->refs, 1);
+            sub->partition = parts[i];
+            /* the messages' bytes stay in the parent's block */
+            sub->msgs = sl_xcalloc(n, sizeof *sub->msgs);
+            sub->gdir_held = true;
+            subs[nsubs++] = sub;
+        }
+        sub->msgs[sub->nmsgs++] = job->msgs[i];
+    }
+    atomic_store(&job->pending, (int)nsubs);
+    for (size_t s = 0; s < nsubs; s++) {
+        part__submit_partition(e, subs[s]->partition, subs[s]);
+    }
 }
 
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
@@ -121,8 +183,13 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         m->delay_s = entries[i].delay_s;
         m->has_priority = entries[i].has_priority;
         m->priority = entries[i].priority;
+        m->index = (uint8_t)i;
     }
-    part__submit_partition(c->engine, partition, job);
+    if (job->q->fifo && fifo) {
+        send_fifo(c->engine, job, partition);
+    } else {
+        part__submit_partition(c->engine, partition, job);
+    }
     return SL_OK;
 }
 

@@ -49,6 +49,7 @@
 #include "part_batch.h"
 #include "part_catalog.h"
 #include "part_disk.h"
+#include "part_gdir.h"
 #include "part_groups.h"
 #include "part_ops.h"
 #include "part_sched.h"
@@ -350,6 +351,9 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
                 e->hooks.wake(e, b->d[i].q, w->index, b->d[i].woke);
             }
         }
+        part__batch_gdir_apply(w, b);
+    } else {
+        part__batch_gdir_undo(w, b);
     }
     part__batch_clear(b);
     finish_jobs(w, jobs, ok ? SL_OK : status);
@@ -403,7 +407,47 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
     return SQLITE_OK;
 }
 
-static bool rebuild(struct part_writer *w, char *why, size_t whylen)
+/* A partition holding an in-flight message of a group ranks before every
+ * one that does not: it leased the group before the restart, and its
+ * lease outlives it. Sequence numbers (microseconds since the epoch) stay
+ * far below this. */
+#define GDIR_LEASING_RANK (INT64_C(1) << 62)
+
+/* The FIFO queues' group directories: what this partition holds of each
+ * group. At engine open (no writer runs yet) a group found on several
+ * partitions is ordered by its oldest message, sequence numbers being
+ * engine-wide, after the partition that holds one in flight if any; a
+ * partition opened later (its disk was full) goes last. */
+static bool rebuild_gdir(struct part_writer *w, bool at_open)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(w->db,
+                           "SELECT queue_id, group_id, count(*), min(priority), max(state = 2)"
+                           " FROM msg WHERE group_id IS NOT NULL GROUP BY queue_id, group_id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        return false;
+    }
+    struct part_queue *q = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t qid = (uint64_t)sqlite3_column_int64(st, 0);
+        if (q == NULL || q->id != qid) {
+            part__queue_unref(q);
+            q = part__queue_ref(w->engine, qid);
+        }
+        if (q != NULL && q->fifo) {
+            int64_t rank = sqlite3_column_int64(st, 3) -
+                           (sqlite3_column_int(st, 4) != 0 ? GDIR_LEASING_RANK : 0);
+            part__gdir_load(q->gdir, (const char *)sqlite3_column_text(st, 1), w->index,
+                            sqlite3_column_int64(st, 2), rank, at_open);
+        }
+    }
+    part__queue_unref(q);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE;
+}
+
+static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whylen)
 {
     struct part_engine *e = w->engine;
     sqlite3_stmt *st = NULL;
@@ -492,6 +536,9 @@ static bool rebuild(struct part_writer *w, char *why, size_t whylen)
     if (rc != SQLITE_DONE) {
         goto fail;
     }
+    if (!rebuild_gdir(w, at_open)) {
+        goto fail;
+    }
     /* Every queue with rows here, so that aging is scheduled as well. */
     if (sqlite3_prepare_v2(w->db, "SELECT DISTINCT queue_id FROM msg", -1, &st, NULL) !=
         SQLITE_OK) {
@@ -512,9 +559,10 @@ fail:
 }
 
 /* Opens w->db: the connection, its schema, the rebuild of the counters
- * and timers. On failure the connection is closed, why says why and
- * *full whether it was for lack of space. */
-static bool open_db(struct part_writer *w, char *why, size_t whylen, bool *full)
+ * and timers (at_open: while the engine opens, before any writer runs).
+ * On failure the connection is closed, why says why and *full whether it
+ * was for lack of space. */
+static bool open_db(struct part_writer *w, bool at_open, char *why, size_t whylen, bool *full)
 {
     *full = false;
     int rc = sqlite3_open_v2(w->path, &w->db, part_sql_open_flags(), NULL);
@@ -523,7 +571,7 @@ static bool open_db(struct part_writer *w, char *why, size_t whylen, bool *full)
     } else if (part__schema_open(w, why, whylen, &rc)) {
         w->syncing = w->engine->opt.durability == PART_DURABILITY_FSYNC;
         sqlite3_wal_hook(w->db, wal_hook, w);
-        if (rebuild(w, why, whylen)) {
+        if (rebuild(w, at_open, why, whylen)) {
             atomic_store_explicit(&w->stat_timers, w->timers.n, memory_order_relaxed);
             return true;
         }
@@ -549,7 +597,7 @@ int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t ind
     snprintf(w->path, sizeof w->path, "%s/part-%04u.db", e->data_dir, index);
     char why[512] = "";
     bool full = false;
-    if (open_db(w, why, sizeof why, &full)) {
+    if (open_db(w, true, why, sizeof why, &full)) {
         return SL_OK;
     }
     if (full) {
@@ -583,7 +631,7 @@ static void open_again(struct part_writer *w)
     w->open_at_ms = now;
     char why[512] = "";
     bool full = false;
-    if (open_db(w, why, sizeof why, &full)) {
+    if (open_db(w, false, why, sizeof why, &full)) {
         sl_log(SL_LOG_INFO, LOG_MOD, "partition %u (%s): opened now that space is back", w->index,
                w->path);
         atomic_store(&w->open_later, false);

@@ -222,6 +222,11 @@ struct part_counts {
     int64_t overflow_delayed;
     uint64_t oldest_ready_ms; /* send time of the oldest ready message; 0: none */
     int64_t groups_inflight;  /* message groups with a message in flight (FIFO: locked) */
+    /* FIFO, summed over partitions only (0 per partition): groups with a
+     * live message, and of them those on more than one partition (see
+     * docs/partitions.md, "The group directory"). */
+    int64_t groups_live;
+    int64_t groups_split;
 };
 /* partition == PART_ALL_PARTITIONS: summed over partitions. Returns SL_OK,
  * SL_ENOTFOUND (no such queue) or SL_EINVAL (bad partition). */
@@ -331,7 +336,9 @@ struct part_result {
     size_t sent_count;
     struct part_message *messages; /* receive */
     size_t message_count;
-    int *entry_status; /* delete / change visibility: one per entry */
+    /* delete / change visibility: one per entry; a FIFO send the engine
+     * fanned out over partitions: one per message (NULL otherwise) */
+    int *entry_status;
     size_t entry_count;
     struct part_queue_info *queue; /* catalog ops (also on SL_EEXIST) */
     uint64_t purged;               /* purge / delete queue: messages removed */
@@ -386,7 +393,13 @@ struct part_send_entry {
  * transaction. res->sent has one entry per message. On a FIFO queue every
  * entry needs a group id and a deduplication id (else SL_EINVAL), its
  * priority is its sequence number (has_priority is ignored) and the
- * entries are sequenced in their order. Returns SL_EBUSY at
+ * entries are sequenced in their order. On a FIFO queue partition is the
+ * home of the entries' groups: a group with live messages goes where they
+ * are instead (docs/partitions.md, "The group directory"), so the
+ * messages may land on several partitions, one transaction each; then
+ * res->entry_status has one status per message (a failed partition fails
+ * its messages alone, the job completes SL_OK) and res->sent[i].partition
+ * says where each went. Returns SL_EBUSY at
  * once below the low-disk watermark (part_engine_set_min_free) and, after
  * a write found the disk full, until the space reserve is set aside again;
  * the job completes with SL_EBUSY when the disk is full or the partition
@@ -515,7 +528,9 @@ struct part_move_req {
 /* Moves up to max_messages READY messages of queue_id on one partition,
  * oldest row first, in one transaction (all of the batch or none of it:
  * a tenant's queues share its partitions, so the row changes queue in
- * place). Delayed and in-flight messages stay.
+ * place; a FIFO destination's group directory registers the partition,
+ * so a group that now has messages on two partitions is still leased by
+ * one at a time). Delayed and in-flight messages stay.
  *
  * A moved message is a new message of its destination, as SQS redrive
  * makes it: a new message id, sent (and prioritised) now, retention

@@ -724,3 +724,21 @@ int it_run_sluiced(const char *args, char **err_out)
     unlink(tmpl);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+int it_server_bounce(struct it_server *s, const struct it_options *opt, bool kill9)
+{
+    int rc = 0;
+    if (kill9 && s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    } else if (!kill9) {
+        rc = it_server_stop(s) == 0 ? 0 : -1;
+    }
+    if (opt != NULL) {
+        char yaml[8192];
+        it_config_yaml(s, opt, yaml, sizeof yaml);
+        rc = it_server_write_config(s, yaml) == 0 ? rc : -1;
+    }
+    return it_server_restart(s) == 0 ? rc : -1;
+}

@@ -93,6 +93,13 @@ void it_config_yaml(const struct it_server *s, const struct it_options *opt, cha
 /* Replaces the config file's contents (for SIGHUP). Returns 0 or -1. */
 int it_server_write_config(const struct it_server *s, const char *yaml);
 
+/* Stops the running server -- SIGTERM and a clean exit, or with kill9 a
+ * SIGKILL (a crash: no shutdown runs) -- then, when opt is not NULL,
+ * rewrites the config file as it_server_start would for opt (same ports
+ * and directories), and starts it again (it_server_restart). Returns 0,
+ * or -1 (a stop that was not clean, or a failed start). */
+int it_server_bounce(struct it_server *s, const struct it_options *opt, bool kill9);
+
 /* Sends a signal to the running server. */
 void it_server_signal(const struct it_server *s, int signum);
 

@@ -252,6 +252,17 @@ struct it_reply it_receive(const struct it_server *s, const char *url, json_t *e
     return it_call(s, "ReceiveMessage", req);
 }
 
+bool it_delete_received(const struct it_server *s, const char *url, const struct it_reply *r,
+                        size_t i)
+{
+    const char *h = it_jstr(json_array_get(it_messages(r), i), "ReceiptHandle");
+    struct it_reply d =
+        it_call(s, "DeleteMessage", json_pack("{s:s,s:s?}", "QueueUrl", url, "ReceiptHandle", h));
+    bool ok = d.status == 200;
+    it_reply_free(&d);
+    return ok;
+}
+
 json_t *it_messages(const struct it_reply *r)
 {
     json_t *m = json_object_get(r->json, "Messages");

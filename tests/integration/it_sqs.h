@@ -91,6 +91,9 @@ char *it_send(const struct it_server *s, const char *url, const char *body);
 struct it_reply it_receive(const struct it_server *s, const char *url, json_t *extra);
 json_t *it_messages(const struct it_reply *r);
 size_t it_message_count(const struct it_reply *r);
+/* DeleteMessage of the i-th message of a receive's reply; true on 200. */
+bool it_delete_received(const struct it_server *s, const char *url, const struct it_reply *r,
+                        size_t i);
 
 /* GetQueueAttributes of one attribute as an integer (-1 when missing). */
 long long it_queue_attr_int(const struct it_server *s, const char *url, const char *name);

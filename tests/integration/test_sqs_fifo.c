@@ -17,11 +17,9 @@
  * clock in tests/unit/partitions/test_part_fifo.c); receive attempt
  * retries in depth in test_sqs_attempts.c.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "it_sqs.h"
@@ -81,15 +79,6 @@ static const char *msg_sys(const struct it_reply *r, size_t i, const char *name)
 {
     json_t *m = json_array_get(it_messages(r), i);
     return it_jstr(json_object_get(m, "Attributes"), name);
-}
-
-static void delete_msg(const char *url, const struct it_reply *r, size_t i)
-{
-    const char *h = it_jstr(json_array_get(it_messages(r), i), "ReceiptHandle");
-    struct it_reply d =
-        it_call(&srv, "DeleteMessage", json_pack("{s:s,s:s}", "QueueUrl", url, "ReceiptHandle", h));
-    IT_OK(&d);
-    it_reply_free(&d);
 }
 
 /* ---- queues ------------------------------------------------------------ */
@@ -225,8 +214,8 @@ static void sequence_and_duplicates(void)
     IT_STREQ(msg_sys(&r, 0, "SequenceNumber"), seq_a);
     IT_STREQ(msg_sys(&r, 1, "SequenceNumber"), seq_b);
     /* deleted, its id still deduplicates within the interval */
-    delete_msg(url, &r, 0);
-    delete_msg(url, &r, 1);
+    IT_CHECK(it_delete_received(&srv, url, &r, 0));
+    IT_CHECK(it_delete_received(&srv, url, &r, 1));
     it_reply_free(&r);
     dup = fsend(url, "again", "g", "d2");
     IT_OK(&dup);
@@ -317,7 +306,7 @@ static void group_order_and_lock(void)
     it_reply_free(&r3);
     /* a1 deleted, a2 and a3 still in flight: a stays locked; b1 back
      * (visibility 0) comes first again */
-    delete_msg(url, &r1, 0);
+    IT_CHECK(it_delete_received(&srv, url, &r1, 0));
     const char *h = it_jstr(json_array_get(it_messages(&r2), 0), "ReceiptHandle");
     struct it_reply v = it_call(
         &srv, "ChangeMessageVisibility",
@@ -553,27 +542,12 @@ static void query_protocol(void)
 
 /* ---- groups over two partitions, and kill -9 ------------------------------- */
 
-/* Restarts sluiced with shard_size 2 (the harness's default is 1), after
- * a SIGKILL when kill is set. */
+/* Restarts sluiced, after a SIGKILL when kill9 is set; wide: with
+ * shard_size 2 (the harness's default is 1). */
 static void restart(bool kill9, bool wide)
 {
-    if (kill9) {
-        it_server_signal(&srv, SIGKILL);
-        waitpid(srv.pid, NULL, 0);
-        srv.pid = 0;
-    } else {
-        IT_CHECK(it_server_stop(&srv) == 0);
-    }
-    if (wide) {
-        struct it_options opt = {.tls = false, .admin = true};
-        char yaml[4096];
-        it_config_yaml(&srv, &opt, yaml, sizeof yaml);
-        char *k = strstr(yaml, "shard_size: 1");
-        IT_REQUIRE(k != NULL);
-        k[strlen("shard_size: ")] = '2';
-        IT_REQUIRE(it_server_write_config(&srv, yaml) == 0);
-    }
-    IT_REQUIRE(it_server_restart(&srv) == 0);
+    struct it_options opt = {.tls = false, .admin = true, .shard_size = 2};
+    IT_REQUIRE(it_server_bounce(&srv, wide ? &opt : NULL, kill9) == 0);
 }
 
 static void groups_over_partitions_and_kill9(void)
@@ -638,7 +612,7 @@ static void groups_over_partitions_and_kill9(void)
                 IT_CHECK(n == next[g]);
                 next[g] = n + 1;
             }
-            delete_msg(url, &r, i);
+            IT_CHECK(it_delete_received(&srv, url, &r, i));
             got++;
         }
         it_reply_free(&r);

@@ -59,6 +59,7 @@ struct t_done {
     char sent_ids[PART_MAX_BATCH][PART_MSG_ID_LEN + 1];
     uint64_t sent_seq[PART_MAX_BATCH];
     bool sent_dup[PART_MAX_BATCH];
+    uint32_t sent_part[PART_MAX_BATCH];
     struct t_msg msgs[PART_MAX_BATCH];
     int entry[PART_MAX_BATCH];
     uint64_t queue_id;
@@ -111,6 +112,7 @@ static void t_on_done(struct part_cookie ck, int status, const struct part_resul
             snprintf(d->sent_ids[i], sizeof d->sent_ids[i], "%s", res->sent[i].message_id);
             d->sent_seq[i] = res->sent[i].sequence;
             d->sent_dup[i] = res->sent[i].duplicate;
+            d->sent_part[i] = res->sent[i].partition;
         }
     }
     if (res->message_count) {
@@ -291,6 +293,18 @@ static uint64_t t_create_fifo(struct t_env *t, const char *name, bool dedup_per_
     return t_create(t, "acme", name, &fc);
 }
 
+/* A FIFO queue of tenant acme whose messages move to the FIFO queue dlq
+ * past max_receive receives. */
+static uint64_t t_create_fifo_dlq(struct t_env *t, const char *name, uint64_t dlq,
+                                  uint32_t max_receive)
+{
+    struct part_queue_config fc = part_queue_config_default();
+    fc.fifo = true;
+    fc.dlq_target_id = dlq;
+    fc.max_receive_count = max_receive;
+    return t_create(t, "acme", name, &fc);
+}
+
 /* One FIFO message to partition p; d gets the answer (sent_dup, sent_seq). */
 static void t_send_fifo(struct t_env *t, uint64_t q, uint32_t p, const char *body,
                         const char *group, const char *dedup, struct t_done *d)
@@ -323,6 +337,28 @@ static void t_recv(struct t_env *t, uint64_t q, uint32_t max, int32_t vis, struc
 {
     t_recv_with(
         t, (struct part_receive_req){.queue_id = q, .max_messages = max, .visibility_s = vis}, d);
+}
+
+/* A long poll (up to 10 messages, 30 s leases, 15 s wait) over every
+ * partition that finds nothing and parks: w completes when a commit
+ * wakes it (t_wait). */
+static void t_recv_parked(struct t_env *t, uint64_t q, struct t_done *w)
+{
+    uint32_t parts[64];
+    for (uint32_t i = 0; i < t->nparts; i++) {
+        parts[i] = i;
+    }
+    struct part_receive_req req = {.queue_id = q,
+                                   .partitions = parts,
+                                   .partition_count = t->nparts,
+                                   .max_messages = 10,
+                                   .visibility_s = 30,
+                                   .wait_ms = 15000};
+    assert_int_equal(part_receive(t->c, &req, t_ck(w), t_on_done, NULL), SL_OK);
+    for (int i = 0; i < 20; i++) {
+        uv_run(&t->loop, UV_RUN_NOWAIT);
+    }
+    assert_false(w->done);
 }
 
 static void t_delete(struct t_env *t, uint64_t q, const char *receipt, struct t_done *d)

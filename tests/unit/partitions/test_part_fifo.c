@@ -234,11 +234,6 @@ static void test_lock_within_one_commit(void **state)
     assert_int_equal(got, 1);
 }
 
-static void on_parked(struct part_cookie ck, int status, const struct part_result *res)
-{
-    t_on_done(ck, status, res);
-}
-
 /* A long poll that found only locked groups is woken when the group
  * frees by a delete. */
 static void test_wake_on_group_free(void **state)
@@ -249,18 +244,7 @@ static void test_wake_on_group_free(void **state)
     struct t_done d, r1, w;
     fsend(t, q, 0, batch, 2, &d);
     t_recv(t, q, 1, 30, &r1);
-    uint32_t parts[2] = {0, 1};
-    struct part_receive_req req = {.queue_id = q,
-                                   .partitions = parts,
-                                   .partition_count = t->nparts,
-                                   .max_messages = 10,
-                                   .visibility_s = 30,
-                                   .wait_ms = 15000};
-    assert_int_equal(part_receive(t->c, &req, t_ck(&w), on_parked, NULL), SL_OK);
-    for (int i = 0; i < 20; i++) {
-        uv_run(&t->loop, UV_RUN_NOWAIT);
-    }
-    assert_false(w.done);
+    t_recv_parked(t, q, &w);
     t_delete(t, q, r1.msgs[0].receipt, &d);
     t_wait(t, &w);
     assert_int_equal(w.count, 1);
@@ -281,11 +265,7 @@ static void test_dlq_and_redrive(void **state)
 {
     struct t_env *t = *state;
     uint64_t dlq = t_create_fifo(t, "dead.fifo", false);
-    struct part_queue_config fc = part_queue_config_default();
-    fc.fifo = true;
-    fc.dlq_target_id = dlq;
-    fc.max_receive_count = 1;
-    uint64_t q = t_create(t, "acme", "src.fifo", &fc);
+    uint64_t q = t_create_fifo_dlq(t, "src.fifo", dlq, 1);
     struct fmsg batch[2] = {{"a1", "a", "1"}, {"a2", "a", "2"}};
     struct t_done d, r;
     fsend(t, q, 0, batch, 2, &d);
