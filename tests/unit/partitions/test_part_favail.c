@@ -187,14 +187,6 @@ static void test_order_across_groups(void **state)
 
 /* ---- events that make a group available -------------------------------- */
 
-static void t_on_moved(struct part_cookie ck, int status, const struct part_result *res)
-{
-    struct t_done *d = ck.ptr;
-    d->done = true;
-    d->status = status;
-    d->count = res != NULL ? res->moved : 0;
-}
-
 /* A FIFO queue name unique to the run (announce or not). */
 static uint64_t fifo_named(struct t_env *t, const char *base, bool skip,
                            const struct part_queue_config *cfg)
