@@ -3,10 +3,10 @@
  * (issue 14; docs/benchmarks.md, "FIFO receives behind a locked group").
  * Drives the partitions engine through part.h, no HTTP, one partition,
  * durability os: ROUNDS times, GROUPS groups of EACH messages are sent
- * and drained by receives of 10 and deletes. The same run measures it
- * twice on fresh queues: without a hot group (the baseline) and with a
- * hot group of BACKLOG ready messages, one of them in flight, sent first
- * (so its rows are ahead of every other group's). Prints, per case, the
+ * and drained by receives of 10 and deletes, on two queues of one file,
+ * alternating: one without a hot group (the baseline) and one with a hot
+ * group of BACKLOG ready messages, one of them in flight, sent first (so
+ * its rows are ahead of every other group's). Prints, per case, the
  * wall time per receive and the SQLite VM steps FIFO selection spent per
  * receive (part_engine_stats), and the hot case as a ratio of the
  * baseline. Bounded by its counts: every loop ends when the groups are
@@ -128,10 +128,10 @@ struct figures {
 };
 
 /* Sends and drains groups x each, rounds times, on queue q. */
-static void drain_rounds(struct bench *b, uint64_t q, int rounds, int groups, int each,
+static void drain_rounds(struct bench *b, uint64_t q, int rounds, int first, int groups, int each,
                          struct figures *f)
 {
-    for (int r = 0; r < rounds; r++) {
+    for (int r = first; r < first + rounds; r++) {
         for (int g = 0; g < groups; g++) {
             char group[32];
             snprintf(group, sizeof group, "g%d-%d", r, g);
@@ -199,15 +199,20 @@ int main(int argc, char **argv)
         return 1;
     }
     struct figures base = {0}, hot = {0};
-    drain_rounds(&b, create_fifo(&b, "base.fifo"), rounds, groups, each, &base);
-    uint64_t q = create_fifo(&b, "hot.fifo");
-    send_group(&b, q, "hot", (size_t)backlog);
+    uint64_t bq = create_fifo(&b, "base.fifo");
+    uint64_t hq = create_fifo(&b, "hot.fifo");
+    send_group(&b, hq, "hot", (size_t)backlog);
     struct done d;
-    if (receive(&b, q, 1, &d) != 1) { /* hot is locked from now on */
+    if (receive(&b, hq, 1, &d) != 1) { /* hot is locked from now on */
         fprintf(stderr, "the hot group's first message was not received\n");
         return 1;
     }
-    drain_rounds(&b, q, rounds, groups, each, &hot);
+    /* Both cases in one file of the same size, round by round, so that
+     * the file's growth and the machine's drift fall on both alike. */
+    for (int r = 0; r < rounds; r++) {
+        drain_rounds(&b, r % 2 ? hq : bq, 1, r, groups, each, r % 2 ? &hot : &base);
+        drain_rounds(&b, r % 2 ? bq : hq, 1, r, groups, each, r % 2 ? &base : &hot);
+    }
     part_client_close(b.c);
     uv_run(&b.loop, UV_RUN_NOWAIT);
     part_engine_close(b.e);
