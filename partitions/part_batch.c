@@ -68,11 +68,10 @@ void part__note_available(struct part_batch *b, struct part_queue *q, const char
         atomic_load_explicit(&part__test_skip_announce, memory_order_relaxed)) {
         return;
     }
+    /* Locked or not, it goes in: the receive that pops a locked group
+     * drops it without reading a row, while asking here would scan the
+     * batch's group deltas for every row the batch changes. */
     struct part_qcount *qc = &q->per[b->part];
-    int64_t held = qc->groups != NULL ? part__groups_get(qc->groups, group) : 0;
-    if (held + part__batch_group_delta(b, q, group) > 0) {
-        return; /* still locked: the release of its lock announces it */
-    }
     if (qc->avail == NULL) {
         qc->avail = part__gheap_new();
     }

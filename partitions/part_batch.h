@@ -66,9 +66,9 @@ struct part_batch {
  * is a change of q: it moves q's change generation on b's partition. */
 struct part_delta *part__delta_of(struct part_batch *b, struct part_queue *q);
 /* A row of FIFO queue q and group became ready (or left, or its group's
- * lock was released) on b's partition: unless the group is still locked,
- * it is announced to the available groups (part_gheap.h), to be checked
- * by the next receive. Nothing for a standard queue or a NULL group. */
+ * lock was released) on b's partition: the group is announced to the
+ * available groups (part_gheap.h), to be checked by the next receive.
+ * Nothing for a standard queue or a NULL group. */
 void part__note_available(struct part_batch *b, struct part_queue *q, const char *group);
 /* Tests: announcements are skipped, so that only the change generation's
  * rebuild can find a group. */
