@@ -208,9 +208,6 @@ void part__batch_gdir_apply(struct part_writer *w, struct part_batch *b)
 void part__batch_gdir_undo(struct part_writer *w, struct part_batch *b)
 {
     gnotes_drop(w, &b->gdir_added);
-    for (size_t i = 0; i < b->n; i++) {
-        b->d[i].q->per[w->index].gen++;
-    }
 }
 
 void part__gdir_handed_over(struct part_queue *q, uint32_t p)

@@ -101,9 +101,7 @@ void part__gdir_move_in(struct part_writer *w, struct part_batch *b, struct part
  * that its oldest partition no longer holds is announced on the next one
  * (its long polls are woken, as by a send). */
 void part__batch_gdir_apply(struct part_writer *w, struct part_batch *b);
-/* After a ROLLBACK: the counts part__gdir_move_in took are given back,
- * and the change generation of every queue the batch touched moves (the
- * receives in it popped groups that are free again). */
+/* After a ROLLBACK: the counts part__gdir_move_in took are given back. */
 void part__batch_gdir_undo(struct part_writer *w, struct part_batch *b);
 /* The group directory made p the first partition of a group of q: p's
  * writer may lease it now (any thread). */

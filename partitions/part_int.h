@@ -360,6 +360,10 @@ struct part_writer {
     struct sqlite3 *db;
     struct sqlite3_stmt *st[32]; /* prepared statements, by part_schema.h's ST_* */
     struct part_heap timers;
+    /* batches rolled back: their receives may have popped available FIFO
+     * groups that are free again, so every FIFO queue's change generation
+     * here counts them (pick_fifo in part_ops.c) */
+    uint64_t rollbacks;
     bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;
     uint64_t open_at_ms; /* sl_mono_ns ms of the last try to open (open_later) */

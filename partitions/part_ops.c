@@ -673,7 +673,8 @@ static bool pick_fifo(struct part_writer *w, struct part_batch *b, struct part_j
         qc->avail = part__gheap_new();
     }
     bool ok = pick_available(w, b, job, qc, want, &p);
-    uint64_t gen = qc->gen + atomic_load_explicit(&qc->handovers, memory_order_acquire);
+    uint64_t gen =
+        qc->gen + w->rollbacks + atomic_load_explicit(&qc->handovers, memory_order_acquire);
     if (ok && p.nchosen < want && gen != qc->walked_gen) {
         ok = rebuild_available(w, b, job, qc, &p) && pick_available(w, b, job, qc, want, &p);
         qc->walked_gen = gen;

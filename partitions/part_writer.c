@@ -354,6 +354,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
         part__batch_gdir_apply(w, b);
     } else {
         part__batch_gdir_undo(w, b);
+        w->rollbacks++;
     }
     part__batch_clear(b);
     finish_jobs(w, jobs, ok ? SL_OK : status);

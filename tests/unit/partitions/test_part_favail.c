@@ -307,6 +307,24 @@ static void run_events(struct t_env *t, bool skip)
     assert_string_equal(r.msgs[0].body, "g0");
 }
 
+/* A receive that popped a group and rolled back (an injected fault on
+ * the lease) leaves it free: the next receive finds it, announced or not. */
+static void test_rolled_back_receive(void **state)
+{
+    struct t_env *t = *state;
+    atomic_store(&part__test_skip_announce, true);
+    uint64_t q = t_create_fifo(t, "undo.fifo", false);
+    send_group(t, q, "g", "g", 1);
+    sqlite3 *db = t_fault(t, 0,
+                          "CREATE TRIGGER t_fault BEFORE UPDATE OF state ON msg"
+                          " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+    struct t_done r;
+    t_recv(t, q, 10, 30, &r);
+    assert_int_not_equal(r.status, SL_OK);
+    t_fault_clear(db);
+    expect(t, q, "g0");
+}
+
 static void test_events_announced(void **state)
 {
     run_events(*state, false);
@@ -364,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_heap_orders_and_dedups),
         cmocka_unit_test_setup_teardown(test_locked_backlog_not_walked, setup_one, t_teardown),
         cmocka_unit_test_setup_teardown(test_order_across_groups, setup_one, t_teardown),
+        cmocka_unit_test_setup_teardown(test_rolled_back_receive, setup_one, teardown_announce),
         cmocka_unit_test_setup_teardown(test_events_announced, setup_one, teardown_announce),
         cmocka_unit_test_setup_teardown(test_events_found_by_rebuild, setup_one, teardown_announce),
         cmocka_unit_test_setup_teardown(test_handover_announced, t_setup, teardown_announce),
