@@ -449,6 +449,34 @@ static void test_grow_and_shrink(void **state)
     assert_int_equal(t_counts(t, q).ready, 2);
 }
 
+/* Closes t after a queue got a message on partition `held_by`, removes
+ * data_dir/name with its -wal and -shm, and expects opening with
+ * `partitions` to fail with SL_EIO, an error naming the file, and the file
+ * still absent (nothing was created in its place). Returns the error. */
+static const char *lose_file(struct t_env *t, uint32_t held_by, const char *name,
+                             uint32_t partitions, char err[512])
+{
+    uint64_t q = t_create(t, "acme", "m", NULL);
+    t_send(t, q, held_by, "held");
+    t_close(t);
+    char path[256];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s%s", t->dir, name, suffix[i]);
+        unlink(path);
+    }
+    struct part_options o = {.data_dir = t->dir, .partitions = partitions};
+    struct part_engine *e = NULL;
+    err[0] = '\0';
+    assert_int_equal(part_engine_open(&o, &e, err, 512), SL_EIO);
+    assert_null(e);
+    assert_non_null(strstr(err, name));
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", t->dir, name);
+    assert_int_equal(lstat(path, &st), -1);
+    return err;
+}
+
 /* The manifest says 2 partitions and part-0001.db is gone (a restore cut
  * short, an rm): the engine refuses to open rather than start that
  * partition empty, and creates nothing. Growing P (above) still makes
@@ -456,24 +484,13 @@ static void test_grow_and_shrink(void **state)
 static void test_missing_partition(void **state)
 {
     struct t_env *t = *state;
-    uint64_t q = t_create(t, "acme", "m", NULL);
-    t_send(t, q, 1, "held by partition 1");
-    t_close(t);
-    char path[256];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "%s/part-0001.db%s", t->dir, suffix[i]);
-        unlink(path);
-    }
-    struct part_options o = {.data_dir = t->dir, .partitions = 2};
+    char err[512];
+    assert_non_null(strstr(lose_file(t, 1, "part-0001.db", 2, err), "manifest says 2 partitions"));
+    /* growing does not paper over it either */
+    struct part_options o = {.data_dir = t->dir, .partitions = 3};
     struct part_engine *e = NULL;
-    char err[512] = "";
     assert_int_equal(part_engine_open(&o, &e, err, sizeof err), SL_EIO);
-    assert_null(e);
-    assert_non_null(strstr(err, "part-0001.db"));
-    assert_non_null(strstr(err, "manifest says 2 partitions"));
-    o.partitions = 3; /* growing does not paper over it either */
-    assert_int_equal(part_engine_open(&o, &e, err, sizeof err), SL_EIO);
+    char path[256];
     struct stat st;
     snprintf(path, sizeof path, "%s/part-0001.db", t->dir);
     assert_int_equal(lstat(path, &st), -1);
@@ -485,25 +502,8 @@ static void test_missing_partition(void **state)
  * in the partitions with no queue to name them. */
 static void test_missing_catalog(void **state)
 {
-    struct t_env *t = *state;
-    uint64_t q = t_create(t, "acme", "c", NULL);
-    t_send(t, q, 0, "held");
-    t_close(t);
-    char path[256];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "%s/catalog.db%s", t->dir, suffix[i]);
-        unlink(path);
-    }
-    struct part_options o = {.data_dir = t->dir, .partitions = 2};
-    struct part_engine *e = NULL;
-    char err[512] = "";
-    assert_int_equal(part_engine_open(&o, &e, err, sizeof err), SL_EIO);
-    assert_null(e);
-    assert_non_null(strstr(err, "catalog.db"));
-    struct stat st;
-    snprintf(path, sizeof path, "%s/catalog.db", t->dir);
-    assert_int_equal(lstat(path, &st), -1);
+    char err[512];
+    (void)lose_file(*state, 0, "catalog.db", 2, err);
 }
 
 static void test_corrupt_partition(void **state)
