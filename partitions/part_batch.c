@@ -13,6 +13,7 @@
 #include "part_batch.h"
 #include "part_catalog.h"
 #include "part_gdir.h"
+#include "part_gheap.h"
 #include "part_groups.h"
 
 void part__item_list_add(struct part_item_list *l, uint64_t due, int64_t rowid, uint8_t kind)
@@ -24,8 +25,11 @@ void part__item_list_add(struct part_item_list *l, uint64_t due, int64_t rowid, 
     l->v[l->n++] = (struct part_heap_item){due, rowid, kind};
 }
 
+_Atomic bool part__test_skip_announce;
+
 struct part_delta *part__delta_of(struct part_batch *b, struct part_queue *q)
 {
+    q->per[b->part].gen++;
     for (size_t i = 0; i < b->n; i++) {
         if (b->d[i].q == q) {
             return &b->d[i];
@@ -56,6 +60,22 @@ void part__delta_state(struct part_batch *b, struct part_queue *q, int state, in
         d->c.delayed += v;
         d->c.overflow_delayed += lane == PART_LANE_OVERFLOW ? v : 0;
     }
+}
+
+void part__note_available(struct part_batch *b, struct part_queue *q, const char *group)
+{
+    if (!q->fifo || group == NULL ||
+        atomic_load_explicit(&part__test_skip_announce, memory_order_relaxed)) {
+        return;
+    }
+    /* Locked or not, it goes in: the receive that pops a locked group
+     * drops it without reading a row, while asking here would scan the
+     * batch's group deltas for every row the batch changes. */
+    struct part_qcount *qc = &q->per[b->part];
+    if (qc->avail == NULL) {
+        qc->avail = part__gheap_new();
+    }
+    part__gheap_push(qc->avail, PART_GHEAD_UNKNOWN, 0, group);
 }
 
 void part__note_group(struct part_batch *b, struct part_queue *q, const char *group,
@@ -107,6 +127,9 @@ void part__delta_move(struct part_batch *b, struct part_queue *q, int state, int
     part__delta_state(b, q, to_state, to_lane, 1);
     if (state == PART_STATE_INFLIGHT && to_state != PART_STATE_INFLIGHT) {
         part__note_group(b, q, group, -1);
+        part__note_available(b, q, group);
+    } else if (to_state == PART_STATE_READY && state != PART_STATE_READY) {
+        part__note_available(b, q, group); /* a timer made it ready */
     } else if (state != PART_STATE_INFLIGHT && to_state == PART_STATE_INFLIGHT) {
         part__note_group(b, q, group, 1);
     }
@@ -139,6 +162,9 @@ void part__delta_gone(struct part_batch *b, struct part_queue *q, int state, int
     if (state == PART_STATE_INFLIGHT) {
         part__note_group(b, q, group, -1);
     }
+    /* Released, or its head left (a DLQ move, retention): a free group
+     * with rows behind it must be found again. */
+    part__note_available(b, q, group);
     part__note_gdir_gone(b, q, group);
 }
 
@@ -155,6 +181,7 @@ void part__gdir_move_in(struct part_writer *w, struct part_batch *b, struct part
     if (q->fifo && group != NULL) {
         part__gdir_add(q->gdir, group, w->index);
         gnote_add(b, &b->gdir_added, q, group);
+        part__note_available(b, q, group);
     }
 }
 
@@ -167,6 +194,7 @@ static void gnotes_drop(struct part_writer *w, const struct part_gnotes *l)
         struct part_queue *q = l->v[i].q;
         uint32_t first = part__gdir_drop(q->gdir, l->v[i].group, w->index, 1);
         if (first != PART_GDIR_NONE) {
+            part__gdir_handed_over(q, first);
             e->hooks.wake(e, q, first, 1);
         }
     }
@@ -180,6 +208,12 @@ void part__batch_gdir_apply(struct part_writer *w, struct part_batch *b)
 void part__batch_gdir_undo(struct part_writer *w, struct part_batch *b)
 {
     gnotes_drop(w, &b->gdir_added);
+}
+
+void part__gdir_handed_over(struct part_queue *q, uint32_t p)
+{
+    /* release: the writer that sees the new count also sees the directory */
+    atomic_fetch_add_explicit(&q->per[p].handovers, 1, memory_order_release);
 }
 
 void part__batch_groups_apply(struct part_writer *w, struct part_batch *b)

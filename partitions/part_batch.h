@@ -42,6 +42,7 @@ struct part_item_list {
 };
 
 struct part_batch {
+    uint32_t part; /* the writer's partition */
     struct part_delta *d;
     size_t n;
     size_t cap;
@@ -61,8 +62,17 @@ struct part_batch {
     bool dedup_swept; /* this batch swept expired FIFO deduplication ids */
 };
 
-/* The change of q in b (made, and q referenced, on first use). */
+/* The change of q in b (made, and q referenced, on first use). Every call
+ * is a change of q: it moves q's change generation on b's partition. */
 struct part_delta *part__delta_of(struct part_batch *b, struct part_queue *q);
+/* A row of FIFO queue q and group became ready (or left, or its group's
+ * lock was released) on b's partition: the group is announced to the
+ * available groups (part_gheap.h), to be checked by the next receive.
+ * Nothing for a standard queue or a NULL group. */
+void part__note_available(struct part_batch *b, struct part_queue *q, const char *group);
+/* Tests: announcements are skipped, so that only the change generation's
+ * rebuild can find a group. */
+extern _Atomic bool part__test_skip_announce;
 /* v messages of q entered (v > 0) or left (v < 0) state in lane. */
 void part__delta_state(struct part_batch *b, struct part_queue *q, int state, int lane, int64_t v);
 /* A row of q goes from (state, lane) to (to_state, to_lane); group (may be
@@ -93,6 +103,9 @@ void part__gdir_move_in(struct part_writer *w, struct part_batch *b, struct part
 void part__batch_gdir_apply(struct part_writer *w, struct part_batch *b);
 /* After a ROLLBACK: the counts part__gdir_move_in took are given back. */
 void part__batch_gdir_undo(struct part_writer *w, struct part_batch *b);
+/* The group directory made p the first partition of a group of q: p's
+ * writer may lease it now (any thread). */
+void part__gdir_handed_over(struct part_queue *q, uint32_t p);
 /* Row rowid is gone: all its timer entries are dead. */
 void part__note_gone(struct part_batch *b, int64_t rowid);
 /* One timer entry was superseded. */

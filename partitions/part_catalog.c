@@ -20,6 +20,7 @@
 
 #include "part_catalog.h"
 #include "part_gdir.h"
+#include "part_gheap.h"
 #include "part_groups.h"
 
 struct part_queue_config part_queue_config_default(void)
@@ -229,6 +230,7 @@ struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const cha
     for (uint32_t p = 0; p < e->nparts; p++) {
         atomic_init(&q->per[p].head_priority[PART_LANE_MAIN], INT64_MAX);
         atomic_init(&q->per[p].head_priority[PART_LANE_OVERFLOW], INT64_MAX);
+        q->per[p].gen = 1; /* not walked yet: the first receive rebuilds avail */
     }
     q->attrs = sl_xcalloc(1, sizeof *q->attrs);
     q->tags = sl_xcalloc(1, sizeof *q->tags);
@@ -245,6 +247,7 @@ static void queue_free(struct part_queue *q)
     pthread_mutex_destroy(&q->wait_mu);
     for (uint32_t p = 0; p < q->nparts; p++) {
         part__groups_free(q->per[p].groups);
+        part__gheap_free(q->per[p].avail);
     }
     free(q->per);
     part__gdir_free(q->gdir);

@@ -207,6 +207,8 @@ static void gdir_give_back(struct part_job *job)
         }
         uint32_t first = part__gdir_drop(job->q->gdir, m->group_id, job->partition, 1);
         if (first != PART_GDIR_NONE) {
+            /* as part__gdir_handed_over (part_batch.c): first may lease it */
+            atomic_fetch_add_explicit(&job->q->per[first].handovers, 1, memory_order_release);
             e->hooks.wake(e, job->q, first, 1);
         }
     }

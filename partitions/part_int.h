@@ -51,9 +51,18 @@ struct part_qcount {
     /* message groups with something in flight (FIFO's locked groups),
      * mirrored from groups after each commit for readers on any thread */
     _Atomic int64_t groups_inflight;
+    /* FIFO: group directory hand-overs to this partition (bumped by the
+     * thread that dropped a group's first partition): part of gen below */
+    _Atomic uint64_t handovers;
     /* partition p's writer only (per[p]; unused in total): */
     uint64_t age_due;           /* the pending PART_TIMER_AGE check, 0: none */
     struct part_groups *groups; /* in-flight count per message group */
+    /* FIFO: the available groups by head (part_gheap.c), the change
+     * generation (every batch change of the queue here bumps it) and the
+     * generation (plus handovers) the last rebuild of avail saw */
+    struct part_gheap *avail;
+    uint64_t gen;
+    uint64_t walked_gen;
 };
 
 struct part_tenant {
@@ -345,11 +354,16 @@ struct part_writer {
     _Atomic uint64_t stat_jobs;
     _Atomic uint64_t stat_commit_us;
     _Atomic uint64_t stat_batch_us;
-    _Atomic uint64_t stat_timers; /* timers.n after the last batch */
+    _Atomic uint64_t stat_timers;     /* timers.n after the last batch */
+    _Atomic uint64_t stat_fifo_steps; /* SQLite VM steps of FIFO selection */
     /* writer thread only */
     struct sqlite3 *db;
     struct sqlite3_stmt *st[32]; /* prepared statements, by part_schema.h's ST_* */
     struct part_heap timers;
+    /* batches rolled back: their receives may have popped available FIFO
+     * groups that are free again, so every FIFO queue's change generation
+     * here counts them (pick_fifo in part_ops.c) */
+    uint64_t rollbacks;
     bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;
     uint64_t open_at_ms; /* sl_mono_ns ms of the last try to open (open_later) */

@@ -61,6 +61,7 @@
 #include "part_batch.h"
 #include "part_catalog.h"
 #include "part_gdir.h"
+#include "part_gheap.h"
 #include "part_groups.h"
 #include "part_ops.h"
 #include "part_schema.h"
@@ -352,6 +353,9 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         out->partition = w->index;
         out->sequence = fifo ? (uint64_t)priority : (uint64_t)rowid;
         part__delta_state(b, job->q, state, m->lane, 1);
+        if (state == PART_STATE_READY) {
+            part__note_available(b, job->q, m->group_id);
+        }
         if (state == PART_STATE_DELAYED) {
             part__heap_push(&w->timers, now + delay_ms, rowid, PART_TIMER_VISIBLE);
         }
@@ -442,6 +446,7 @@ struct candidate {
     int64_t id;
     uint32_t count;   /* receives so far */
     uint64_t sent_ms; /* the original send: a DLQ move keeps it */
+    int lane;
     bool has_group;
     char group[PART_GROUP_ID_MAX + 1];
 };
@@ -479,7 +484,7 @@ static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_j
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && *ncand < want) {
         take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
-        (*ncand)++;
+        cand[(*ncand)++].lane = lane;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -501,7 +506,7 @@ static bool take_rows(struct part_writer *w, struct part_batch *b, struct part_j
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
             take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
-            (*ncand)++;
+            cand[(*ncand)++].lane = sqlite3_column_int(st, 13);
         }
         sqlite3_reset(st);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -531,75 +536,155 @@ static bool group_free(const struct part_writer *w, const struct part_batch *b,
     return held <= 0 && part__gdir_may_lease(job->q->gdir, group, w->index);
 }
 
-/* A group's ready rows in order, up to max, appended to ids[*n]. */
-static bool group_rows(struct part_writer *w, struct part_batch *b, const struct part_job *job,
-                       const char *group, size_t max, int64_t *ids, size_t *n)
+/* What a FIFO receive chose so far: rows in order, the groups they are of. */
+struct fifo_pick {
+    int64_t chosen[PART_MAX_BATCH];
+    size_t nchosen;
+    char taken[PART_MAX_BATCH][PART_GROUP_ID_MAX + 1];
+    size_t ntaken;
+    uint64_t steps; /* SQLite VM steps spent choosing (part_engine_stats) */
+};
+
+static bool was_taken(const struct fifo_pick *p, const char *group)
+{
+    for (size_t k = 0; k < p->ntaken; k++) {
+        if (strcmp(group, p->taken[k]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Steps st once; the rest as sqlite3_step. Counts its VM steps in p. */
+static int counted_step(sqlite3_stmt *st, struct fifo_pick *p)
+{
+    int rc = sqlite3_step(st);
+    p->steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
+    return rc;
+}
+
+/* A group's ready rows in order (1 <= max), appended to p->chosen; head
+ * gets the first one's (priority, id). */
+static bool group_rows(struct part_writer *w, const struct part_job *job, const char *group,
+                       size_t max, struct fifo_pick *p, int64_t head[2])
 {
     sqlite3_stmt *st = part__stmt(w, ST_GROUP_ROWS);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+    size_t first = p->nchosen;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        ids[(*n)++] = sqlite3_column_int64(st, 0);
+    while ((rc = counted_step(st, p)) == SQLITE_ROW) {
+        if (p->nchosen == first) {
+            head[0] = sqlite3_column_int64(st, 1);
+            head[1] = sqlite3_column_int64(st, 0);
+        }
+        p->chosen[p->nchosen++] = sqlite3_column_int64(st, 0);
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        b->sql_failed = true;
-        return false;
+    return rc == SQLITE_DONE;
+}
+
+/* Fills p from the available groups, best head first. An entry is only a
+ * hint, checked as it surfaces: a group locked (or not this partition's
+ * to lease) or without ready rows is dropped -- what frees or fills it
+ * announces it again, and the rebuild finds what was not announced -- and
+ * one whose head moved goes back under its real head. */
+static bool pick_available(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                           struct part_qcount *qc, uint32_t want, struct fifo_pick *p)
+{
+    struct part_gheap_entry en;
+    bool ok = true;
+    while (ok && p->nchosen < want && part__gheap_pop(qc->avail, &en)) {
+        if (!was_taken(p, en.group) && group_free(w, b, job, qc, en.group)) {
+            size_t before = p->nchosen;
+            /* an unknown head costs one row to learn */
+            size_t max = en.priority == PART_GHEAD_UNKNOWN ? 1 : want - before;
+            int64_t head[2] = {0, 0};
+            ok = group_rows(w, job, en.group, max, p, head);
+            if (ok && p->nchosen > before) {
+                if (head[0] != en.priority || head[1] != en.id) {
+                    p->nchosen = before;
+                    part__gheap_push(qc->avail, head[0], head[1], en.group);
+                } else {
+                    snprintf(p->taken[p->ntaken++], sizeof p->taken[0], "%s", en.group);
+                }
+            }
+        }
+        free(en.group);
     }
-    return true;
+    return ok;
+}
+
+/* Every free group with ready rows, under its head, into qc->avail: one
+ * seek in msg_group per group, so a locked group's backlog is never read.
+ * p has room for one more row (it is not full). */
+static bool rebuild_available(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                              struct part_qcount *qc, struct fifo_pick *p)
+{
+    char group[PART_GROUP_ID_MAX + 1] = "";
+    for (;;) {
+        sqlite3_stmt *st = part__stmt(w, ST_GROUP_NEXT);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+        sqlite3_bind_text(st, 2, group, -1, SQLITE_TRANSIENT);
+        int rc = counted_step(st, p);
+        if (rc == SQLITE_ROW) {
+            snprintf(group, sizeof group, "%s", (const char *)sqlite3_column_text(st, 0));
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW) {
+            return rc == SQLITE_DONE;
+        }
+        if (was_taken(p, group) || !group_free(w, b, job, qc, group)) {
+            continue;
+        }
+        size_t before = p->nchosen;
+        int64_t head[2] = {0, 0};
+        if (!group_rows(w, job, group, 1, p, head)) {
+            return false;
+        }
+        if (p->nchosen > before) {
+            p->nchosen = before;
+            part__gheap_push(qc->avail, head[0], head[1], group);
+        }
+    }
 }
 
 /* FIFO: as SQS does, as many messages of one group as there are, then of
- * the next: the free group whose head is best first (a walk of msg_ready,
- * which carries the group id, passing over locked groups' rows), then its
- * rows in order through msg_group, then the next free group. Filling from
- * few groups leaves the others to other consumers. A group's rows are
- * taken from its head on, so no group's order is broken. */
-static bool pick_fifo(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
+ * the next: the free group whose head is best first, its rows in order
+ * through msg_group, then the next free group. Filling from few groups
+ * leaves the others to other consumers. A group's rows are taken from its
+ * head on, so no group's order is broken. Groups come from the available
+ * groups' heap; when it runs dry, it is rebuilt -- at most once per change
+ * generation of the queue here, since without a change it cannot have
+ * missed one (docs/partitions.md, "Selection without scanning locked
+ * groups"). Groups are ordered by their head across both lanes: a FIFO
+ * queue's order is its sequence. */
+static bool pick_fifo(struct part_writer *w, struct part_batch *b, struct part_job *job,
                       uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
                       struct candidate *cand, size_t *ncand)
 {
     struct part_qcount *qc = &job->q->per[w->index];
-    int64_t chosen[PART_MAX_BATCH];
-    size_t nchosen = 0;
-    char taken[PART_MAX_BATCH][PART_GROUP_ID_MAX + 1]; /* groups already filled from */
-    size_t ntaken = 0;
-    /* The last group passed over: locked groups' rows often come in runs. */
-    char skip[PART_GROUP_ID_MAX + 1] = "";
-    sqlite3_stmt *st = part__stmt(w, ST_FAIR_SCAN);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
-    sqlite3_bind_int(st, 2, lane);
-    sqlite3_bind_int(st, 3, -1); /* no limit: locked groups' rows are passed over */
-    int rc = SQLITE_DONE;
-    bool ok = true;
-    while (ok && nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *group = (const char *)sqlite3_column_text(st, 1);
-        if (group == NULL) {
-            chosen[nchosen++] = sqlite3_column_int64(st, 0); /* cannot be: FIFO rows have one */
-            continue;
-        }
-        bool seen = strcmp(group, skip) == 0;
-        for (size_t k = 0; !seen && k < ntaken; k++) {
-            seen = strcmp(group, taken[k]) == 0;
-        }
-        if (seen) {
-            continue;
-        }
-        if (!group_free(w, b, job, qc, group)) {
-            snprintf(skip, sizeof skip, "%s", group);
-            continue;
-        }
-        snprintf(taken[ntaken++], sizeof taken[0], "%s", group);
-        ok = group_rows(w, b, job, taken[ntaken - 1], want - nchosen, chosen, &nchosen);
+    struct fifo_pick p;
+    p.nchosen = 0;
+    p.ntaken = 0;
+    p.steps = 0;
+    if (qc->avail == NULL) {
+        qc->avail = part__gheap_new();
     }
-    sqlite3_reset(st);
-    if (!ok || (rc != SQLITE_DONE && rc != SQLITE_ROW)) {
+    bool ok = pick_available(w, b, job, qc, want, &p);
+    uint64_t gen =
+        qc->gen + w->rollbacks + atomic_load_explicit(&qc->handovers, memory_order_acquire);
+    if (ok && p.nchosen < want && gen != qc->walked_gen) {
+        ok = rebuild_available(w, b, job, qc, &p) && pick_available(w, b, job, qc, want, &p);
+        qc->walked_gen = gen;
+    }
+    atomic_fetch_add_explicit(&w->stat_fifo_steps, p.steps, memory_order_relaxed);
+    if (!ok) {
         b->sql_failed = true;
         return false;
     }
-    return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
+    return take_rows(w, b, job, cfg, dlq, now, p.chosen, p.nchosen, cand, ncand);
 }
 
 /* How many of the rows picked so far in this receive belong to group. */
@@ -806,7 +891,7 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
         /* Collect candidates first: the rows change under the cursor. */
         struct candidate cand[PART_MAX_BATCH];
         size_t ncand = 0;
-        bool ok = cfg.fifo ? pick_fifo(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+        bool ok = cfg.fifo ? pick_fifo(w, b, job, want, &cfg, dlq != NULL, now, cand, &ncand)
                   : fair   ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
                            : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
         if (!ok) {
@@ -839,7 +924,7 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
                 if (found == 1) {
                     part__note_stale(b, old.expires_at, cand[i].id, PART_TIMER_EXPIRE);
                 }
-                part__delta_gone(b, job->q, PART_STATE_READY, lane, group);
+                part__delta_gone(b, job->q, PART_STATE_READY, cand[i].lane, group);
                 part__delta_state(b, dlq, PART_STATE_READY, PART_LANE_MAIN, 1);
                 part__gdir_move_in(w, b, dlq, group);
                 part__delta_of(b, job->q)->dead_lettered++;
@@ -860,7 +945,8 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
             if (!run(w, b, ls)) {
                 break;
             }
-            part__delta_move(b, job->q, PART_STATE_READY, lane, PART_STATE_INFLIGHT, lane, group);
+            part__delta_move(b, job->q, PART_STATE_READY, cand[i].lane, PART_STATE_INFLIGHT,
+                             cand[i].lane, group);
             part__heap_push(&w->timers, now + vis_ms, cand[i].id, PART_TIMER_VISIBLE);
             /* keep the filled messages contiguous */
             if (kept != r->nmsgs + i) {

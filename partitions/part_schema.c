@@ -84,7 +84,8 @@ static const char *const SQL[ST_COUNT_] = {
     /* Covered by msg_ready (it carries group_id): no table lookups. */
     [ST_FAIR_SCAN] = "SELECT id, group_id FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
                      " ORDER BY priority, id LIMIT ?3",
-    [ST_ROW_FULL] = "SELECT " MSG_COLUMNS MSG_JOIN " WHERE m.id=?1 AND m.state=1",
+    /* with the lane: a FIFO group's rows may be in both */
+    [ST_ROW_FULL] = "SELECT " MSG_COLUMNS ", m.lane" MSG_JOIN " WHERE m.id=?1 AND m.state=1",
     /* FIFO deduplication (schema 4): one row per id sent within the
      * interval; an expired row no longer counts and is swept. */
     [ST_DEDUP_FIND] = "SELECT message_id, seq FROM dedup WHERE queue_id=?1 AND dkey=?2"
@@ -95,8 +96,12 @@ static const char *const SQL[ST_COUNT_] = {
                        " WHERE expires_at<=?1 ORDER BY expires_at LIMIT ?2)",
     [ST_DEDUP_PURGE] = "DELETE FROM dedup WHERE queue_id=?1",
     /* A FIFO group's ready rows in order, through msg_group. */
-    [ST_GROUP_ROWS] = "SELECT id FROM msg WHERE queue_id=?1 AND group_id=?2 AND state=1"
+    [ST_GROUP_ROWS] = "SELECT id, priority FROM msg WHERE queue_id=?1 AND group_id=?2 AND state=1"
                       " AND dedup_id IS NOT NULL ORDER BY priority, id LIMIT ?3",
+    /* The next FIFO group with ready rows after ?2: one seek in msg_group
+     * per group, however long a group's backlog. */
+    [ST_GROUP_NEXT] = "SELECT group_id FROM msg WHERE queue_id=?1 AND group_id>?2 AND state=1"
+                      " AND dedup_id IS NOT NULL ORDER BY group_id LIMIT 1",
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",

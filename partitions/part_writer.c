@@ -354,6 +354,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
         part__batch_gdir_apply(w, b);
     } else {
         part__batch_gdir_undo(w, b);
+        w->rollbacks++;
     }
     part__batch_clear(b);
     finish_jobs(w, jobs, ok ? SL_OK : status);
@@ -663,7 +664,7 @@ static void *writer_main(void *arg)
 {
     struct part_writer *w = arg;
     struct part_engine *e = w->engine;
-    struct part_batch b = {0};
+    struct part_batch b = {.part = w->index};
     size_t max = e->opt.max_batch_jobs ? e->opt.max_batch_jobs : 1024;
     for (;;) {
         pthread_mutex_lock(&w->mu);

@@ -661,6 +661,11 @@ struct part_partition_stats {
      * 16,384) dead ones not compacted away yet (docs/partitions.md,
      * "Timers"). */
     uint64_t timers;
+    /* SQLite virtual-machine steps FIFO receives spent choosing groups and
+     * rows (a counter): what a locked group's backlog would inflate if
+     * receives walked it (docs/partitions.md, "Selection without scanning
+     * locked groups"). */
+    uint64_t fifo_select_steps;
     /* Ready and delayed messages of every queue here (a gauge; both lanes). */
     int64_t backlog;
     /* The cost of the jobs waiting at the writer (part_engine_partition_load). */

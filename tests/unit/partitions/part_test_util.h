@@ -155,6 +155,15 @@ static void t_on_done(struct part_cookie ck, int status, const struct part_resul
     d->purged = res->purged;
 }
 
+/* A part_move completion: d->count gets the messages moved. */
+static void t_on_moved(struct part_cookie ck, int status, const struct part_result *res)
+{
+    struct t_done *d = ck.ptr;
+    d->done = true;
+    d->status = status;
+    d->count = res != NULL ? res->moved : 0;
+}
+
 static void t_guard_cb(uv_timer_t *t)
 {
     *(bool *)t->data = true;

@@ -251,14 +251,6 @@ static void test_wake_on_group_free(void **state)
     assert_string_equal(w.msgs[0].body, "a2");
 }
 
-static void on_move(struct part_cookie ck, int status, const struct part_result *res)
-{
-    struct t_done *d = ck.ptr;
-    d->done = true;
-    d->status = status;
-    d->count = res != NULL ? res->moved : 0;
-}
-
 /* Past maxReceiveCount a message goes to the FIFO DLQ with its group and
  * deduplication id; a redrive back sequences it anew, in order. */
 static void test_dlq_and_redrive(void **state)
@@ -285,7 +277,7 @@ static void test_dlq_and_redrive(void **state)
     /* redrive back: new numbers, still a1 before a2 */
     struct part_move_req req = {.queue_id = dlq, .partition = 0, .max_messages = 10};
     t_ck(&d);
-    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, on_move), SL_OK);
+    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, t_on_moved), SL_OK);
     t_wait(t, &d);
     assert_int_equal(d.count, 2);
     t_recv(t, q, 10, 30, &r);

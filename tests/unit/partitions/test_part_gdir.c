@@ -152,14 +152,6 @@ static struct part_send_entry fentry(const char *body, const char *group)
                                     .delay_s = -1};
 }
 
-static void on_move(struct part_cookie ck, int status, const struct part_result *res)
-{
-    struct t_done *d = ck.ptr;
-    d->done = true;
-    d->status = status;
-    d->count = res != NULL ? res->moved : 0;
-}
-
 /* Moves every ready message of from on partition p into dest, in place. */
 static void move_all(struct t_env *t, uint64_t from, uint32_t p, uint64_t dest)
 {
@@ -167,7 +159,7 @@ static void move_all(struct t_env *t, uint64_t from, uint32_t p, uint64_t dest)
     struct part_move_req req = {
         .queue_id = from, .partition = p, .dest_queue_id = dest, .max_messages = 10};
     t_ck(&d);
-    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, on_move), SL_OK);
+    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, t_on_moved), SL_OK);
     t_wait(t, &d);
     assert_int_equal(d.status, SL_OK);
     assert_true(d.count > 0);
@@ -280,7 +272,7 @@ static void test_failures_give_counts_back(void **state)
     struct part_move_req req = {
         .queue_id = x, .partition = 0, .dest_queue_id = q, .max_messages = 10};
     t_ck(&d);
-    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, on_move), SL_OK);
+    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, t_on_moved), SL_OK);
     t_wait(t, &d);
     assert_int_equal(d.status, SL_EIO);
     t_fault_clear(db);
