@@ -59,10 +59,13 @@ struct part_qcount {
     struct part_groups *groups; /* in-flight count per message group */
     /* FIFO: the available groups by head (part_gheap.c), the change
      * generation (every batch change of the queue here bumps it) and the
-     * generation (plus handovers) the last rebuild of avail saw */
+     * generation (plus handovers) the last rebuild of avail saw; and the
+     * hand-overs plus rollbacks it saw, which nothing announces in the
+     * heap, so they force a rebuild even while the heap has entries */
     struct part_gheap *avail;
     uint64_t gen;
     uint64_t walked_gen;
+    uint64_t walked_unannounced;
 };
 
 struct part_tenant {
@@ -210,6 +213,7 @@ struct part_recv {
     bool timer_init;
     struct part_message msgs[PART_MAX_BATCH];
     size_t nmsgs;
+    size_t txn_first; /* msgs[txn_first..] were leased in the current transaction */
     /* FIFO ReceiveRequestAttemptId (attempt_len 0: none) */
     char attempt[PART_ATTEMPT_MAX];
     size_t attempt_len;

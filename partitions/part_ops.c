@@ -519,8 +519,12 @@ static bool take_rows(struct part_writer *w, struct part_batch *b, struct part_j
 
 /* Whether a FIFO message group is free for this receive on w's partition:
  * nothing of it in flight there, counting what this transaction leased or
- * released so far, except what this very receive took there (one receive
- * may take several consecutive messages of a group, as SQS does). */
+ * released so far, except what this very receive took there in this
+ * transaction (one receive may take several consecutive messages of a
+ * group, as SQS does). A group this receive took from in an earlier
+ * transaction (its other pass) is not free to it: that lease may have
+ * ended since (visibility 0, a timer in this batch), and taking the group
+ * again would hand out the same messages twice in one reply. */
 static bool group_free(const struct part_writer *w, const struct part_batch *b,
                        const struct part_job *job, const struct part_qcount *qc, const char *group)
 {
@@ -528,8 +532,13 @@ static bool group_free(const struct part_writer *w, const struct part_batch *b,
     int64_t held = qc->groups != NULL ? part__groups_get(qc->groups, group) : 0;
     held += part__batch_group_delta(b, job->q, group);
     for (size_t i = 0; i < r->nmsgs; i++) {
-        held -= r->msgs[i].partition == w->index && r->msgs[i].group_id != NULL &&
-                strcmp(r->msgs[i].group_id, group) == 0;
+        if (r->msgs[i].partition == w->index && r->msgs[i].group_id != NULL &&
+            strcmp(r->msgs[i].group_id, group) == 0) {
+            if (i < r->txn_first) {
+                return false;
+            }
+            held--;
+        }
     }
     /* A group on several partitions is leased only by its oldest one
      * (docs/partitions.md, "The group directory"). */
@@ -672,9 +681,20 @@ static bool pick_fifo(struct part_writer *w, struct part_batch *b, struct part_j
     if (qc->avail == NULL) {
         qc->avail = part__gheap_new();
     }
-    bool ok = pick_available(w, b, job, qc, want, &p);
-    uint64_t gen =
-        qc->gen + w->rollbacks + atomic_load_explicit(&qc->handovers, memory_order_acquire);
+    /* A hand-over or a rolled-back batch announces nothing (a group the
+     * heap dropped as not ours, or popped in the rolled-back transaction,
+     * would wait for the heap to run dry, which a busy queue never lets
+     * happen): either forces one rebuild before the heap is read. */
+    uint64_t unannounced =
+        w->rollbacks + atomic_load_explicit(&qc->handovers, memory_order_acquire);
+    uint64_t gen = qc->gen + unannounced;
+    bool ok = true;
+    if (unannounced != qc->walked_unannounced) {
+        ok = rebuild_available(w, b, job, qc, &p);
+        qc->walked_unannounced = unannounced;
+        qc->walked_gen = gen;
+    }
+    ok = ok && pick_available(w, b, job, qc, want, &p);
     if (ok && p.nchosen < want && gen != qc->walked_gen) {
         ok = rebuild_available(w, b, job, qc, &p) && pick_available(w, b, job, qc, want, &p);
         qc->walked_gen = gen;
@@ -866,6 +886,7 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
         exec_replay(w, b, job, &cfg, now);
         return;
     }
+    r->txn_first = r->nmsgs;
     /* Checked here, where leases are taken, not only when the receive
      * began: a long poll parked before the pause must not take the next
      * message sent. Empty, it goes back to waiting (receive_continue). */

@@ -5,7 +5,9 @@
  * 50,000 ready rows ahead of the others; and every event that frees or
  * fills a group followed by a receive that gets it, once with the
  * announcement and once with it skipped (part__test_skip_announce), when
- * only the change generation's rebuild can find the group.
+ * only the change generation's rebuild can find the group; a hand-over or
+ * a rollback found at once while other groups keep the heap busy; and a
+ * receive's second pass not taking again what its first put back.
  */
 #include "part_test_util.h"
 
@@ -376,6 +378,105 @@ static void test_handover_found_by_rebuild(void **state)
     run_handover(*state, true);
 }
 
+/* After a hand-over, partition 1 finds g at once (its head "a" is the
+ * queue's oldest message) although a stream of other groups keeps its
+ * heap from running dry: a hand-over announces nothing, so it forces a
+ * rebuild by itself. */
+static void test_handover_starved_by_busy_heap(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t dest = t_create_fifo(t, "stv.fifo", false);
+    uint64_t x = t_create_fifo(t, "stvx.fifo", false);
+    struct t_done d, r;
+    t_send_fifo(t, dest, 0, "b0", "g", "b0", &d);
+    t_send_fifo(t, x, 1, "a", "g", "a", &d);
+    struct part_move_req req = {
+        .queue_id = x, .partition = 1, .dest_queue_id = dest, .max_messages = 10};
+    t_ck(&d);
+    assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, t_on_moved), SL_OK);
+    t_wait(t, &d);
+    t_recv(t, dest, 10, 30, &r);
+    assert_int_equal(r.count, 1);
+    assert_string_equal(r.msgs[0].body, "b0");
+    t_recv(t, dest, 10, 30, &d); /* partition 1 pops g and drops it */
+    assert_int_equal(d.count, 0);
+    t_delete(t, dest, r.msgs[0].receipt, &d);
+    t_sync(t);
+    int got_a_at = -1;
+    for (int k = 0; k < 50 && got_a_at < 0; k++) {
+        char g[16], body[16];
+        snprintf(g, sizeof g, "o%d", k);
+        snprintf(body, sizeof body, "o%d", k);
+        t_send_fifo(t, dest, 1, body, g, body, &d);
+        assert_int_equal(d.sent_part[0], 1);
+        t_recv(t, dest, 1, 30, &r);
+        assert_int_equal(r.count, 1);
+        if (strcmp(r.msgs[0].body, "a") == 0) {
+            got_a_at = k;
+        } else {
+            t_delete(t, dest, r.msgs[0].receipt, &d);
+        }
+    }
+    assert_int_equal(got_a_at, 0);
+}
+
+/* A rolled-back receive popped g's heap entry; the rollback forces a
+ * rebuild, so g is found at once although a stream of other groups keeps
+ * the heap from running dry. */
+static void test_rollback_starved_by_busy_heap(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create_fifo(t, "undo2.fifo", false);
+    send_group(t, q, "g", "g", 1);
+    sqlite3 *db = t_fault(t, 0,
+                          "CREATE TRIGGER t_fault BEFORE UPDATE OF state ON msg"
+                          " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+    struct t_done r, d;
+    t_recv(t, q, 10, 30, &r);
+    assert_int_not_equal(r.status, SL_OK);
+    t_fault_clear(db);
+    int got_at = -1;
+    for (int k = 0; k < 50 && got_at < 0; k++) {
+        char g[16];
+        snprintf(g, sizeof g, "o%d", k);
+        t_send_fifo(t, q, 0, g, g, g, &d);
+        t_recv(t, q, 1, 30, &r);
+        assert_int_equal(r.count, 1);
+        if (strcmp(r.msgs[0].body, "g0") == 0) {
+            got_at = k;
+        } else {
+            t_delete(t, q, r.msgs[0].receipt, &d);
+        }
+    }
+    assert_int_equal(got_at, 0);
+}
+
+/* A receive that comes back to a partition (its second lane's pass)
+ * after a visibility of 0 put its first pass's leases back must not take
+ * the same messages again: one reply, each message once. */
+static void test_revisit_takes_again(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create_fifo(t, "rv.fifo", false);
+    struct t_done d, r;
+    t_send_fifo(t, q, 0, "k0", "k", "k0", &d);
+    t_recv(t, q, 1, 30, &r); /* k locked */
+    assert_int_equal(r.count, 1);
+    struct part_send_entry en = {.body = sl_slice_cstr("k1"),
+                                 .group_id = sl_slice_cstr("k"),
+                                 .dedup_id = sl_slice_cstr("k1"),
+                                 .delay_s = -1,
+                                 .lane = PART_LANE_OVERFLOW};
+    assert_int_equal(part_send(t->c, q, 0, &en, 1, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    t_send_fifo(t, q, 0, "g0", "g", "g0", &d);
+    t_send_fifo(t, q, 0, "g1", "g", "g1", &d);
+    t_recv(t, q, 10, 0, &r);
+    assert_int_equal(r.count, 2);
+    assert_string_equal(r.msgs[0].body, "g0");
+    assert_string_equal(r.msgs[1].body, "g1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +488,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events_found_by_rebuild, setup_one, teardown_announce),
         cmocka_unit_test_setup_teardown(test_handover_announced, t_setup, teardown_announce),
         cmocka_unit_test_setup_teardown(test_handover_found_by_rebuild, t_setup, teardown_announce),
+        cmocka_unit_test_setup_teardown(test_handover_starved_by_busy_heap, t_setup,
+                                        teardown_announce),
+        cmocka_unit_test_setup_teardown(test_rollback_starved_by_busy_heap, setup_one,
+                                        teardown_announce),
+        cmocka_unit_test_setup_teardown(test_revisit_takes_again, setup_one, teardown_announce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
