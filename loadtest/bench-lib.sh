@@ -65,7 +65,14 @@ seed_manifest= # when set, the fresh data_dir starts with this manifest (its key
 start_gateway() { # durability partitions
   stop_gateway
   rm -rf "$work/data"
-  if [[ -n $seed_manifest ]]; then mkdir -p "$work/data" && cp "$seed_manifest" "$work/data/manifest"; fi
+  if [[ -n $seed_manifest ]]; then
+    # The engine refuses a manifest whose files are missing (a lost file,
+    # not a fresh start), so the seed brings the empty files a first start
+    # makes before its manifest.
+    mkdir -p "$work/data" && cp "$seed_manifest" "$work/data/manifest"
+    : >"$work/data/catalog.db"
+    for ((p = 0; p < $2; p++)); do : >"$(printf '%s/data/part-%04d.db' "$work" "$p")"; done
+  fi
   port=$(free_port)
   admin_port=$(free_port)
   cat >"$work/sluice.yaml" <<YAML
