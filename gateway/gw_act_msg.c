@@ -113,6 +113,15 @@ static void encode_sys_attrs(const struct gw_act_ctx *ctx, const struct gw_sqs_s
     gw__attrs_encode(sys, n, out);
 }
 
+/* Job entry j of a send failed with status (SL_EIO if that says SL_OK):
+ * its request entry answers the error, the others are unaffected. */
+static void fail_job_entry(struct msg_batch *b, size_t j, int status)
+{
+    uint32_t i = b->job_entry[j];
+    gw__act_storage_err(status != SL_OK ? status : SL_EIO, &b->errs[i]);
+    b->fail[i] = &b->errs[i];
+}
+
 static void send_done(struct part_cookie cookie, int status, const struct part_result *res)
 {
     struct msg_batch *b = cookie.ptr;
@@ -126,9 +135,7 @@ static void send_done(struct part_cookie cookie, int status, const struct part_r
      * on several): a share that failed fails its entries alone. */
     for (size_t j = 0; res->entry_status != NULL && j < b->job_count && j < res->entry_count; j++) {
         if (res->entry_status[j] != SL_OK) {
-            uint32_t i = b->job_entry[j];
-            gw__act_storage_err(res->entry_status[j], &b->errs[i]);
-            b->fail[i] = &b->errs[i];
+            fail_job_entry(b, j, res->entry_status[j]);
         }
     }
     if (ctx->action == GW_SQS_ACT_SEND_MESSAGE && b->fail[0] != NULL) {
@@ -218,9 +225,7 @@ static void send_part_done(struct part_cookie cookie, int status, const struct p
             b->sent[j] = res->sent[k++];
         } else {
             k++;
-            uint32_t i = b->job_entry[j];
-            gw__act_storage_err(st != SL_OK ? st : SL_EIO, &b->errs[i]);
-            b->fail[i] = &b->errs[i];
+            fail_job_entry(b, j, st);
         }
     }
     if (--b->pending == 0) {

@@ -378,6 +378,28 @@ static void test_handover_found_by_rebuild(void **state)
     run_handover(*state, true);
 }
 
+/* Up to 50 rounds of: one message of a new group to partition p, then a
+ * receive of one, deleted unless it is `wanted`. Returns the round whose
+ * receive got `wanted`, or -1: a stream that keeps the heap from ever
+ * running dry. */
+static int stream_until(struct t_env *t, uint64_t q, uint32_t p, const char *wanted)
+{
+    struct t_done d, r;
+    for (int k = 0; k < 50; k++) {
+        char g[16];
+        snprintf(g, sizeof g, "o%d", k);
+        t_send_fifo(t, q, p, g, g, g, &d);
+        assert_int_equal(d.sent_part[0], p);
+        t_recv(t, q, 1, 30, &r);
+        assert_int_equal(r.count, 1);
+        if (strcmp(r.msgs[0].body, wanted) == 0) {
+            return k;
+        }
+        t_delete(t, q, r.msgs[0].receipt, &d);
+    }
+    return -1;
+}
+
 /* After a hand-over, partition 1 finds g at once (its head "a" is the
  * queue's oldest message) although a stream of other groups keeps its
  * heap from running dry: a hand-over announces nothing, so it forces a
@@ -402,22 +424,7 @@ static void test_handover_starved_by_busy_heap(void **state)
     assert_int_equal(d.count, 0);
     t_delete(t, dest, r.msgs[0].receipt, &d);
     t_sync(t);
-    int got_a_at = -1;
-    for (int k = 0; k < 50 && got_a_at < 0; k++) {
-        char g[16], body[16];
-        snprintf(g, sizeof g, "o%d", k);
-        snprintf(body, sizeof body, "o%d", k);
-        t_send_fifo(t, dest, 1, body, g, body, &d);
-        assert_int_equal(d.sent_part[0], 1);
-        t_recv(t, dest, 1, 30, &r);
-        assert_int_equal(r.count, 1);
-        if (strcmp(r.msgs[0].body, "a") == 0) {
-            got_a_at = k;
-        } else {
-            t_delete(t, dest, r.msgs[0].receipt, &d);
-        }
-    }
-    assert_int_equal(got_a_at, 0);
+    assert_int_equal(stream_until(t, dest, 1, "a"), 0);
 }
 
 /* A rolled-back receive popped g's heap entry; the rollback forces a
@@ -431,24 +438,11 @@ static void test_rollback_starved_by_busy_heap(void **state)
     sqlite3 *db = t_fault(t, 0,
                           "CREATE TRIGGER t_fault BEFORE UPDATE OF state ON msg"
                           " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
-    struct t_done r, d;
+    struct t_done r;
     t_recv(t, q, 10, 30, &r);
     assert_int_not_equal(r.status, SL_OK);
     t_fault_clear(db);
-    int got_at = -1;
-    for (int k = 0; k < 50 && got_at < 0; k++) {
-        char g[16];
-        snprintf(g, sizeof g, "o%d", k);
-        t_send_fifo(t, q, 0, g, g, g, &d);
-        t_recv(t, q, 1, 30, &r);
-        assert_int_equal(r.count, 1);
-        if (strcmp(r.msgs[0].body, "g0") == 0) {
-            got_at = k;
-        } else {
-            t_delete(t, q, r.msgs[0].receipt, &d);
-        }
-    }
-    assert_int_equal(got_at, 0);
+    assert_int_equal(stream_until(t, q, 0, "g0"), 0);
 }
 
 /* A receive that comes back to a partition (its second lane's pass)
