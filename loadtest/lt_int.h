@@ -88,6 +88,10 @@ uint64_t lt_sched_intended(const struct lt_sched *s, uint64_t i);
 uint64_t lt_sched_due(const struct lt_sched *s, uint64_t now_ns);
 /* Takes the next operation; returns its intended start time. */
 uint64_t lt_sched_take(struct lt_sched *s);
+/* Where the k-th of n open-loop groups starts its schedule, in ns after the
+ * run's start: k/n of its own period, so that n groups at the same rate
+ * take turns instead of all firing at once. 0 when k >= n or rate <= 0. */
+uint64_t lt_sched_phase_ns(double rate_per_s, size_t k, size_t n);
 /* Latency in microseconds from when an operation was meant to start (open
  * loop) or did start (closed loop) to when it finished. */
 uint64_t lt_latency_us(uint64_t start_ns, uint64_t done_ns);
@@ -287,6 +291,7 @@ struct lt_opts {
     double flood_rate;         /* noisy: the first tenant's send rate */
     double receive_rate;       /* noisy: each tenant's receive rate */
     double flood_receive_rate; /* noisy: the first tenant's receive rate */
+    bool lockstep;             /* open loop: every group's schedule starts at once */
     unsigned batch;            /* 1 or 10 */
     size_t message_size;
     struct lt_tenant *tenants;

@@ -33,6 +33,7 @@ enum {
     OPT_FLOOD_RATE,
     OPT_RECEIVE_RATE,
     OPT_FLOOD_RECEIVE_RATE,
+    OPT_ARRIVALS,
     OPT_BATCH,
     OPT_SIZE,
     OPT_TENANTS,
@@ -66,6 +67,7 @@ static const struct option long_opts[] = {
     {"flood-rate", required_argument, NULL, OPT_FLOOD_RATE},
     {"receive-rate", required_argument, NULL, OPT_RECEIVE_RATE},
     {"flood-receive-rate", required_argument, NULL, OPT_FLOOD_RECEIVE_RATE},
+    {"arrivals", required_argument, NULL, OPT_ARRIVALS},
     {"batch", required_argument, NULL, OPT_BATCH},
     {"size", required_argument, NULL, OPT_SIZE},
     {"tenants", required_argument, NULL, OPT_TENANTS},
@@ -118,6 +120,9 @@ void lt_opts_usage(FILE *out)
         "  --receive-rate R       noisy: receive+delete rate of every tenant (default --rate)\n"
         "  --flood-receive-rate R noisy: receive+delete rate of the first tenant (default\n"
         "                         --receive-rate)\n"
+        "  --arrivals staggered|lockstep  open loop: the k-th of n groups starts k/n\n"
+        "                         of its period late (staggered, default), or all at\n"
+        "                         once, every tick together (lockstep)\n"
         "  --batch 1|10           send with SendMessage or SendMessageBatch of 10\n"
         "  --size BYTES           message body size (default 1024, minimum 32)\n"
         "  --tenants K:S[,K:S..]  access key:secret per tenant (default default:default)\n"
@@ -328,6 +333,12 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
         if (parse_double(arg, &o->flood_receive_rate) != SL_OK || o->flood_receive_rate <= 0) {
             FAIL("--flood-receive-rate wants a positive number per second");
         }
+        break;
+    case OPT_ARRIVALS:
+        if (strcmp(arg, "staggered") != 0 && strcmp(arg, "lockstep") != 0) {
+            FAIL("--arrivals is staggered or lockstep");
+        }
+        o->lockstep = strcmp(arg, "lockstep") == 0;
         break;
     case OPT_BATCH:
         if (parse_u64(arg, 10, &u) != SL_OK || (u != 1 && u != 10)) {

@@ -239,6 +239,7 @@ static json_t *config_json(const struct lt_opts *o)
         "message_size", (json_int_t)o->message_size, "queues", (json_int_t)o->queues, "tenants",
         tenants, "wait_s", (json_int_t)o->wait_s, "prefill", (json_int_t)o->prefill);
     json_object_set_new(c, "http_version", json_string(o->http1 ? "1.1" : "2"));
+    json_object_set_new(c, "arrivals", json_string(o->lockstep ? "lockstep" : "staggered"));
     json_object_set_new(c, "protocol",
                         json_string(o->protocol == LT_PROTO_QUERY ? "query" : "json"));
     if (o->scenario == LT_SC_NOISY) {

@@ -45,6 +45,14 @@ uint64_t lt_sched_take(struct lt_sched *s)
     return lt_sched_intended(s, s->taken++);
 }
 
+uint64_t lt_sched_phase_ns(double rate_per_s, size_t k, size_t n)
+{
+    if (rate_per_s <= 0 || k >= n) {
+        return 0;
+    }
+    return (uint64_t)(1e9 / rate_per_s * (double)k / (double)n);
+}
+
 uint64_t lt_latency_us(uint64_t start_ns, uint64_t done_ns)
 {
     if (done_ns <= start_ns) {

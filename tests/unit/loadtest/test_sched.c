@@ -31,6 +31,21 @@ static void due_follows_the_rate(void **state)
     assert_int_equal(lt_sched_due(&s, 11 * MS), 1);
 }
 
+static void phases_spread_groups_over_their_period(void **state)
+{
+    (void)state;
+    /* 4 groups at 5/s (a 200 ms period) start 0, 50, 100 and 150 ms in. */
+    for (size_t k = 0; k < 4; k++) {
+        assert_int_equal(lt_sched_phase_ns(5.0, k, 4), k * 50 * MS);
+    }
+    /* A fast group's phase is a fraction of its own short period. */
+    assert_int_equal(lt_sched_phase_ns(1000.0, 1, 2), MS / 2);
+    /* Nothing to spread: one group, an index out of range, no rate. */
+    assert_int_equal(lt_sched_phase_ns(5.0, 0, 1), 0);
+    assert_int_equal(lt_sched_phase_ns(5.0, 4, 4), 0);
+    assert_int_equal(lt_sched_phase_ns(0.0, 1, 4), 0);
+}
+
 static void stall_is_charged_to_every_delayed_operation(void **state)
 {
     /* 100/s; the only slot is busy from 0 to 50 ms (the server stalled).
@@ -133,6 +148,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(due_follows_the_rate),
+        cmocka_unit_test(phases_spread_groups_over_their_period),
         cmocka_unit_test(stall_is_charged_to_every_delayed_operation),
         cmocka_unit_test(fractional_rates_and_rounding),
         cmocka_unit_test(latency_rounds_and_never_goes_negative),
