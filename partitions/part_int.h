@@ -329,6 +329,8 @@ struct part_sched {
     size_t njobs; /* waiting, fences included */
 };
 
+struct part_dedup;
+
 struct part_writer {
     struct part_engine *engine;
     uint32_t index; /* partition, or UINT32_MAX for the catalog writer */
@@ -364,6 +366,9 @@ struct part_writer {
     struct sqlite3 *db;
     struct sqlite3_stmt *st[32]; /* prepared statements, by part_schema.h's ST_* */
     struct part_heap timers;
+    /* FIFO deduplication ids of this partition, by hash (part_dedup.h);
+     * made by the open's rebuild */
+    struct part_dedup *dedup;
     /* batches rolled back: their receives may have popped available FIFO
      * groups that are free again, so every FIFO queue's change generation
      * here counts them (pick_fifo in part_ops.c) */

@@ -60,6 +60,7 @@
 
 #include "part_batch.h"
 #include "part_catalog.h"
+#include "part_dedup.h"
 #include "part_gdir.h"
 #include "part_gheap.h"
 #include "part_groups.h"
@@ -206,7 +207,9 @@ void part__ops_fire_timers(struct part_writer *w, struct part_batch *b, uint64_t
 
 /* ---- FIFO deduplication -------------------------------------------------- */
 
-#define DEDUP_SWEEP_ROWS 256 /* expired ids removed per batch that sends FIFO */
+#define DEDUP_SWEEP_ROWS 256   /* expired ids removed per batch that sends FIFO */
+#define DEDUP_SWEEP_SLOTS 1024 /* in-memory slots looked at per such batch */
+#define DEDUP_CANDIDATES 4     /* rows that share an id's hash, read at most */
 
 /* The key a deduplication id is unique under: the id, or under
  * DeduplicationScope messageGroup the group, a NUL and the id. */
@@ -224,14 +227,47 @@ static size_t dedup_key(const struct part_queue_config *cfg, const struct part_s
     return n + d;
 }
 
+/* Whether row rowid of the dedup table holds key (its hash matched);
+ * when it does, sent is filled with the first send. -1: error. */
+static int dedup_row_matches(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                             int64_t rowid, const char *key, size_t keylen, uint64_t now,
+                             struct part_sent *sent)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_DEDUP_FIND);
+    sqlite3_bind_int64(st, 1, rowid);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
+    int rc = sqlite3_step(st);
+    bool match = false;
+    if (rc == SQLITE_ROW && (size_t)sqlite3_column_bytes(st, 0) == keylen &&
+        memcmp(sqlite3_column_blob(st, 0), key, keylen) == 0) {
+        const char *mid = (const char *)sqlite3_column_text(st, 1);
+        snprintf(sent->message_id, sizeof sent->message_id, "%s", mid ? mid : "");
+        sent->sequence = (uint64_t)sqlite3_column_int64(st, 2);
+        sent->partition = w->index;
+        sent->duplicate = true;
+        match = true;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        b->sql_failed = true;
+        return -1;
+    }
+    return match;
+}
+
 /* 1: m is a duplicate (sent is filled with the first send), 0: not, -1:
- * error. Expired ids are swept here, a bounded number per batch, so the
- * table holds about the ids of the last interval. */
+ * error. The in-memory index names the rows that may hold the id; one
+ * rowid lookup each confirms. Expired ids are swept here, a bounded
+ * number per batch, so the table holds about the ids of the last
+ * interval. */
 static int dedup_check(struct part_writer *w, struct part_batch *b, struct part_job *job,
-                       const char *key, size_t keylen, uint64_t now, struct part_sent *sent)
+                       const char *key, size_t keylen, uint64_t hash, uint64_t now,
+                       struct part_sent *sent)
 {
     if (!b->dedup_swept) {
         b->dedup_swept = true;
+        part__dedup_expire(w->dedup, now, DEDUP_SWEEP_SLOTS);
         sqlite3_stmt *st = part__stmt(w, ST_DEDUP_SWEEP);
         sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
         sqlite3_bind_int(st, 2, DEDUP_SWEEP_ROWS);
@@ -239,29 +275,20 @@ static int dedup_check(struct part_writer *w, struct part_batch *b, struct part_
             return -1;
         }
     }
-    sqlite3_stmt *st = part__stmt(w, ST_DEDUP_FIND);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
-    sqlite3_bind_blob(st, 2, key, (int)keylen, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        const char *mid = (const char *)sqlite3_column_text(st, 0);
-        snprintf(sent->message_id, sizeof sent->message_id, "%s", mid ? mid : "");
-        sent->sequence = (uint64_t)sqlite3_column_int64(st, 1);
-        sent->partition = w->index;
-        sent->duplicate = true;
+    int64_t rows[DEDUP_CANDIDATES];
+    size_t n = part__dedup_find(w->dedup, hash, job->queue_id, now, rows, DEDUP_CANDIDATES);
+    for (size_t i = 0; i < n; i++) {
+        int r = dedup_row_matches(w, b, job, rows[i], key, keylen, now, sent);
+        if (r != 0) {
+            return r;
+        }
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        b->sql_failed = true;
-        return -1;
-    }
-    return rc == SQLITE_ROW;
+    return 0;
 }
 
 static bool dedup_put(struct part_writer *w, struct part_batch *b, struct part_job *job,
-                      const char *key, size_t keylen, uint64_t now, const char *message_id,
-                      uint64_t seq)
+                      const char *key, size_t keylen, uint64_t hash, uint64_t now,
+                      const char *message_id, uint64_t seq)
 {
     uint64_t expires = now + PART_DEDUP_INTERVAL_MS;
     sqlite3_stmt *st = part__stmt(w, ST_DEDUP_PUT);
@@ -270,7 +297,12 @@ static bool dedup_put(struct part_writer *w, struct part_batch *b, struct part_j
     sqlite3_bind_int64(st, 3, (sqlite3_int64)expires);
     sqlite3_bind_text(st, 4, message_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)seq);
-    return run(w, b, st);
+    if (!run(w, b, st)) {
+        return false;
+    }
+    /* logged: a batch that rolls back takes it back (run_batch) */
+    part__dedup_add(w->dedup, hash, job->queue_id, sqlite3_last_insert_rowid(w->db), expires);
+    return true;
 }
 
 /* ---- jobs -------------------------------------------------------------- */
@@ -296,8 +328,9 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         bool fifo = cfg.fifo && m->dedup_id != NULL && m->group_id != NULL;
         char key[PART_GROUP_ID_MAX + 1 + PART_DEDUP_ID_MAX];
         size_t keylen = fifo ? dedup_key(&cfg, m, key) : 0;
+        uint64_t hash = fifo ? part__dedup_hash(w->dedup, job->queue_id, key, keylen) : 0;
         if (fifo) {
-            int dup = dedup_check(w, b, job, key, keylen, now, out);
+            int dup = dedup_check(w, b, job, key, keylen, hash, now, out);
             if (dup != 0) {
                 if (dup < 0) {
                     return;
@@ -346,7 +379,8 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         if (!run(w, b, st)) {
             return;
         }
-        if (fifo && !dedup_put(w, b, job, key, keylen, now, m->message_id, (uint64_t)priority)) {
+        if (fifo &&
+            !dedup_put(w, b, job, key, keylen, hash, now, m->message_id, (uint64_t)priority)) {
             return;
         }
         memcpy(out->message_id, m->message_id, sizeof m->message_id);
@@ -1127,6 +1161,7 @@ static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_
     st = part__stmt(w, ST_DEDUP_PURGE);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     if (run(w, b, st)) {
+        part__dedup_forget_queue(w->dedup, job->queue_id); /* logged, as an add is */
         atomic_fetch_add(&(job->parent ? job->parent : job)->purged, n);
         job->status = SL_OK;
     }

@@ -86,11 +86,12 @@ static const char *const SQL[ST_COUNT_] = {
                      " ORDER BY priority, id LIMIT ?3",
     /* with the lane: a FIFO group's rows may be in both */
     [ST_ROW_FULL] = "SELECT " MSG_COLUMNS ", m.lane" MSG_JOIN " WHERE m.id=?1 AND m.state=1",
-    /* FIFO deduplication (schema 4): one row per id sent within the
-     * interval; an expired row no longer counts and is swept. */
-    [ST_DEDUP_FIND] = "SELECT message_id, seq FROM dedup WHERE queue_id=?1 AND dkey=?2"
+    /* FIFO deduplication (schema 4; 7: no unique index): one row per id
+     * sent within the interval, found through part_dedup.h's index by its
+     * rowid; an expired row no longer counts and is swept. */
+    [ST_DEDUP_FIND] = "SELECT dkey, message_id, seq FROM dedup WHERE rowid=?1 AND queue_id=?2"
                       " AND expires_at>?3",
-    [ST_DEDUP_PUT] = "INSERT OR REPLACE INTO dedup(queue_id, dkey, expires_at, message_id, seq)"
+    [ST_DEDUP_PUT] = "INSERT INTO dedup(queue_id, dkey, expires_at, message_id, seq)"
                      " VALUES(?1,?2,?3,?4,?5)",
     [ST_DEDUP_SWEEP] = "DELETE FROM dedup WHERE rowid IN (SELECT rowid FROM dedup"
                        " WHERE expires_at<=?1 ORDER BY expires_at LIMIT ?2)",
@@ -111,8 +112,9 @@ static const char *const SQL[ST_COUNT_] = {
  * digests column, 3 moved the body, attrs and sys_attrs to msg_body, 4
  * added FIFO's dedup_id column and dedup table, 5 last_receive_at (what
  * an operator's peek shows beside the first receive), 6 the attempt
- * column and msg_attempt (FIFO ReceiveRequestAttemptId). */
-#define PART_SCHEMA_VERSION 6
+ * column and msg_attempt (FIFO ReceiveRequestAttemptId), 7 dropped the
+ * dedup table's unique index on (queue_id, dkey). */
+#define PART_SCHEMA_VERSION 7
 
 /*
  * A message's body and attributes never change, while its row changes with
@@ -131,13 +133,22 @@ static const char *const SQL[ST_COUNT_] = {
  * insert of a send and its dedup row commit together, so a send retried
  * after a crash finds it. seq is the first send's SequenceNumber (a
  * duplicate answers with it, and start-up resumes the sequence clock
- * above the largest one). dedup_expiry serves the sweep.
+ * above the largest one). dedup_expiry serves the sweep, dedup_queue a
+ * purge; both grow at their end, as rows are appended in send order.
+ *
+ * No index on dkey (schema 7): ids are random, and a unique index on them
+ * dirtied one random page per FIFO message, written to the WAL and again
+ * by the checkpoint, plus another when the sweep removed it. The writer
+ * finds ids through an in-memory hash of them instead (part_dedup.h),
+ * loaded from this table when the partition opens.
  */
+#define PART_DEDUP_COLUMNS                                                                         \
+    "(queue_id INTEGER NOT NULL, dkey BLOB NOT NULL, expires_at INTEGER NOT NULL,"                 \
+    " message_id TEXT NOT NULL, seq INTEGER NOT NULL)"
 #define PART_DEDUP_TABLE                                                                           \
-    "CREATE TABLE IF NOT EXISTS dedup(queue_id INTEGER NOT NULL, dkey BLOB NOT NULL,"              \
-    " expires_at INTEGER NOT NULL, message_id TEXT NOT NULL, seq INTEGER NOT NULL,"                \
-    " UNIQUE(queue_id, dkey));"                                                                    \
-    "CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);"
+    "CREATE TABLE IF NOT EXISTS dedup" PART_DEDUP_COLUMNS ";"                                      \
+    "CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);"                                \
+    "CREATE INDEX IF NOT EXISTS dedup_queue ON dedup(queue_id);"
 
 /* The ready rows of each FIFO group (rows with a dedup_id), in order: a
  * receive fills up from one group before it takes another, as SQS does,
@@ -210,6 +221,14 @@ static const char PART_MIGRATE_4_5[] =
  * column and an index of none of the rows rewrite nothing. */
 static const char PART_MIGRATE_5_6[] =
     "ALTER TABLE msg ADD COLUMN attempt BLOB;" PART_ATTEMPT_INDEX;
+/* From user_version 6: the dedup table without its unique index (a table
+ * constraint, so the table is copied; its rows keep their rowids and
+ * order). PART_SCHEMA makes its indexes again. */
+static const char PART_MIGRATE_6_7[] =
+    "CREATE TABLE dedup_7" PART_DEDUP_COLUMNS ";"
+    "INSERT INTO dedup_7(rowid, queue_id, dkey, expires_at, message_id, seq)"
+    " SELECT rowid, queue_id, dkey, expires_at, message_id, seq FROM dedup;"
+    "DROP TABLE dedup; ALTER TABLE dedup_7 RENAME TO dedup;";
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
@@ -334,6 +353,9 @@ static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
     }
     if (version < 6) {
         sl_buf_append_cstr(&sql, PART_MIGRATE_5_6);
+    }
+    if (version < 7) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_6_7);
     }
     sl_buf_append_cstr(&sql, set_version);
     sl_buf_append_cstr(&sql, "COMMIT;");

@@ -48,6 +48,7 @@
 
 #include "part_batch.h"
 #include "part_catalog.h"
+#include "part_dedup.h"
 #include "part_disk.h"
 #include "part_gdir.h"
 #include "part_groups.h"
@@ -344,6 +345,13 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
             count_commit(w, jobs, begin_ns, commit_ns);
         }
     }
+    if (w->dedup != NULL) {
+        if (ok) {
+            part__dedup_commit(w->dedup);
+        } else {
+            part__dedup_rollback(w->dedup);
+        }
+    }
     if (ok) {
         batch_apply(w, b);
         for (size_t i = 0; i < b->n; i++) {
@@ -448,6 +456,33 @@ static bool rebuild_gdir(struct part_writer *w, bool at_open)
     return rc == SQLITE_DONE;
 }
 
+/* The in-memory index of the deduplication ids still within their
+ * interval (part_dedup.h), made afresh from the dedup table: through
+ * dedup_expiry, so expired rows waiting for the sweep are not read. */
+static bool load_dedup(struct part_writer *w)
+{
+    part__dedup_free(w->dedup);
+    w->dedup = part__dedup_new();
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(
+            w->db, "SELECT rowid, queue_id, dkey, expires_at FROM dedup WHERE expires_at>?1", -1,
+            &st, NULL) != SQLITE_OK) {
+        return false;
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)part__now(w->engine));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t qid = (uint64_t)sqlite3_column_int64(st, 1);
+        const void *key = sqlite3_column_blob(st, 2);
+        size_t len = (size_t)sqlite3_column_bytes(st, 2);
+        part__dedup_add(w->dedup, part__dedup_hash(w->dedup, qid, key ? key : "", len), qid,
+                        sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 3));
+    }
+    sqlite3_finalize(st);
+    part__dedup_commit(w->dedup);
+    return rc == SQLITE_DONE;
+}
+
 static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whylen)
 {
     struct part_engine *e = w->engine;
@@ -477,6 +512,9 @@ static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whyle
         part__sql_exec(w->db, sql);
     }
     free(orphans);
+    if (!load_dedup(w)) {
+        goto fail;
+    }
     /* FIFO sequence numbers resume above every one stored: in a message
      * (its priority) or in a deduplication id of the last interval. */
     part__seq_raise(e, (uint64_t)SL_MAX(part__sql_int(w->db,
@@ -588,6 +626,8 @@ static bool open_db(struct part_writer *w, bool at_open, char *why, size_t whyle
     sqlite3_close(w->db);
     w->db = NULL;
     part__heap_free(&w->timers);
+    part__dedup_free(w->dedup);
+    w->dedup = NULL;
     return false;
 }
 
@@ -769,6 +809,8 @@ void part__writer_stop(struct part_writer *w)
         w->db = NULL;
     }
     part__heap_free(&w->timers);
+    part__dedup_free(w->dedup);
+    w->dedup = NULL;
     part__sched_free(&w->sched);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);

@@ -3,7 +3,8 @@
  * receive (also after a restart and a redrive), and partition files of the
  * older schemas (user_version 0: no lane column; 1: no digests column; 2:
  * the body in the msg row; 3: no FIFO deduplication; 4: no last receive;
- * 5: no receive attempts), built with those schemas' own statements,
+ * 5: no receive attempts; 6: a unique index on the deduplication ids),
+ * built with those schemas' own statements,
  * migrate on open: their messages stay receivable, whole, and those from
  * before schema 2 without digests.
  */
@@ -201,7 +202,7 @@ static void write_schema2_part0(struct t_env *t, uint64_t q, bool big)
  * into d, the first "old" with its attributes and no digests. */
 static void receive_migrated(struct t_env *t, uint64_t q, size_t n, struct t_done *d)
 {
-    assert_int_equal(user_version(t), 6);
+    assert_int_equal(user_version(t), 7);
     struct part_counts c = t_counts(t, q);
     assert_int_equal(c.ready, n);
     t_recv(t, q, 10, 30, d);
@@ -334,7 +335,7 @@ static void test_migrate_from_3(void **state)
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "old");
     assert_string_equal(d.msgs[0].dedup, "");
-    assert_int_equal(user_version(t), 6);
+    assert_int_equal(user_version(t), 7);
     assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM dedup"), 0);
     /* FIFO sends and receives work on the migrated file */
     uint64_t f = t_create_fifo(t, "mig3.fifo", false);
@@ -359,7 +360,7 @@ static void test_migrate_from_4(void **state)
     t_recv(t, q, 10, 0, &d);
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "old");
-    assert_int_equal(user_version(t), 6);
+    assert_int_equal(user_version(t), 7);
     t_sync(t);
     assert_int_equal(
         t_part_int(t, 0,
@@ -382,7 +383,7 @@ static void test_migrate_from_5(void **state)
                      " PRAGMA user_version=5;");
     assert_int_equal(user_version(t), 5);
     t_open(t);
-    assert_int_equal(user_version(t), 6);
+    assert_int_equal(user_version(t), 7);
     assert_int_equal(t_counts(t, f).inflight, 1);
     struct part_receive_req req = {
         .queue_id = f, .max_messages = 10, .visibility_s = 30, .attempt = SL_SLICE_LIT("try")};
@@ -394,6 +395,43 @@ static void test_migrate_from_5(void **state)
     assert_int_equal(again.count, 1);
     assert_string_equal(again.msgs[0].receipt, d.msgs[0].receipt);
     delete_ok(t, f, held.msgs[0].receipt);
+}
+
+static void test_migrate_from_6(void **state)
+{
+    /* schema 6: the dedup table with its unique index on (queue_id, dkey);
+     * its ids stay duplicates after the copy, and new ones are stored */
+    struct t_env *t = *state;
+    uint64_t f = t_create_fifo(t, "mig6.fifo", false);
+    struct t_done first, d;
+    t_send_fifo(t, f, 0, "one", "g", "d1", &first);
+    t_close(t);
+    rewrite_part0(t, "CREATE TABLE dedup_6(queue_id INTEGER NOT NULL, dkey BLOB NOT NULL,"
+                     " expires_at INTEGER NOT NULL, message_id TEXT NOT NULL,"
+                     " seq INTEGER NOT NULL, UNIQUE(queue_id, dkey));"
+                     "INSERT INTO dedup_6 SELECT * FROM dedup; DROP TABLE dedup;"
+                     "ALTER TABLE dedup_6 RENAME TO dedup;"
+                     "CREATE INDEX dedup_expiry ON dedup(expires_at); PRAGMA user_version=6;");
+    assert_int_equal(user_version(t), 6);
+    assert_int_equal(t_part_int(t, 0,
+                                "SELECT count(*) FROM sqlite_schema WHERE tbl_name='dedup'"
+                                " AND name LIKE 'sqlite_autoindex%'"),
+                     1);
+    t_open(t);
+    t_send_fifo(t, f, 0, "two", "h", "d1", &d);
+    assert_true(d.sent_dup[0]);
+    assert_string_equal(d.sent_ids[0], first.sent_ids[0]);
+    assert_int_equal(d.sent_seq[0], first.sent_seq[0]);
+    t_send_fifo(t, f, 0, "three", "h", "d2", &d);
+    assert_false(d.sent_dup[0]);
+    t_close(t);
+    assert_int_equal(user_version(t), 7);
+    assert_int_equal(t_part_int(t, 0,
+                                "SELECT count(*) FROM sqlite_schema WHERE tbl_name='dedup'"
+                                " AND name LIKE 'sqlite_autoindex%'"),
+                     0);
+    assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM dedup"), 2);
+    t_open(t);
 }
 
 int main(void)
@@ -408,6 +446,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_from_3, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_4, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_5, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_6, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
