@@ -41,7 +41,6 @@ struct part_dedup {
     struct slot *slot;
     size_t cap; /* a power of two */
     size_t n;
-    size_t sweep_at; /* where part__dedup_expire goes on */
     EVP_MAC_CTX *mac;
     struct undo *log;
     size_t nlog;
@@ -134,7 +133,6 @@ static void resize(struct part_dedup *d, size_t cap)
     d->slot = sl_xcalloc(cap, sizeof *d->slot);
     d->cap = cap;
     d->n = 0;
-    d->sweep_at = 0;
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].rowid != 0) {
             place(d, &old[i]);
@@ -166,16 +164,17 @@ static void remove_at(struct part_dedup *d, size_t i)
     d->n--;
 }
 
-static bool remove_exact(struct part_dedup *d, const struct slot *s)
+/* The slot of row rowid under (hash, queue_id), or SIZE_MAX. */
+static size_t find_exact(const struct part_dedup *d, uint64_t hash, uint64_t queue_id,
+                         int64_t rowid)
 {
-    for (size_t i = home(d, s->hash); d->slot[i].rowid != 0; i = (i + 1) & (d->cap - 1)) {
-        if (d->slot[i].rowid == s->rowid && d->slot[i].hash == s->hash &&
-            d->slot[i].queue_id == s->queue_id) {
-            remove_at(d, i);
-            return true;
+    for (size_t i = home(d, hash); d->slot[i].rowid != 0; i = (i + 1) & (d->cap - 1)) {
+        if (d->slot[i].rowid == rowid && d->slot[i].hash == hash &&
+            d->slot[i].queue_id == queue_id) {
+            return i;
         }
     }
-    return false;
+    return SIZE_MAX;
 }
 
 static void shrink_if_sparse(struct part_dedup *d)
@@ -210,6 +209,18 @@ void part__dedup_add(struct part_dedup *d, uint64_t hash, uint64_t queue_id, int
     log_change(d, &s, true);
 }
 
+bool part__dedup_remove(struct part_dedup *d, uint64_t hash, uint64_t queue_id, int64_t rowid)
+{
+    size_t i = find_exact(d, hash, queue_id, rowid);
+    if (i == SIZE_MAX) {
+        return false;
+    }
+    log_change(d, &d->slot[i], false);
+    remove_at(d, i);
+    shrink_if_sparse(d);
+    return true;
+}
+
 size_t part__dedup_forget_queue(struct part_dedup *d, uint64_t queue_id)
 {
     size_t dropped = 0;
@@ -225,20 +236,6 @@ size_t part__dedup_forget_queue(struct part_dedup *d, uint64_t queue_id)
     return dropped;
 }
 
-void part__dedup_expire(struct part_dedup *d, uint64_t now, size_t budget)
-{
-    size_t i = d->sweep_at & (d->cap - 1);
-    for (size_t k = 0; k < budget && d->n > 0; k++) {
-        if (d->slot[i].rowid != 0 && d->slot[i].expires_at <= now) {
-            remove_at(d, i); /* look at i again */
-        } else {
-            i = (i + 1) & (d->cap - 1);
-        }
-    }
-    d->sweep_at = i;
-    shrink_if_sparse(d);
-}
-
 void part__dedup_commit(struct part_dedup *d)
 {
     d->nlog = 0;
@@ -249,7 +246,10 @@ void part__dedup_rollback(struct part_dedup *d)
     while (d->nlog > 0) {
         const struct undo *u = &d->log[--d->nlog];
         if (u->added) {
-            remove_exact(d, &u->s);
+            size_t i = find_exact(d, u->s.hash, u->s.queue_id, u->s.rowid);
+            if (i != SIZE_MAX) {
+                remove_at(d, i);
+            }
         } else {
             if ((d->n + 1) * 4 > d->cap * 3) {
                 resize(d, d->cap * 2);

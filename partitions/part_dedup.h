@@ -9,14 +9,15 @@
  * touching the file, and reads the row only to confirm a match. Owned by
  * the partition's writer thread: no locks.
  *
- * Every change since the last part__dedup_commit is logged, so that a
- * batch that rolls back takes its changes back with part__dedup_rollback.
- * Expired entries are dropped without a log entry: they count for nothing
- * whether or not their batch commits.
+ * The index mirrors the table: an entry is added with its row and dropped
+ * with it (the sweep of expired rows, a purge), never on its own. Every
+ * change since the last part__dedup_commit is logged, so that a batch
+ * that rolls back takes its changes back with part__dedup_rollback.
  */
 #ifndef SLUICE_PART_DEDUP_H
 #define SLUICE_PART_DEDUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,12 +41,12 @@ size_t part__dedup_find(const struct part_dedup *d, uint64_t hash, uint64_t queu
 void part__dedup_add(struct part_dedup *d, uint64_t hash, uint64_t queue_id, int64_t rowid,
                      uint64_t expires_at);
 
+/* Drops the entry of row rowid under (hash, queue_id), if there is one
+ * (the sweep deleted the row). Returns whether there was. */
+bool part__dedup_remove(struct part_dedup *d, uint64_t hash, uint64_t queue_id, int64_t rowid);
+
 /* Drops every entry of queue_id (a purge). Returns how many. */
 size_t part__dedup_forget_queue(struct part_dedup *d, uint64_t queue_id);
-
-/* Drops expired entries among the next `budget` slots of a sweep that goes
- * round the table, so that each call costs a bounded amount. */
-void part__dedup_expire(struct part_dedup *d, uint64_t now, size_t budget);
 
 /* The batch that made the logged changes committed: they stay. */
 void part__dedup_commit(struct part_dedup *d);

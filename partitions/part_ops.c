@@ -207,9 +207,8 @@ void part__ops_fire_timers(struct part_writer *w, struct part_batch *b, uint64_t
 
 /* ---- FIFO deduplication -------------------------------------------------- */
 
-#define DEDUP_SWEEP_ROWS 256   /* expired ids removed per batch that sends FIFO */
-#define DEDUP_SWEEP_SLOTS 1024 /* in-memory slots looked at per such batch */
-#define DEDUP_CANDIDATES 4     /* rows that share an id's hash, read at most */
+#define DEDUP_SWEEP_ROWS 256 /* expired ids removed per batch that sends FIFO */
+#define DEDUP_CANDIDATES 4   /* rows that share an id's hash, read at most */
 
 /* The key a deduplication id is unique under: the id, or under
  * DeduplicationScope messageGroup the group, a NUL and the id. */
@@ -256,6 +255,32 @@ static int dedup_row_matches(struct part_writer *w, struct part_batch *b, struct
     return match;
 }
 
+/* Deletes up to DEDUP_SWEEP_ROWS expired ids, oldest first, and drops
+ * each from the in-memory index with its row, so that the two never
+ * disagree (were the clock set back, a row the index had dropped on its
+ * own would count again in the file but not in memory). */
+static bool dedup_sweep(struct part_writer *w, struct part_batch *b, uint64_t now)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_DEDUP_SWEEP);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
+    sqlite3_bind_int(st, 2, DEDUP_SWEEP_ROWS);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t qid = (uint64_t)sqlite3_column_int64(st, 1);
+        const void *key = sqlite3_column_blob(st, 2);
+        size_t len = (size_t)sqlite3_column_bytes(st, 2);
+        part__dedup_remove(w->dedup, part__dedup_hash(w->dedup, qid, key ? key : "", len), qid,
+                           sqlite3_column_int64(st, 0));
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        sl_log(SL_LOG_ERROR, LOG_MOD, "partition %u: %s", w->index, sqlite3_errmsg(w->db));
+        b->sql_failed = true;
+        return false;
+    }
+    return true;
+}
+
 /* 1: m is a duplicate (sent is filled with the first send), 0: not, -1:
  * error. The in-memory index names the rows that may hold the id; one
  * rowid lookup each confirms. Expired ids are swept here, a bounded
@@ -267,11 +292,7 @@ static int dedup_check(struct part_writer *w, struct part_batch *b, struct part_
 {
     if (!b->dedup_swept) {
         b->dedup_swept = true;
-        part__dedup_expire(w->dedup, now, DEDUP_SWEEP_SLOTS);
-        sqlite3_stmt *st = part__stmt(w, ST_DEDUP_SWEEP);
-        sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
-        sqlite3_bind_int(st, 2, DEDUP_SWEEP_ROWS);
-        if (!run(w, b, st)) {
+        if (!dedup_sweep(w, b, now)) {
             return -1;
         }
     }

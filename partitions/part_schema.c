@@ -94,7 +94,8 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_DEDUP_PUT] = "INSERT INTO dedup(queue_id, dkey, expires_at, message_id, seq)"
                      " VALUES(?1,?2,?3,?4,?5)",
     [ST_DEDUP_SWEEP] = "DELETE FROM dedup WHERE rowid IN (SELECT rowid FROM dedup"
-                       " WHERE expires_at<=?1 ORDER BY expires_at LIMIT ?2)",
+                       " WHERE expires_at<=?1 ORDER BY expires_at LIMIT ?2)"
+                       " RETURNING rowid, queue_id, dkey",
     [ST_DEDUP_PURGE] = "DELETE FROM dedup WHERE queue_id=?1",
     /* A FIFO group's ready rows in order, through msg_group. */
     [ST_GROUP_ROWS] = "SELECT id, priority FROM msg WHERE queue_id=?1 AND group_id=?2 AND state=1"

@@ -2,9 +2,10 @@
  * test_part_dedup.c -- the in-memory index of FIFO deduplication ids on its
  * own: the keyed hash is stable for one table and tells ids and queues
  * apart; ids that share a hash are all found; expired entries stop
- * counting and are swept in bounded steps; a purge drops one queue's
- * entries wherever their probe runs wrap; a rollback undoes exactly the
- * logged changes; the table grows and shrinks and keeps every live entry.
+ * counting at once and go with their rows, exactly those; a purge drops
+ * one queue's entries wherever their probe runs wrap; a rollback undoes
+ * exactly the logged changes; the table grows and shrinks and keeps every
+ * live entry.
  * Hashes are given by hand where a test needs them to collide.
  */
 #include "part_test_util.h"
@@ -44,9 +45,11 @@ static void test_collisions_and_expiry(void **state)
     assert_int_equal(rows[0], 11);
     assert_int_equal(part__dedup_find(d, 42, 2, 1000, rows, 4), 1);
     assert_int_equal(part__dedup_find(d, 44, 1, 0, rows, 4), 0);
-    /* the sweep drops it, and only it */
+    /* the sweep of its row drops it, and only it */
     assert_int_equal(part__dedup_size(d), 4);
-    part__dedup_expire(d, 1000, 1u << 20);
+    assert_false(part__dedup_remove(d, 42, 1, 12)); /* not under this queue */
+    assert_true(part__dedup_remove(d, 42, 1, 10));
+    assert_false(part__dedup_remove(d, 42, 1, 10));
     assert_int_equal(part__dedup_size(d), 3);
     assert_int_equal(part__dedup_find(d, 42, 1, 0, rows, 4), 1);
     assert_int_equal(part__dedup_find(d, 43, 1, 0, rows, 4), 1);
@@ -90,15 +93,16 @@ static void test_grow_purge_shrink(void **state)
     }
     assert_int_equal(dropped, (N + 1) / 3);
     assert_entries(d, N, gone);
-    /* the rest expire; the sweep, a slice at a time, empties and shrinks */
+    /* as many more come and go with their rows */
     for (size_t i = 0; i < N; i++) {
         part__dedup_add(d, (uint64_t)(N + i) * 7919, 1, (int64_t)(N + i) + 1, 5);
     }
     part__dedup_commit(d);
     size_t big = part__dedup_bytes(d);
-    for (int k = 0; k < 200 && part__dedup_size(d) > (N - (N + 1) / 3); k++) {
-        part__dedup_expire(d, 5, 1024);
+    for (size_t i = 0; i < N; i++) {
+        assert_true(part__dedup_remove(d, (uint64_t)(N + i) * 7919, 1, (int64_t)(N + i) + 1));
     }
+    part__dedup_commit(d);
     assert_int_equal(part__dedup_size(d), N - (N + 1) / 3);
     assert_entries(d, N, gone);
     part__dedup_forget_queue(d, 1);
@@ -134,8 +138,10 @@ static void test_rollback_undoes_the_batch(void **state)
     part__dedup_add(d, 1, 1, 1, UINT64_MAX);
     part__dedup_add(d, 2, 2, 2, UINT64_MAX);
     part__dedup_commit(d);
-    /* a batch adds one, purges queue 2, adds to it again, then fails */
+    /* a batch adds one, sweeps one, purges queue 2, adds to it again,
+     * then fails */
     part__dedup_add(d, 3, 1, 3, UINT64_MAX);
+    assert_true(part__dedup_remove(d, 1, 1, 1));
     assert_int_equal(part__dedup_forget_queue(d, 2), 1);
     part__dedup_add(d, 4, 2, 4, UINT64_MAX);
     part__dedup_rollback(d);
