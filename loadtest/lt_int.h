@@ -268,6 +268,16 @@ struct lt_tenant {
     char *secret;
 };
 
+/* noisy --only: which of the tenants this process drives. The first tenant
+ * floods, the others are quiet; real tenants are separate clients, so the
+ * benchmark runs the two roles in two processes, each given the same
+ * --tenants so that the roles stay where they are. */
+enum lt_noisy_part {
+    LT_NOISY_BOTH, /* default: one process drives every tenant */
+    LT_NOISY_FLOOD,
+    LT_NOISY_QUIET,
+};
+
 struct lt_opts {
     enum lt_scenario scenario;
     const char *scenario_name;
@@ -292,6 +302,7 @@ struct lt_opts {
     double receive_rate;       /* noisy: each tenant's receive rate */
     double flood_receive_rate; /* noisy: the first tenant's receive rate */
     bool lockstep;             /* open loop: every group's schedule starts at once */
+    enum lt_noisy_part only;   /* noisy: the tenants this process drives */
     unsigned batch;            /* 1 or 10 */
     size_t message_size;
     struct lt_tenant *tenants;
@@ -316,6 +327,10 @@ void lt_opts_fini(struct lt_opts *o);
  * --allow-remote. */
 int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t errlen);
 void lt_opts_usage(FILE *out);
+/* noisy: whether this process drives tenant i of --tenants (see --only). */
+bool lt_opts_drives_tenant(const struct lt_opts *o, size_t i);
+/* "both", "flood" or "quiet", as --only spells it. */
+const char *lt_noisy_part_name(enum lt_noisy_part part);
 
 /* ===== results ========================================================== */
 

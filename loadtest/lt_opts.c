@@ -13,6 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const noisy_parts[] = {
+    [LT_NOISY_BOTH] = "both",
+    [LT_NOISY_FLOOD] = "flood",
+    [LT_NOISY_QUIET] = "quiet",
+};
+
 static const struct {
     const char *name;
     enum lt_scenario sc;
@@ -34,6 +40,7 @@ enum {
     OPT_RECEIVE_RATE,
     OPT_FLOOD_RECEIVE_RATE,
     OPT_ARRIVALS,
+    OPT_ONLY,
     OPT_BATCH,
     OPT_SIZE,
     OPT_TENANTS,
@@ -68,6 +75,7 @@ static const struct option long_opts[] = {
     {"receive-rate", required_argument, NULL, OPT_RECEIVE_RATE},
     {"flood-receive-rate", required_argument, NULL, OPT_FLOOD_RECEIVE_RATE},
     {"arrivals", required_argument, NULL, OPT_ARRIVALS},
+    {"only", required_argument, NULL, OPT_ONLY},
     {"batch", required_argument, NULL, OPT_BATCH},
     {"size", required_argument, NULL, OPT_SIZE},
     {"tenants", required_argument, NULL, OPT_TENANTS},
@@ -120,6 +128,10 @@ void lt_opts_usage(FILE *out)
         "  --receive-rate R       noisy: receive+delete rate of every tenant (default --rate)\n"
         "  --flood-receive-rate R noisy: receive+delete rate of the first tenant (default\n"
         "                         --receive-rate)\n"
+        "  --only flood|quiet     noisy: drive only the first tenant (flood) or only the\n"
+        "                         others (quiet), so that each role gets a client process\n"
+        "                         of its own; give both processes the same --tenants\n"
+        "                         (default both: one process drives every tenant)\n"
         "  --arrivals staggered|lockstep  open loop: the k-th of n groups starts k/n\n"
         "                         of its period late (staggered, default), or all at\n"
         "                         once, every tick together (lockstep)\n"
@@ -340,6 +352,17 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
         }
         o->lockstep = strcmp(arg, "lockstep") == 0;
         break;
+    case OPT_ONLY: {
+        size_t i = 0;
+        while (i < SL_ARRAY_LEN(noisy_parts) && strcmp(arg, noisy_parts[i]) != 0) {
+            i++;
+        }
+        if (i == SL_ARRAY_LEN(noisy_parts)) {
+            FAIL("--only is flood, quiet or both, not '%s'", arg);
+        }
+        o->only = (enum lt_noisy_part)i;
+        break;
+    }
     case OPT_BATCH:
         if (parse_u64(arg, 10, &u) != SL_OK || (u != 1 && u != 10)) {
             FAIL("--batch is 1 or 10");
@@ -501,6 +524,9 @@ int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t er
     if ((o->receive_rate > 0 || o->flood_receive_rate > 0) && o->scenario != LT_SC_NOISY) {
         FAIL("--receive-rate and --flood-receive-rate are for the noisy scenario");
     }
+    if (o->only != LT_NOISY_BOTH && o->scenario != LT_SC_NOISY) {
+        FAIL("--only is for the noisy scenario");
+    }
     if (o->scenario == LT_SC_NOISY) {
         if (o->rate <= 0) {
             FAIL("noisy needs --rate (the quiet tenants' rate)");
@@ -525,4 +551,22 @@ int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t er
         o->wait_s = o->scenario == LT_SC_ROUNDTRIP ? 1 : 0;
     }
     return SL_OK;
+}
+
+bool lt_opts_drives_tenant(const struct lt_opts *o, size_t i)
+{
+    switch (o->only) {
+    case LT_NOISY_FLOOD:
+        return i == 0;
+    case LT_NOISY_QUIET:
+        return i > 0;
+    case LT_NOISY_BOTH:
+        break;
+    }
+    return true;
+}
+
+const char *lt_noisy_part_name(enum lt_noisy_part part)
+{
+    return noisy_parts[part];
 }

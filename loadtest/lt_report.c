@@ -20,8 +20,8 @@
  *                   latency_us: { METRIC: { count, min, mean, p50, p90, p99,
  *                                           p99_9, max } },
  *                   timeline: { METRIC: [ [t_s, n, p50, p99, max], ... ] } } ],
- *     noisy only: "quiet": { ROLE: { groups, requests, errors, errors_by_code,
- *                                    latency_us: { METRIC: {...} } } } }
+ *     noisy only (not with --only flood): "quiet": { ROLE: { groups, requests,
+ *                  errors, errors_by_code, latency_us: { METRIC: {...} } } } }
  *
  * A group's rates are over its elapsed_s, from its start to its last reply
  * that moved a message (lt_group_elapsed_s). Totals count each message once: a round trip counts
@@ -246,6 +246,7 @@ static json_t *config_json(const struct lt_opts *o)
         json_object_set_new(c, "flood_rate", json_real(o->flood_rate));
         json_object_set_new(c, "receive_rate", json_real(o->receive_rate));
         json_object_set_new(c, "flood_receive_rate", json_real(o->flood_receive_rate));
+        json_object_set_new(c, "only", json_string(lt_noisy_part_name(o->only)));
     }
     if (o->scenario == LT_SC_LONGPOLL) {
         json_object_set_new(c, "gap_ms", json_integer(o->gap_ms));
@@ -295,7 +296,7 @@ json_t *lt_result_json(const struct lt_result *r)
                   config_json(o), "setup_error",
                   r->setup_error[0] ? json_string(r->setup_error) : json_null(), "elapsed_s",
                   r->elapsed_s, "server_cpu", cpu, "totals", totals, "groups", groups);
-    if (o->scenario == LT_SC_NOISY) {
+    if (o->scenario == LT_SC_NOISY && o->only != LT_NOISY_FLOOD) {
         json_object_set_new(j, "quiet", quiet_json(r));
     }
     return j;

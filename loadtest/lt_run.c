@@ -17,7 +17,8 @@
  *   noisy           per tenant, a send group and a receive-delete group on
  *                   that tenant's own queues; the first tenant's sends flood
  *                   (--flood-rate), every other group runs at --rate
- *                   (receives at --receive-rate)
+ *                   (receives at --receive-rate); --only flood|quiet drives
+ *                   just the first tenant or just the others
  *   raw-action      "raw": the given action and JSON, repeated
  *
  * Phases: connect -> setup (CreateQueue for every queue) -> [prefill] ->
@@ -916,6 +917,9 @@ static void build_groups(struct run *run)
          * every run, so the quiet tenants' receive latency shows what the
          * flooder's sends do to the partitions they share. */
         for (size_t i = 0; i < o->tenant_count; i++) {
+            if (!lt_opts_drives_tenant(o, i)) {
+                continue;
+            }
             const struct lt_tenant *t = &o->tenants[i];
             const char *kind = i == 0 ? "flood" : "quiet";
             char name[96];

@@ -1,7 +1,7 @@
 /*
  * test_report.c -- the JSON record's shape and numbers (and the noisy
- * scenario's merged quiet tenants), SQS error codes out of replies, the
- * command line's refusals, and message bodies.
+ * scenario's merged quiet tenants, and its --only split), SQS error codes
+ * out of replies, the command line's refusals, and message bodies.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,6 +175,94 @@ static void noisy_merges_quiet_tenants(void **state)
     lt_opts_fini(&o);
 }
 
+/* The command line args is refused with a message that contains why. */
+static void assert_refused(const char *const *args, int n, const char *why)
+{
+    struct lt_opts o;
+    char err[256];
+    assert_int_equal(parse(&o, args, n, err), SL_EINVAL);
+    assert_non_null(strstr(err, why));
+    lt_opts_fini(&o);
+}
+
+/* noisy over the tenants h, a, b, with --only part unless part is NULL. */
+static int parse_noisy_only(struct lt_opts *o, const char *part, char *err)
+{
+    const char *args[] = {"noisy",     "-d",          "1",      "--rate", "5",
+                          "--tenants", "h:x,a:y,b:z", "--only", part};
+    return parse(o, args, part != NULL ? 9 : 7, err);
+}
+
+/* --only splits noisy's tenants over two processes given the same list:
+ * the first one floods, the rest are quiet, whichever process runs them. */
+static void noisy_only_splits_tenants(void **state)
+{
+    static const struct {
+        const char *part;
+        enum lt_noisy_part only;
+        bool drives[3];
+    } cases[] = {
+        {NULL, LT_NOISY_BOTH, {true, true, true}},
+        {"both", LT_NOISY_BOTH, {true, true, true}},
+        {"flood", LT_NOISY_FLOOD, {true, false, false}},
+        {"quiet", LT_NOISY_QUIET, {false, true, true}},
+    };
+    struct lt_opts o;
+    char err[256];
+    for (size_t c = 0; c < SL_ARRAY_LEN(cases); c++) {
+        assert_int_equal(parse_noisy_only(&o, cases[c].part, err), SL_OK);
+        assert_int_equal(o.only, cases[c].only);
+        for (size_t i = 0; i < 3; i++) {
+            assert_int_equal(lt_opts_drives_tenant(&o, i), cases[c].drives[i]);
+        }
+        lt_opts_fini(&o);
+    }
+    const char *bad[] = {"noisy",     "-d",      "1",      "--rate", "5",
+                         "--tenants", "h:x,a:y", "--only", "hog"};
+    assert_refused(bad, 9, "--only is flood, quiet or both, not 'hog'");
+    const char *elsewhere[] = {"send", "-d", "1", "--only", "flood"};
+    assert_refused(elsewhere, 5, "--only is for the noisy scenario");
+    const char *missing[] = {"noisy", "-d", "1", "--rate", "5", "--only"};
+    assert_refused(missing, 6, "missing value");
+}
+
+/* The flooder's process has no quiet section; the quiet tenants' process
+ * keeps theirs; both records say which part they ran. */
+static void noisy_only_records(void **state)
+{
+    struct lt_opts o;
+    char err[256];
+    struct lt_group_stats g[2];
+    lt_group_stats_init(&g[0], "flood:h/send", "h");
+    lt_group_stats_init(&g[1], "flood:h/recv", "h");
+    snprintf(g[0].role, sizeof(g[0].role), "send");
+    snprintf(g[1].role, sizeof(g[1].role), "receive-delete");
+    struct lt_result r = {.opts = &o, .elapsed_s = 1, .groups = g, .group_count = 2};
+    assert_int_equal(parse_noisy_only(&o, "flood", err), SL_OK);
+    json_t *j = lt_result_json(&r);
+    assert_null(json_object_get(j, "quiet"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "config"), "only")),
+                        "flood");
+    json_decref(j);
+    lt_opts_fini(&o);
+
+    snprintf(g[0].name, sizeof(g[0].name), "quiet:a/send");
+    snprintf(g[1].name, sizeof(g[1].name), "quiet:a/recv");
+    lt_group_stats_record(&g[0], LT_M_SEND, 42);
+    assert_int_equal(parse_noisy_only(&o, "quiet", err), SL_OK);
+    j = lt_result_json(&r);
+    json_t *qs = json_object_get(json_object_get(j, "quiet"), "send");
+    assert_int_equal(json_integer_value(json_object_get(qs, "groups")), 1);
+    json_t *send = json_object_get(json_object_get(qs, "latency_us"), "send");
+    assert_int_equal(json_integer_value(json_object_get(send, "max")), 42);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "config"), "only")),
+                        "quiet");
+    json_decref(j);
+    lt_opts_fini(&o);
+    lt_group_stats_fini(&g[0]);
+    lt_group_stats_fini(&g[1]);
+}
+
 static void error_codes(void **state)
 {
     char code[LT_ERROR_CODE_MAX];
@@ -271,6 +359,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(json_record_shape),
         cmocka_unit_test(noisy_merges_quiet_tenants),
+        cmocka_unit_test(noisy_only_splits_tenants),
+        cmocka_unit_test(noisy_only_records),
         cmocka_unit_test(error_codes),
         cmocka_unit_test(command_line_refusals),
         cmocka_unit_test(bodies_carry_size_and_timestamp),
