@@ -59,7 +59,6 @@ struct part_batch {
     /* FIFO rows moved in: counted at once, given back if it rolls back */
     struct part_gnotes gdir_added;
     bool sql_failed;
-    bool dedup_swept; /* this batch swept expired FIFO deduplication ids */
 };
 
 /* The change of q in b (made, and q referenced, on first use). Every call

@@ -24,6 +24,7 @@
 
 #define MIN_SLOTS 1024u
 #define KEY_BYTES 16
+#define LOG_KEEP 4096u /* undo entries kept allocated between batches */
 
 struct slot {
     uint64_t hash;
@@ -177,9 +178,12 @@ static size_t find_exact(const struct part_dedup *d, uint64_t hash, uint64_t que
     return SIZE_MAX;
 }
 
+/* Under a quarter full: halve (to half full, so that a table hovering
+ * at the line does not resize back and forth). Slots stay between a
+ * quarter and three quarters full. */
 static void shrink_if_sparse(struct part_dedup *d)
 {
-    if (d->cap > MIN_SLOTS && d->n * 8 < d->cap) {
+    if (d->cap > MIN_SLOTS && d->n * 4 < d->cap) {
         resize(d, d->cap / 2);
     }
 }
@@ -239,6 +243,12 @@ size_t part__dedup_forget_queue(struct part_dedup *d, uint64_t queue_id)
 void part__dedup_commit(struct part_dedup *d)
 {
     d->nlog = 0;
+    if (d->log_cap > LOG_KEEP) {
+        /* a load at open or a big purge logged a lot: give it back */
+        free(d->log);
+        d->log = NULL;
+        d->log_cap = 0;
+    }
 }
 
 void part__dedup_rollback(struct part_dedup *d)

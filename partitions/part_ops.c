@@ -207,8 +207,12 @@ void part__ops_fire_timers(struct part_writer *w, struct part_batch *b, uint64_t
 
 /* ---- FIFO deduplication -------------------------------------------------- */
 
-#define DEDUP_SWEEP_ROWS 256 /* expired ids removed per batch that sends FIFO */
-#define DEDUP_CANDIDATES 4   /* rows that share an id's hash, read at most */
+/* Expired ids a FIFO send removes before its own: twice its messages and a
+ * few more, so the ids held never grow past those of the last interval by
+ * more than a batch, however many sends one batch carries. */
+#define DEDUP_SWEEP_PER_MSG 2
+#define DEDUP_SWEEP_MIN 16
+#define DEDUP_CANDIDATES 4 /* rows that share an id's hash, read at most */
 
 /* The key a deduplication id is unique under: the id, or under
  * DeduplicationScope messageGroup the group, a NUL and the id. */
@@ -255,15 +259,15 @@ static int dedup_row_matches(struct part_writer *w, struct part_batch *b, struct
     return match;
 }
 
-/* Deletes up to DEDUP_SWEEP_ROWS expired ids, oldest first, and drops
- * each from the in-memory index with its row, so that the two never
- * disagree (were the clock set back, a row the index had dropped on its
- * own would count again in the file but not in memory). */
-static bool dedup_sweep(struct part_writer *w, struct part_batch *b, uint64_t now)
+/* Deletes up to max expired ids, oldest first, and drops each from the
+ * in-memory index with its row, so that the two never disagree (were the
+ * clock set back, a row the index had dropped on its own would count
+ * again in the file but not in memory). */
+static bool dedup_sweep(struct part_writer *w, struct part_batch *b, uint64_t now, size_t max)
 {
     sqlite3_stmt *st = part__stmt(w, ST_DEDUP_SWEEP);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
-    sqlite3_bind_int(st, 2, DEDUP_SWEEP_ROWS);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         uint64_t qid = (uint64_t)sqlite3_column_int64(st, 1);
@@ -283,19 +287,11 @@ static bool dedup_sweep(struct part_writer *w, struct part_batch *b, uint64_t no
 
 /* 1: m is a duplicate (sent is filled with the first send), 0: not, -1:
  * error. The in-memory index names the rows that may hold the id; one
- * rowid lookup each confirms. Expired ids are swept here, a bounded
- * number per batch, so the table holds about the ids of the last
- * interval. */
+ * rowid lookup each confirms. */
 static int dedup_check(struct part_writer *w, struct part_batch *b, struct part_job *job,
                        const char *key, size_t keylen, uint64_t hash, uint64_t now,
                        struct part_sent *sent)
 {
-    if (!b->dedup_swept) {
-        b->dedup_swept = true;
-        if (!dedup_sweep(w, b, now)) {
-            return -1;
-        }
-    }
     int64_t rows[DEDUP_CANDIDATES];
     size_t n = part__dedup_find(w->dedup, hash, job->queue_id, now, rows, DEDUP_CANDIDATES);
     for (size_t i = 0; i < n; i++) {
@@ -342,6 +338,10 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
     if (sent == NULL) {
         job->res.sent = sent = sl_xcalloc(job->nmsgs, sizeof *job->res.sent);
         job->res.sent_count = job->nmsgs;
+    }
+    if (cfg.fifo &&
+        !dedup_sweep(w, b, now, DEDUP_SWEEP_MIN + DEDUP_SWEEP_PER_MSG * (size_t)job->nmsgs)) {
+        return;
     }
     for (size_t i = 0; i < job->nmsgs && !b->sql_failed; i++) {
         struct part_send_msg *m = &job->msgs[i];
@@ -1182,7 +1182,9 @@ static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_
     st = part__stmt(w, ST_DEDUP_PURGE);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     if (run(w, b, st)) {
-        part__dedup_forget_queue(w->dedup, job->queue_id); /* logged, as an add is */
+        if (job->q->fifo) { /* a standard queue has no ids: no walk of the table */
+            part__dedup_forget_queue(w->dedup, job->queue_id); /* logged, as an add is */
+        }
         atomic_fetch_add(&(job->parent ? job->parent : job)->purged, n);
         job->status = SL_OK;
     }

@@ -146,10 +146,11 @@ static const char *const SQL[ST_COUNT_] = {
 #define PART_DEDUP_COLUMNS                                                                         \
     "(queue_id INTEGER NOT NULL, dkey BLOB NOT NULL, expires_at INTEGER NOT NULL,"                 \
     " message_id TEXT NOT NULL, seq INTEGER NOT NULL)"
-#define PART_DEDUP_TABLE                                                                           \
-    "CREATE TABLE IF NOT EXISTS dedup" PART_DEDUP_COLUMNS ";"                                      \
+#define PART_DEDUP_INDEXES                                                                         \
     "CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);"                                \
     "CREATE INDEX IF NOT EXISTS dedup_queue ON dedup(queue_id);"
+#define PART_DEDUP_TABLE                                                                           \
+    "CREATE TABLE IF NOT EXISTS dedup" PART_DEDUP_COLUMNS ";" PART_DEDUP_INDEXES
 
 /* The ready rows of each FIFO group (rows with a dedup_id), in order: a
  * receive fills up from one group before it takes another, as SQS does,
@@ -224,12 +225,13 @@ static const char PART_MIGRATE_5_6[] =
     "ALTER TABLE msg ADD COLUMN attempt BLOB;" PART_ATTEMPT_INDEX;
 /* From user_version 6: the dedup table without its unique index (a table
  * constraint, so the table is copied; its rows keep their rowids and
- * order). PART_SCHEMA makes its indexes again. */
+ * order), and its indexes in the same transaction, so that a file at
+ * schema 7 never lacks them (opening one writes nothing). */
 static const char PART_MIGRATE_6_7[] =
     "CREATE TABLE dedup_7" PART_DEDUP_COLUMNS ";"
     "INSERT INTO dedup_7(rowid, queue_id, dkey, expires_at, message_id, seq)"
     " SELECT rowid, queue_id, dkey, expires_at, message_id, seq FROM dedup;"
-    "DROP TABLE dedup; ALTER TABLE dedup_7 RENAME TO dedup;";
+    "DROP TABLE dedup; ALTER TABLE dedup_7 RENAME TO dedup;" PART_DEDUP_INDEXES;
 
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
