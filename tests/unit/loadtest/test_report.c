@@ -1,6 +1,6 @@
 /*
  * test_report.c -- the JSON record's shape and numbers (and the noisy
- * scenario's merged quiet tenants, and its --only split), SQS error codes
+ * scenario's merged quiet tenants, its --only split, and --arrivals), SQS error codes
  * out of replies, the command line's refusals, and message bodies.
  */
 #include <setjmp.h>
@@ -226,6 +226,35 @@ static void noisy_only_splits_tenants(void **state)
     assert_refused(missing, 6, "missing value");
 }
 
+/* --arrivals: staggered unless asked for lockstep; the record says which. */
+static void arrivals_option(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        bool lockstep;
+        const char *recorded;
+    } cases[] = {{NULL, false, "staggered"},
+                 {"staggered", false, "staggered"},
+                 {"lockstep", true, "lockstep"}};
+    for (size_t c = 0; c < SL_ARRAY_LEN(cases); c++) {
+        const char *args[] = {"send", "-d", "1", "--rate", "5", "--arrivals", cases[c].value};
+        struct lt_opts o;
+        char err[256];
+        assert_int_equal(parse(&o, args, cases[c].value != NULL ? 7 : 5, err), SL_OK);
+        assert_int_equal(o.lockstep, cases[c].lockstep);
+        struct lt_result r = {.opts = &o, .elapsed_s = 1};
+        json_t *j = lt_result_json(&r);
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(j, "config"), "arrivals")),
+            cases[c].recorded);
+        json_decref(j);
+        lt_opts_fini(&o);
+    }
+    const char *bad[] = {"send", "-d", "1", "--arrivals", "poisson"};
+    assert_refused(bad, 5, "--arrivals is staggered or lockstep");
+}
+
 /* The flooder's process has no quiet section; the quiet tenants' process
  * keeps theirs; both records say which part they ran. */
 static void noisy_only_records(void **state)
@@ -361,6 +390,7 @@ int main(void)
         cmocka_unit_test(noisy_merges_quiet_tenants),
         cmocka_unit_test(noisy_only_splits_tenants),
         cmocka_unit_test(noisy_only_records),
+        cmocka_unit_test(arrivals_option),
         cmocka_unit_test(error_codes),
         cmocka_unit_test(command_line_refusals),
         cmocka_unit_test(bodies_carry_size_and_timestamp),
