@@ -967,7 +967,21 @@ static void render_budgets(struct sl_buf *out, struct gw_budget *b)
 
 static void render_partitions(struct sl_buf *out, struct part_engine *e)
 {
-    enum { DEPTH, LOAD, BACKLOG, COMMITS, JOBS, AVG, COMMIT_S, BATCH_S, FAILED, TIMERS, NVALS };
+    enum {
+        DEPTH,
+        LOAD,
+        BACKLOG,
+        COMMITS,
+        JOBS,
+        AVG,
+        COMMIT_S,
+        BATCH_S,
+        FAILED,
+        TIMERS,
+        DEDUP_IDS,
+        SELECT_STEPS,
+        NVALS
+    };
     uint32_t np = part_engine_partitions(e);
     double *v[NVALS];
     for (size_t i = 0; i < NVALS; i++) {
@@ -986,6 +1000,8 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
         v[BATCH_S][p] = (double)st.batch_us / 1e6;
         v[FAILED][p] = st.failed ? 1.0 : 0.0;
         v[TIMERS][p] = (double)st.timers;
+        v[DEDUP_IDS][p] = (double)st.fifo_dedup_ids;
+        v[SELECT_STEPS][p] = (double)st.fifo_select_steps;
     }
     partition_family(out, "sluice_partition_writer_queue_depth", "gauge",
                      "Jobs waiting at the partition's writer thread.", v[DEPTH], np);
@@ -1011,6 +1027,13 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
                      "1 when the partition hit a storage error (its jobs fail).", v[FAILED], np);
     partition_family(out, "sluice_partition_timers", "gauge",
                      "Entries in the partition writer's timer heap.", v[TIMERS], np);
+    partition_family(out, "sluice_partition_fifo_dedup_ids", "gauge",
+                     "FIFO deduplication ids held by the partition's in-memory index (the last "
+                     "five minutes', and expired ones until a send sweeps them).",
+                     v[DEDUP_IDS], np);
+    partition_family(out, "sluice_partition_fifo_select_steps_total", "counter",
+                     "SQLite VM steps FIFO receives spent choosing groups and rows.",
+                     v[SELECT_STEPS], np);
     for (size_t i = 0; i < NVALS; i++) {
         free(v[i]);
     }

@@ -356,6 +356,7 @@ int part_engine_stats(const struct part_engine *e, uint32_t p, struct part_parti
     out->failed = atomic_load(&w->failed);
     out->timers = atomic_load_explicit(&w->stat_timers, memory_order_relaxed);
     out->fifo_select_steps = atomic_load_explicit(&w->stat_fifo_steps, memory_order_relaxed);
+    out->fifo_dedup_ids = atomic_load_explicit(&w->stat_dedup_ids, memory_order_relaxed);
     out->backlog = atomic_load_explicit(&w->backlog, memory_order_relaxed);
     out->queued_cost = atomic_load_explicit(&w->queued_cost, memory_order_relaxed);
     return SL_OK;

@@ -362,6 +362,7 @@ struct part_writer {
     _Atomic uint64_t stat_batch_us;
     _Atomic uint64_t stat_timers;     /* timers.n after the last batch */
     _Atomic uint64_t stat_fifo_steps; /* SQLite VM steps of FIFO selection */
+    _Atomic uint64_t stat_dedup_ids;  /* dedup's size after the last batch */
     /* writer thread only */
     struct sqlite3 *db;
     struct sqlite3_stmt *st[32]; /* prepared statements, by part_schema.h's ST_* */

@@ -351,6 +351,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
         } else {
             part__dedup_rollback(w->dedup);
         }
+        atomic_store_explicit(&w->stat_dedup_ids, part__dedup_size(w->dedup), memory_order_relaxed);
     }
     if (ok) {
         batch_apply(w, b);
@@ -480,6 +481,7 @@ static bool load_dedup(struct part_writer *w)
     }
     sqlite3_finalize(st);
     part__dedup_commit(w->dedup);
+    atomic_store_explicit(&w->stat_dedup_ids, part__dedup_size(w->dedup), memory_order_relaxed);
     return rc == SQLITE_DONE;
 }
 

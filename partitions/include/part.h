@@ -666,6 +666,10 @@ struct part_partition_stats {
      * receives walked it (docs/partitions.md, "Selection without scanning
      * locked groups"). */
     uint64_t fifo_select_steps;
+    /* FIFO deduplication ids the writer's in-memory index holds after its
+     * last batch (a gauge): those of the last five minutes, and expired
+     * ones until a send sweeps them (docs/partitions.md, "Deduplication"). */
+    uint64_t fifo_dedup_ids;
     /* Ready and delayed messages of every queue here (a gauge; both lanes). */
     int64_t backlog;
     /* The cost of the jobs waiting at the writer (part_engine_partition_load). */

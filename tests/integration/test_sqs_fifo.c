@@ -357,6 +357,14 @@ static void fifo_metrics(void)
                        "2\n") != NULL);
     IT_CHECK(strstr(b, "sluice_fifo_deduplicated_sends_total{tenant=\"acme\",queue=\"cb.fifo\"} "
                        "1\n") != NULL);
+    /* every id sent above is in some partition's in-memory index */
+    double ids = 0;
+    for (const char *l = strstr(b, "\nsluice_partition_fifo_dedup_ids{"); l != NULL;
+         l = strstr(l + 1, "\nsluice_partition_fifo_dedup_ids{")) {
+        const char *sp = strchr(l + 1, ' ');
+        ids += sp != NULL ? strtod(sp + 1, NULL) : 0;
+    }
+    IT_CHECK(ids >= 5);
     /* no FIFO series for a standard queue */
     IT_CHECK(strstr(b, "sluice_fifo_groups_inflight{tenant=\"acme\",queue=\"std-dedup\"}") == NULL);
     it_response_free(&r);

@@ -537,6 +537,8 @@ static void test_gauges_render(void **state)
     assert_non_null(strstr(text, "# TYPE sluice_writer_queue_wait_seconds histogram\n"));
     assert_true(has_line(text, "sluice_partition_failed{partition=\"0\"} 0"));
     assert_true(has_line(text, "sluice_partition_timers{partition=\"1\"} 0"));
+    assert_true(has_line(text, "sluice_partition_fifo_dedup_ids{partition=\"2\"} 0"));
+    assert_non_null(strstr(text, "# TYPE sluice_partition_fifo_select_steps_total counter\n"));
     assert_non_null(strstr(text, "# TYPE sluice_partition_commits_total counter\n"));
     assert_non_null(strstr(text, "# TYPE sluice_queue_ready_messages gauge\n"));
     free(text);
