@@ -31,6 +31,29 @@
 
 #define T_START_MS 1700000000000ull
 
+/* The sanitizer the test runs under, if any: gcc defines __SANITIZE_*,
+ * clang (14) answers only __has_feature. */
+#if defined(__SANITIZE_THREAD__)
+#    define T_TSAN 1
+#elif defined(__has_feature)
+#    if __has_feature(thread_sanitizer)
+#        define T_TSAN 1
+#    endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#    define T_ASAN 1
+#elif defined(__has_feature)
+#    if __has_feature(address_sanitizer)
+#        define T_ASAN 1
+#    endif
+#endif
+#ifndef T_TSAN
+#    define T_TSAN 0
+#endif
+#ifndef T_ASAN
+#    define T_ASAN 0
+#endif
+
 struct t_msg {
     char id[PART_MSG_ID_LEN + 1];
     char receipt[PART_RECEIPT_MAX];

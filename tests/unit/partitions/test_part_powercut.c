@@ -171,11 +171,7 @@ static unsigned rounds_wanted(void)
     if (env != NULL && *env != '\0') {
         return (unsigned)strtoul(env, NULL, 10);
     }
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    return 150;
-#else
-    return 1500;
-#endif
+    return T_ASAN || T_TSAN ? 150 : 1500;
 }
 
 static void test_fsync_survives_power_cuts(void **state)
