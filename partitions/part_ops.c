@@ -72,11 +72,10 @@
 
 /* ---- statement helpers ------------------------------------------------- */
 
-/* Steps a statement that returns no rows; false (and the batch marked
- * failed) on error. */
-static bool run(struct part_writer *w, struct part_batch *b, sqlite3_stmt *st)
+/* Resets st, whose last step returned rc; false (and the batch marked
+ * failed) unless it ran to the end. */
+static bool finished(struct part_writer *w, struct part_batch *b, sqlite3_stmt *st, int rc)
 {
-    int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
         sl_log(SL_LOG_ERROR, LOG_MOD, "partition %u: %s", w->index, sqlite3_errmsg(w->db));
@@ -84,6 +83,13 @@ static bool run(struct part_writer *w, struct part_batch *b, sqlite3_stmt *st)
         return false;
     }
     return true;
+}
+
+/* Steps a statement that returns no rows; false (and the batch marked
+ * failed) on error. */
+static bool run(struct part_writer *w, struct part_batch *b, sqlite3_stmt *st)
+{
+    return finished(w, b, st, sqlite3_step(st));
 }
 
 struct row {
@@ -276,13 +282,7 @@ static bool dedup_sweep(struct part_writer *w, struct part_batch *b, uint64_t no
         part__dedup_remove(w->dedup, part__dedup_hash(w->dedup, qid, key ? key : "", len), qid,
                            sqlite3_column_int64(st, 0));
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        sl_log(SL_LOG_ERROR, LOG_MOD, "partition %u: %s", w->index, sqlite3_errmsg(w->db));
-        b->sql_failed = true;
-        return false;
-    }
-    return true;
+    return finished(w, b, st, rc);
 }
 
 /* 1: m is a duplicate (sent is filled with the first send), 0: not, -1:
