@@ -982,6 +982,37 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
         SELECT_STEPS,
         NVALS
     };
+    /* in the order of the enum, which is the order of the page */
+    static const struct {
+        const char *name, *type, *help;
+    } families[NVALS] = {
+        [DEPTH] = {"sluice_partition_writer_queue_depth", "gauge",
+                   "Jobs waiting at the partition's writer thread."},
+        [LOAD] = {"sluice_partition_load_messages", "gauge",
+                  "The send choice's load of the partition: its backlog plus the messages of the "
+                  "jobs waiting at its writer."},
+        [BACKLOG] = {"sluice_partition_backlog_messages", "gauge",
+                     "Ready and delayed messages of every queue stored in the partition."},
+        [COMMITS] = {"sluice_partition_commits_total", "counter",
+                     "Group commits of the partition."},
+        [JOBS] = {"sluice_partition_committed_jobs_total", "counter",
+                  "Jobs committed by the partition (the sum of batch sizes)."},
+        [AVG] = {"sluice_partition_batch_size_average", "gauge",
+                 "Average jobs per group commit since start."},
+        [COMMIT_S] = {"sluice_partition_commit_seconds_total", "counter",
+                      "Time spent in COMMIT (the fsync with durability: fsync)."},
+        [BATCH_S] = {"sluice_partition_batch_seconds_total", "counter",
+                     "Time in group-commit transactions, BEGIN to the end of COMMIT."},
+        [FAILED] = {"sluice_partition_failed", "gauge",
+                    "1 when the partition hit a storage error (its jobs fail)."},
+        [TIMERS] = {"sluice_partition_timers", "gauge",
+                    "Entries in the partition writer's timer heap."},
+        [DEDUP_IDS] = {"sluice_partition_fifo_dedup_ids", "gauge",
+                       "FIFO deduplication ids held by the partition's in-memory index (the last "
+                       "five minutes', and expired ones until a send sweeps them)."},
+        [SELECT_STEPS] = {"sluice_partition_fifo_select_steps_total", "counter",
+                          "SQLite VM steps FIFO receives spent choosing groups and rows."},
+    };
     uint32_t np = part_engine_partitions(e);
     double *v[NVALS];
     for (size_t i = 0; i < NVALS; i++) {
@@ -1003,38 +1034,8 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
         v[DEDUP_IDS][p] = (double)st.fifo_dedup_ids;
         v[SELECT_STEPS][p] = (double)st.fifo_select_steps;
     }
-    partition_family(out, "sluice_partition_writer_queue_depth", "gauge",
-                     "Jobs waiting at the partition's writer thread.", v[DEPTH], np);
-    partition_family(out, "sluice_partition_load_messages", "gauge",
-                     "The send choice's load of the partition: its backlog plus the messages of "
-                     "the jobs waiting at its writer.",
-                     v[LOAD], np);
-    partition_family(out, "sluice_partition_backlog_messages", "gauge",
-                     "Ready and delayed messages of every queue stored in the partition.",
-                     v[BACKLOG], np);
-    partition_family(out, "sluice_partition_commits_total", "counter",
-                     "Group commits of the partition.", v[COMMITS], np);
-    partition_family(out, "sluice_partition_committed_jobs_total", "counter",
-                     "Jobs committed by the partition (the sum of batch sizes).", v[JOBS], np);
-    partition_family(out, "sluice_partition_batch_size_average", "gauge",
-                     "Average jobs per group commit since start.", v[AVG], np);
-    partition_family(out, "sluice_partition_commit_seconds_total", "counter",
-                     "Time spent in COMMIT (the fsync with durability: fsync).", v[COMMIT_S], np);
-    partition_family(out, "sluice_partition_batch_seconds_total", "counter",
-                     "Time in group-commit transactions, BEGIN to the end of COMMIT.", v[BATCH_S],
-                     np);
-    partition_family(out, "sluice_partition_failed", "gauge",
-                     "1 when the partition hit a storage error (its jobs fail).", v[FAILED], np);
-    partition_family(out, "sluice_partition_timers", "gauge",
-                     "Entries in the partition writer's timer heap.", v[TIMERS], np);
-    partition_family(out, "sluice_partition_fifo_dedup_ids", "gauge",
-                     "FIFO deduplication ids held by the partition's in-memory index (the last "
-                     "five minutes', and expired ones until a send sweeps them).",
-                     v[DEDUP_IDS], np);
-    partition_family(out, "sluice_partition_fifo_select_steps_total", "counter",
-                     "SQLite VM steps FIFO receives spent choosing groups and rows.",
-                     v[SELECT_STEPS], np);
     for (size_t i = 0; i < NVALS; i++) {
+        partition_family(out, families[i].name, families[i].type, families[i].help, v[i], np);
         free(v[i]);
     }
 }

@@ -18,6 +18,17 @@ static const char *const noisy_parts[] = {
     [LT_NOISY_FLOOD] = "flood",
     [LT_NOISY_QUIET] = "quiet",
 };
+static const char *const arrivals[] = {"staggered", "lockstep"}; /* lockstep: 1 */
+
+/* The index of arg among the n names, or n when it is none of them. */
+static size_t name_index(const char *const *names, size_t n, const char *arg)
+{
+    size_t i = 0;
+    while (i < n && strcmp(arg, names[i]) != 0) {
+        i++;
+    }
+    return i;
+}
 
 static const struct {
     const char *name;
@@ -346,17 +357,16 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
             FAIL("--flood-receive-rate wants a positive number per second");
         }
         break;
-    case OPT_ARRIVALS:
-        if (strcmp(arg, "staggered") != 0 && strcmp(arg, "lockstep") != 0) {
+    case OPT_ARRIVALS: {
+        size_t i = name_index(arrivals, SL_ARRAY_LEN(arrivals), arg);
+        if (i == SL_ARRAY_LEN(arrivals)) {
             FAIL("--arrivals is staggered or lockstep");
         }
-        o->lockstep = strcmp(arg, "lockstep") == 0;
+        o->lockstep = i == 1;
         break;
+    }
     case OPT_ONLY: {
-        size_t i = 0;
-        while (i < SL_ARRAY_LEN(noisy_parts) && strcmp(arg, noisy_parts[i]) != 0) {
-            i++;
-        }
+        size_t i = name_index(noisy_parts, SL_ARRAY_LEN(noisy_parts), arg);
         if (i == SL_ARRAY_LEN(noisy_parts)) {
             FAIL("--only is flood, quiet or both, not '%s'", arg);
         }

@@ -127,6 +127,17 @@ static void place(struct part_dedup *d, const struct slot *s)
     d->n++;
 }
 
+static void resize(struct part_dedup *d, size_t cap);
+
+/* place, growing the table first when it would pass three quarters full */
+static void insert(struct part_dedup *d, const struct slot *s)
+{
+    if ((d->n + 1) * 4 > d->cap * 3) {
+        resize(d, d->cap * 2);
+    }
+    place(d, s);
+}
+
 static void resize(struct part_dedup *d, size_t cap)
 {
     struct slot *old = d->slot;
@@ -205,11 +216,8 @@ void part__dedup_add(struct part_dedup *d, uint64_t hash, uint64_t queue_id, int
                      uint64_t expires_at)
 {
     SL_ASSERT(rowid > 0);
-    if ((d->n + 1) * 4 > d->cap * 3) { /* past three quarters full */
-        resize(d, d->cap * 2);
-    }
     struct slot s = {.hash = hash, .queue_id = queue_id, .rowid = rowid, .expires_at = expires_at};
-    place(d, &s);
+    insert(d, &s);
     log_change(d, &s, true);
 }
 
@@ -261,10 +269,7 @@ void part__dedup_rollback(struct part_dedup *d)
                 remove_at(d, i);
             }
         } else {
-            if ((d->n + 1) * 4 > d->cap * 3) {
-                resize(d, d->cap * 2);
-            }
-            place(d, &u->s);
+            insert(d, &u->s);
         }
     }
     shrink_if_sparse(d);

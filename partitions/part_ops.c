@@ -265,6 +265,41 @@ static int dedup_row_matches(struct part_writer *w, struct part_batch *b, struct
     return match;
 }
 
+/* The hash and queue of the dedup row st is on, its queue id in column
+ * qcol and its key in the next. */
+static uint64_t row_dedup_hash(struct part_writer *w, sqlite3_stmt *st, int qcol, uint64_t *qid)
+{
+    *qid = (uint64_t)sqlite3_column_int64(st, qcol);
+    const void *key = sqlite3_column_blob(st, qcol + 1);
+    size_t len = (size_t)sqlite3_column_bytes(st, qcol + 1);
+    return part__dedup_hash(w->dedup, *qid, key ? key : "", len);
+}
+
+bool part__ops_load_dedup(struct part_writer *w)
+{
+    part__dedup_free(w->dedup);
+    w->dedup = part__dedup_new();
+    sqlite3_stmt *st = NULL;
+    /* through dedup_expiry: expired rows waiting for the sweep are not read */
+    if (sqlite3_prepare_v2(
+            w->db, "SELECT rowid, queue_id, dkey, expires_at FROM dedup WHERE expires_at>?1", -1,
+            &st, NULL) != SQLITE_OK) {
+        return false;
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)part__now(w->engine));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t qid;
+        uint64_t hash = row_dedup_hash(w, st, 1, &qid);
+        part__dedup_add(w->dedup, hash, qid, sqlite3_column_int64(st, 0),
+                        (uint64_t)sqlite3_column_int64(st, 3));
+    }
+    sqlite3_finalize(st);
+    part__dedup_commit(w->dedup);
+    atomic_store_explicit(&w->stat_dedup_ids, part__dedup_size(w->dedup), memory_order_relaxed);
+    return rc == SQLITE_DONE;
+}
+
 /* Deletes up to max expired ids, oldest first, and drops each from the
  * in-memory index with its row, so that the two never disagree (were the
  * clock set back, a row the index had dropped on its own would count
@@ -276,11 +311,9 @@ static bool dedup_sweep(struct part_writer *w, struct part_batch *b, uint64_t no
     sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        uint64_t qid = (uint64_t)sqlite3_column_int64(st, 1);
-        const void *key = sqlite3_column_blob(st, 2);
-        size_t len = (size_t)sqlite3_column_bytes(st, 2);
-        part__dedup_remove(w->dedup, part__dedup_hash(w->dedup, qid, key ? key : "", len), qid,
-                           sqlite3_column_int64(st, 0));
+        uint64_t qid;
+        uint64_t hash = row_dedup_hash(w, st, 1, &qid);
+        part__dedup_remove(w->dedup, hash, qid, sqlite3_column_int64(st, 0));
     }
     return finished(w, b, st, rc);
 }

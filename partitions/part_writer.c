@@ -457,34 +457,6 @@ static bool rebuild_gdir(struct part_writer *w, bool at_open)
     return rc == SQLITE_DONE;
 }
 
-/* The in-memory index of the deduplication ids still within their
- * interval (part_dedup.h), made afresh from the dedup table: through
- * dedup_expiry, so expired rows waiting for the sweep are not read. */
-static bool load_dedup(struct part_writer *w)
-{
-    part__dedup_free(w->dedup);
-    w->dedup = part__dedup_new();
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(
-            w->db, "SELECT rowid, queue_id, dkey, expires_at FROM dedup WHERE expires_at>?1", -1,
-            &st, NULL) != SQLITE_OK) {
-        return false;
-    }
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)part__now(w->engine));
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        uint64_t qid = (uint64_t)sqlite3_column_int64(st, 1);
-        const void *key = sqlite3_column_blob(st, 2);
-        size_t len = (size_t)sqlite3_column_bytes(st, 2);
-        part__dedup_add(w->dedup, part__dedup_hash(w->dedup, qid, key ? key : "", len), qid,
-                        sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 3));
-    }
-    sqlite3_finalize(st);
-    part__dedup_commit(w->dedup);
-    atomic_store_explicit(&w->stat_dedup_ids, part__dedup_size(w->dedup), memory_order_relaxed);
-    return rc == SQLITE_DONE;
-}
-
 static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whylen)
 {
     struct part_engine *e = w->engine;
@@ -514,7 +486,7 @@ static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whyle
         part__sql_exec(w->db, sql);
     }
     free(orphans);
-    if (!load_dedup(w)) {
+    if (!part__ops_load_dedup(w)) {
         goto fail;
     }
     /* FIFO sequence numbers resume above every one stored: in a message
