@@ -309,13 +309,10 @@ static void run_events(struct t_env *t, bool skip)
     assert_string_equal(r.msgs[0].body, "g0");
 }
 
-/* A receive that popped a group and rolled back (an injected fault on
- * the lease) leaves it free: the next receive finds it, announced or not. */
-static void test_rolled_back_receive(void **state)
+/* Sends g0 to q and makes a receive of it fail (an injected fault on the
+ * lease), so that its batch rolls back after popping g. */
+static void receive_g0_and_roll_back(struct t_env *t, uint64_t q)
 {
-    struct t_env *t = *state;
-    atomic_store(&part__test_skip_announce, true);
-    uint64_t q = t_create_fifo(t, "undo.fifo", false);
     send_group(t, q, "g", "g", 1);
     sqlite3 *db = t_fault(t, 0,
                           "CREATE TRIGGER t_fault BEFORE UPDATE OF state ON msg"
@@ -324,6 +321,16 @@ static void test_rolled_back_receive(void **state)
     t_recv(t, q, 10, 30, &r);
     assert_int_not_equal(r.status, SL_OK);
     t_fault_clear(db);
+}
+
+/* A receive that popped a group and rolled back (an injected fault on
+ * the lease) leaves it free: the next receive finds it, announced or not. */
+static void test_rolled_back_receive(void **state)
+{
+    struct t_env *t = *state;
+    atomic_store(&part__test_skip_announce, true);
+    uint64_t q = t_create_fifo(t, "undo.fifo", false);
+    receive_g0_and_roll_back(t, q);
     expect(t, q, "g0");
 }
 
@@ -434,14 +441,7 @@ static void test_rollback_starved_by_busy_heap(void **state)
 {
     struct t_env *t = *state;
     uint64_t q = t_create_fifo(t, "undo2.fifo", false);
-    send_group(t, q, "g", "g", 1);
-    sqlite3 *db = t_fault(t, 0,
-                          "CREATE TRIGGER t_fault BEFORE UPDATE OF state ON msg"
-                          " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
-    struct t_done r;
-    t_recv(t, q, 10, 30, &r);
-    assert_int_not_equal(r.status, SL_OK);
-    t_fault_clear(db);
+    receive_g0_and_roll_back(t, q);
     assert_int_equal(stream_until(t, q, 0, "g0"), 0);
 }
 
