@@ -64,7 +64,8 @@ struct gw_conn {
     /* The protocol, once known: exactly one of these, or neither yet. */
     struct gw_h2c *h2c;
     struct gw_h1c *h1c;
-    struct sl_buf sniff; /* cleartext: first bytes, while a prefix of the preface */
+    struct gw_runq_flow flow; /* its requests' turns on the loop (gw_runq.h) */
+    struct sl_buf sniff;      /* cleartext: first bytes, while a prefix of the preface */
     uint64_t created_ns;
     uint64_t write_progress_ns; /* last time write_pending shrank or became non-zero */
     struct gw_tls_conn *tls;    /* NULL in cleartext */
@@ -165,6 +166,7 @@ static void proto_start(struct gw_conn *c, bool h2)
         .owner = c,
         .budget = c->budget,
         .counters = c->limits,
+        .flow = &c->flow,
     };
     memcpy(env.peer, c->peer.addr, sizeof env.peer);
     if (h2)
@@ -225,6 +227,7 @@ static void conn_close(struct gw_conn *c)
     c->h2c = NULL;
     gw__h1c_free(c->h1c);
     c->h1c = NULL;
+    SL_ASSERT(gw__runq_flow_empty(&c->flow)); /* its exchanges took themselves out */
     sl_buf_free(&c->sniff);
     gw__tls_conn_free(c->tls);
     c->tls = NULL;
@@ -486,6 +489,7 @@ void gw__conn_accept(struct gw_loop_state *ls, int fd, struct gw_connlimit *limi
 {
     struct gw_conn *c = sl_xcalloc(1, sizeof(*c));
     c->ls = ls;
+    gw__runq_flow_init(&c->flow, &ls->runq);
     c->limits = limits;
     c->budget = budget;
     c->handler = handler;

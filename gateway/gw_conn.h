@@ -13,6 +13,7 @@
 
 #include "gw_connlimit.h"
 #include "gw_http.h"
+#include "gw_runq.h"
 
 struct gw_tls_ctx;
 struct gw_budget;
@@ -30,6 +31,7 @@ struct gw_loop_state {
     size_t inflight;        /* exchanges held by handlers on this loop */
     size_t conn_count;
     struct gw_conn *conns; /* intrusive list of live connections */
+    struct gw_runq runq;   /* whole requests waiting for the handler (gw_runq.h) */
     bool shutting_down;
 };
 

@@ -46,6 +46,7 @@ struct gw_exchange *gw__exchange_new(const struct gw_exchange_env *env)
     ex->loop_inflight = env->loop_inflight;
     ex->conn_body_bytes = env->conn_body_bytes;
     ex->budget = env->budget;
+    ex->flow = env->flow;
     ex->state = GW_EX_RECEIVING;
     ex->begin_ns = *env->now_ns;
     for (int i = 0; i < GW_PSEUDO_COUNT; i++)
@@ -90,6 +91,13 @@ void gw__exchange_detach(struct gw_exchange *ex)
     if (ex->conn_body_bytes != NULL)
         *ex->conn_body_bytes -= ex->body.n;
     ex->owner = NULL;
+    if (ex->state == GW_EX_QUEUED) {
+        gw__runq_remove(&ex->run_item);
+        if (ex->loop_inflight != NULL)
+            (*ex->loop_inflight)--;
+        gw__exchange_free(ex);
+        return;
+    }
     if (ex->state != GW_EX_DISPATCHED) {
         gw__exchange_free(ex);
         return;
@@ -237,12 +245,29 @@ int gw__exchange_body_append(struct gw_exchange *ex, const void *data, size_t le
     return SL_OK;
 }
 
+/* The request's turn in the run queue. */
+static void run_queued(struct gw_runq_item *item)
+{
+    struct gw_exchange *ex =
+        (struct gw_exchange *)((char *)item - offsetof(struct gw_exchange, run_item));
+    SL_ASSERT(ex->state == GW_EX_QUEUED);
+    ex->state = GW_EX_DISPATCHED;
+    ex->handler->on_request(ex->loop_ctx, ex, &ex->req);
+}
+
 void gw__exchange_dispatch(struct gw_exchange *ex, const struct gw_handler *h, void *loop_ctx)
 {
-    ex->state = GW_EX_DISPATCHED;
     if (ex->loop_inflight != NULL)
         (*ex->loop_inflight)++;
-    h->on_request(loop_ctx, ex, &ex->req);
+    if (ex->flow == NULL) {
+        ex->state = GW_EX_DISPATCHED;
+        h->on_request(loop_ctx, ex, &ex->req);
+        return;
+    }
+    ex->state = GW_EX_QUEUED;
+    ex->handler = h;
+    ex->loop_ctx = loop_ctx;
+    gw__runq_push(ex->flow, &ex->run_item, run_queued);
 }
 
 /* The exchange is lent to on_headers as if dispatched, and taken back

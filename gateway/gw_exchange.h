@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "gw_http.h"
+#include "gw_runq.h"
 #include "sl.h"
 
 /* ---- limits of the protocol layers ---------------------------------------- */
@@ -68,11 +69,24 @@ struct gw_proto_env {
     /* The listener's counters of refusals and versions (gw_connlimit.h).
      * Borrowed; may be NULL (refusals are only logged). */
     struct gw_connlimit *counters;
+    /* The connection's place in its loop's run queue (gw_runq.h): whole
+     * requests wait there for their turn. Borrowed; the connection is
+     * freed only after its exchanges left it. NULL: requests go to the
+     * handler at once (tests, fuzzers). */
+    struct gw_runq_flow *flow;
 };
 
 /* ---- the exchange ---------------------------------------------------------- */
 
-enum gw_ex_state { GW_EX_RECEIVING, GW_EX_REJECTED, GW_EX_DISPATCHED, GW_EX_RESPONDED };
+/* QUEUED: whole, waiting in the run queue for the handler; counted in
+ * loop_inflight like DISPATCHED, but no handler holds it yet. */
+enum gw_ex_state {
+    GW_EX_RECEIVING,
+    GW_EX_REJECTED,
+    GW_EX_QUEUED,
+    GW_EX_DISPATCHED,
+    GW_EX_RESPONDED
+};
 
 /* Where one header's bytes sit in hdr_store; offsets survive reallocs. */
 struct gw_hdr_ref {
@@ -98,7 +112,11 @@ struct gw_exchange {
     struct gw_exchange *prev, *next; /* the owner's list */
     int32_t stream_id;               /* HTTP/2 only */
     size_t *loop_inflight;
-    size_t *conn_body_bytes; /* the owner's sum of buffered bodies, or NULL */
+    size_t *conn_body_bytes;   /* the owner's sum of buffered bodies, or NULL */
+    struct gw_runq_flow *flow; /* the owner's, or NULL */
+    struct gw_runq_item run_item;
+    const struct gw_handler *handler; /* while QUEUED: who gets it */
+    void *loop_ctx;
     enum gw_ex_state state;
     bool cancelled;
     gw_cancel_fn *on_cancel;
@@ -135,9 +153,10 @@ struct gw_exchange_env {
     const struct gw_exchange_ops *ops;
     void *owner;
     const uint64_t *now_ns;
-    size_t *loop_inflight;    /* may be NULL */
-    size_t *conn_body_bytes;  /* may be NULL */
-    struct gw_budget *budget; /* may be NULL */
+    size_t *loop_inflight;     /* may be NULL */
+    size_t *conn_body_bytes;   /* may be NULL */
+    struct gw_budget *budget;  /* may be NULL */
+    struct gw_runq_flow *flow; /* may be NULL: dispatch at once */
 };
 
 /* A new exchange in GW_EX_RECEIVING, attached to env->owner. */
@@ -148,8 +167,9 @@ void gw__exchange_free(struct gw_exchange *ex);
 
 /* The owner lets go of ex (stream closed, connection freed): frees it
  * unless the handler holds it, in which case it is cancelled (on_cancel
- * runs now) and lives until respond. Do not touch ex after this. The
- * caller has already taken it off its own list. */
+ * runs now) and lives until respond. A request still in the run queue is
+ * taken out and freed: no handler ever sees it. Do not touch ex after
+ * this. The caller has already taken it off its own list. */
 void gw__exchange_detach(struct gw_exchange *ex);
 
 /* Stores one header (pseudo-headers start with ':'). Returns SL_OK, or
@@ -190,8 +210,11 @@ void gw__exchange_release_response(struct gw_exchange *ex);
 /* n more response bytes were taken by the owner: stop charging them. */
 void gw__exchange_response_sent(struct gw_exchange *ex, size_t n);
 
-/* Hands a request the protocol layer finished to the handler: dispatched
- * (counted in loop_inflight) until it responds, maybe before this returns. */
+/* Hands a request the protocol layer finished to the handler, through the
+ * owner's run queue when it has one (QUEUED, then DISPATCHED in a later
+ * turn), else at once. Counted in loop_inflight from now until the
+ * handler responds, which may happen before this returns only without a
+ * run queue. */
 void gw__exchange_dispatch(struct gw_exchange *ex, const struct gw_handler *h, void *loop_ctx);
 
 /* The handler's on_headers look at a request before its body. Returns true

@@ -161,6 +161,7 @@ static void new_exchange(struct gw_h1c *c)
         .now_ns = &c->now_ns,
         .loop_inflight = c->env.loop_inflight,
         .budget = c->env.budget,
+        .flow = c->env.flow,
     };
     c->ex = gw__exchange_new(&xenv);
 }

@@ -352,6 +352,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void
         .loop_inflight = c->env.loop_inflight,
         .conn_body_bytes = &c->body_bytes,
         .budget = c->env.budget,
+        .flow = c->env.flow,
     };
     struct gw_exchange *ex = gw__exchange_new(&xenv);
     ex->stream_id = frame->hd.stream_id;

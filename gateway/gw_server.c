@@ -360,6 +360,8 @@ static int thread_init(struct gw_server *s, struct io_thread *t, unsigned index,
     t->drain_timer.data = t;
     uv_prepare_init(&t->loop, &t->log_flush);
     uv_prepare_start(&t->log_flush, on_log_flush);
+    if (gw__runq_init(&t->ls.runq, &t->loop) != SL_OK)
+        return SL_EIO;
     for (size_t i = 0; i < s->spec_count; i++) {
         struct listener *l = &t->listeners[i];
         l->t = t;

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 #include <nghttp2/nghttp2.h>
+#include <uv.h>
 
 #include "gw_budget.h"
 #include "gw_h2.h"
@@ -48,6 +49,10 @@ struct fixture {
     int requests;
     struct gw_exchange *held[MAX_STREAMS];
     int held_count;
+    /* setup_runq: a real loop whose run queue takes the requests */
+    uv_loop_t *loop;
+    struct gw_runq runq;
+    struct gw_runq_flow flow;
     int cancels;
     int header_calls;
     struct gw_budget *budget; /* NULL unless the setup made one */
@@ -196,8 +201,8 @@ static void client_new(struct fixture *fx, uint32_t initial_window, bool auto_wi
     assert_int_equal(nghttp2_submit_settings(fx->client, NGHTTP2_FLAG_NONE, iv, 1), 0);
 }
 
-static int setup_budget_with(void **state, uint32_t window, bool auto_window,
-                             struct gw_budget *budget)
+static int setup_full(void **state, uint32_t window, bool auto_window, struct gw_budget *budget,
+                      bool runq)
 {
     struct fixture *fx = calloc(1, sizeof(*fx));
     fx->now = 1000 * SEC;
@@ -211,15 +216,33 @@ static int setup_budget_with(void **state, uint32_t window, bool auto_window,
         .owner = fx,
         .budget = budget,
     };
+    if (runq) {
+        fx->loop = malloc(sizeof *fx->loop);
+        assert_int_equal(uv_loop_init(fx->loop), 0);
+        assert_int_equal(gw__runq_init(&fx->runq, fx->loop), SL_OK);
+        gw__runq_flow_init(&fx->flow, &fx->runq);
+        env.flow = &fx->flow;
+    }
     fx->srv = gw__h2c_new(&env, fx->now);
     client_new(fx, window, auto_window);
     *state = fx;
     return 0;
 }
 
+static int setup_budget_with(void **state, uint32_t window, bool auto_window,
+                             struct gw_budget *budget)
+{
+    return setup_full(state, window, auto_window, budget, false);
+}
+
 static int setup_with(void **state, uint32_t window, bool auto_window)
 {
     return setup_budget_with(state, window, auto_window, NULL);
+}
+
+static int setup_runq(void **state)
+{
+    return setup_full(state, 65535, true, NULL, true);
 }
 
 /* Budgets small enough to reach: 150,000 bytes of bodies, 100,000 of
@@ -247,10 +270,25 @@ static int setup_closed_window(void **state)
     return setup_with(state, 1024, false);
 }
 
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
 static int teardown(void **state)
 {
     struct fixture *fx = *state;
     gw__h2c_free(fx->srv);
+    if (fx->loop != NULL) {
+        /* The connection's exchanges took themselves out of the queue. */
+        assert_true(gw__runq_flow_empty(&fx->flow));
+        uv_walk(fx->loop, close_walk, NULL);
+        uv_run(fx->loop, UV_RUN_DEFAULT);
+        assert_int_equal(uv_loop_close(fx->loop), 0);
+        free(fx->loop);
+    }
     if (fx->budget != NULL) {
         /* Every byte charged came back once the connection is gone. */
         struct gw_budget_stats st;
@@ -832,6 +870,65 @@ static void goaway_lets_open_streams_finish(void **state)
     assert_true(gw__h2c_done(fx->srv));
 }
 
+/* ---- with the loop's run queue (gw_runq.h) ------------------------------- */
+
+static void queued_requests_reach_the_handler_in_the_loops_turn(void **state)
+{
+    struct fixture *fx = *state;
+    int32_t a = submit(fx, "POST", "/", NULL, 0, NULL);
+    int32_t b = submit(fx, "POST", "/", NULL, 0, NULL);
+    pump(fx);
+    /* Parsed and counted, but no handler has them before the turn. */
+    assert_int_equal(fx->requests, 0);
+    assert_int_equal(fx->inflight, 2);
+    assert_false(cs(fx, a)->closed);
+    uv_run(fx->loop, UV_RUN_NOWAIT);
+    assert_int_equal(fx->requests, 2);
+    assert_int_equal(fx->inflight, 0);
+    assert_int_equal(fx->wakes, 2); /* answered outside feed: the owner flushes */
+    pump(fx);
+    assert_int_equal(cs(fx, a)->status, 200);
+    assert_int_equal(cs(fx, b)->status, 200);
+    assert_int_equal(uv_run(fx->loop, UV_RUN_NOWAIT), 0);
+}
+
+static void reset_before_the_turn_takes_the_request_out(void **state)
+{
+    struct fixture *fx = *state;
+    int32_t a = submit(fx, "POST", "/", NULL, 0, NULL);
+    int32_t b = submit(fx, "POST", "/", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(fx->inflight, 2);
+    assert_int_equal(nghttp2_submit_rst_stream(fx->client, NGHTTP2_FLAG_NONE, a, NGHTTP2_CANCEL),
+                     0);
+    pump(fx);
+    /* No handler saw it, so nothing is cancelled: it is simply gone. */
+    assert_int_equal(fx->inflight, 1);
+    assert_int_equal(fx->cancels, 0);
+    uv_run(fx->loop, UV_RUN_NOWAIT);
+    assert_int_equal(fx->requests, 1);
+    assert_int_equal(fx->inflight, 0);
+    pump(fx);
+    assert_int_equal(cs(fx, a)->status, 0);
+    assert_int_equal(cs(fx, b)->status, 200);
+}
+
+static void connection_free_takes_queued_requests_out(void **state)
+{
+    struct fixture *fx = *state;
+    submit(fx, "POST", "/", NULL, 0, NULL);
+    submit(fx, "POST", "/", NULL, 0, NULL);
+    pump(fx);
+    assert_int_equal(fx->inflight, 2);
+    gw__h2c_free(fx->srv);
+    fx->srv = NULL;
+    assert_int_equal(fx->inflight, 0);
+    assert_true(gw__runq_flow_empty(&fx->flow));
+    /* The turn finds nothing to run and the loop nothing to wait for. */
+    assert_int_equal(uv_run(fx->loop, UV_RUN_NOWAIT), 0);
+    assert_int_equal(fx->requests, 0);
+}
+
 int main(void)
 {
     sl_log_set_level(SL_LOG_ERROR);
@@ -868,6 +965,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(slow_request_is_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(missing_preface_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(goaway_lets_open_streams_finish, setup, teardown),
+        cmocka_unit_test_setup_teardown(queued_requests_reach_the_handler_in_the_loops_turn,
+                                        setup_runq, teardown),
+        cmocka_unit_test_setup_teardown(reset_before_the_turn_takes_the_request_out, setup_runq,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(connection_free_takes_queued_requests_out, setup_runq,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
