@@ -2,8 +2,8 @@
  * gw_json.h -- (gateway-internal) a small JSON writer that appends compact
  * JSON straight into an sl_buf. The replies of the hot SQS actions are
  * written with it in one pass over their bytes, instead of being built as a
- * jansson tree and dumped (docs/design.md, dependencies). jansson still
- * parses every request.
+ * jansson tree and dumped (docs/design.md, dependencies). Requests are
+ * parsed into jansson's tree (gw_json_load.h).
  *
  * Output is RFC 8259 JSON, byte for byte what jansson's
  * json_dumpb(JSON_COMPACT) writes for the same values in the same order:

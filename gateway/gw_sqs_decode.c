@@ -26,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "gw_json_load.h"
 #include "gw_sqs.h"
 #include "gw_sqs_member.h"
 #include "gw_sqs_message.h"
@@ -675,9 +676,7 @@ int gw_sqs_decode(enum gw_sqs_action action, struct sl_slice body, struct gw_sqs
         doc = json_object();
     } else {
         json_error_t jerr;
-        /* JSON_ALLOW_NUL: a U+0000 in a body is InvalidMessageContents, not a
-         * syntax error */
-        doc = json_loadb(body.p, body.n, JSON_ALLOW_NUL, &jerr);
+        doc = gw__json_load(body.p, body.n, &jerr);
         if (doc == NULL) {
             doc = gw__sqs_load_surrogates(body, jerr.text, &surrogate);
         }
