@@ -21,11 +21,11 @@
 #include "gw_json_load.h"
 
 static const char *const fast_bodies[] = {
-    "{\"QueueUrl\":\"http://127.0.0.1:9324/000000000000/q\",\"Entries\":[{\"Id\":\"a\","
-    "\"MessageBody\":\"hello\",\"DelaySeconds\":5,\"MessageAttributes\":{\"n\":{\"DataType\":"
-    "\"Number\",\"StringValue\":\"1.5e3\"}}},{\"Id\":\"b\",\"MessageBody\":\"x\"}]}",
-    "{\"QueueName\":\"q\",\"Attributes\":{\"RedrivePolicy\":\"{\\\"maxReceiveCount\\\":\\\"5\\\"}"
-    "\"}}",
+    ("{\"QueueUrl\":\"http://127.0.0.1:9324/000000000000/q\",\"Entries\":[{\"Id\":\"a\","
+     "\"MessageBody\":\"hello\",\"DelaySeconds\":5,\"MessageAttributes\":{\"n\":{\"DataType\":"
+     "\"Number\",\"StringValue\":\"1.5e3\"}}},{\"Id\":\"b\",\"MessageBody\":\"x\"}]}"),
+    ("{\"QueueName\":\"q\",\"Attributes\":{\"RedrivePolicy\":\"{\\\"maxReceiveCount\\\":"
+     "\\\"5\\\"}\"}}"),
     "{\"MessageBody\":\"caf\\u00e9 \\\"quoted\\\" \\\\ \\/ \\b\\f\\n\\r\\t\"}",
     "{\"MessageBody\":\"d\xc3\xa9j\xc3\xa0 vu \xf0\x9f\x98\x80\"}",
     "{\"MaxNumberOfMessages\":10,\"WaitTimeSeconds\":0,\"VisibilityTimeout\":-1}",
