@@ -26,9 +26,15 @@
 
 /* ---- limits of the protocol layers ---------------------------------------- */
 
-/* SQS's 1 MiB message plus room for the JSON envelope, attributes and
- * batch framing. Larger bodies are answered 413. */
-#define GW_MAX_REQUEST_BODY ((size_t)2 * 1024 * 1024 + (size_t)64 * 1024)
+/* SQS's 1 MiB message (body and attributes) as a client may encode it,
+ * plus room for the envelope and batch framing. Encoding triples a byte
+ * at worst for characters SQS allows: the query protocol's %XX for every
+ * byte outside the unreserved set, JSON's \u00e9 for a two-byte character
+ * (botocore escapes every non-ASCII character) and a surrogate pair of 12
+ * bytes for a four-byte one. The decoders hold the decoded message to
+ * 1 MiB. Larger bodies are answered 413. */
+#define GW_MAX_REQUEST_BODY ((size_t)3 * 1024 * 1024 + (size_t)64 * 1024)
+#define GW_MAX_REQUEST_BODY_TEXT "3211264"
 #define GW_MAX_HEADER_LIST_BYTES ((size_t)64 * 1024) /* RFC 9113 §6.5.2 accounting */
 #define GW_MAX_HEADER_COUNT 128u
 /* Output backlog (bytes produced but not yet written to the socket) above

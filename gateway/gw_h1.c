@@ -212,7 +212,7 @@ static void refuse_budget(struct gw_h1c *c)
 static void refuse_too_large(struct gw_h1c *c)
 {
     refuse(c, 413, GW_HTTP_BODY_TOO_LARGE, "RequestEntityTooLarge",
-           "request body exceeds 2162688 bytes");
+           "request body exceeds " GW_MAX_REQUEST_BODY_TEXT " bytes");
 }
 
 static void refuse_headers(struct gw_h1c *c)

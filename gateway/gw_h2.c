@@ -447,7 +447,8 @@ static void headers_complete(struct gw_exchange *ex)
     offer_headers(ex);
     return;
 too_large:
-    respond_error(ex, 413, "RequestEntityTooLarge", "request body exceeds 2162688 bytes");
+    respond_error(ex, 413, "RequestEntityTooLarge",
+                  "request body exceeds " GW_MAX_REQUEST_BODY_TEXT " bytes");
 }
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *user)
@@ -476,7 +477,8 @@ static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_
     if (ex == NULL || ex->owner == NULL || ex->state != GW_EX_RECEIVING)
         return 0; /* rejected or answered early: discard (windows still open) */
     if (ex->body.n + len > GW_MAX_REQUEST_BODY) {
-        respond_error(ex, 413, "RequestEntityTooLarge", "request body exceeds 2162688 bytes");
+        respond_error(ex, 413, "RequestEntityTooLarge",
+                      "request body exceeds " GW_MAX_REQUEST_BODY_TEXT " bytes");
         return 0;
     }
     if (c->body_bytes + len > GW_MAX_CONN_BODY_BYTES) {

@@ -363,7 +363,7 @@ static void too_large_body_answered_while_sending(void)
 {
     static const char head[] = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                "Content-Type: " SQS_JSON "\r\n"
-                               "Content-Length: 3000000\r\n\r\n";
+                               "Content-Length: 3300000\r\n\r\n"; /* past GW_MAX_REQUEST_BODY */
     struct sl_buf acc, resp;
     sl_buf_init(&acc);
     sl_buf_init(&resp);

@@ -530,6 +530,8 @@ static void oversize_streamed_body_gets_413(void **state)
 static void body_at_the_limit_is_accepted(void **state)
 {
     struct fixture *fx = *state;
+    /* the 413's text names the same limit */
+    assert_int_equal(strtoull(GW_MAX_REQUEST_BODY_TEXT, NULL, 10), GW_MAX_REQUEST_BODY);
     struct body_src b = {.len = GW_MAX_REQUEST_BODY};
     nghttp2_data_provider prd = {.source.ptr = &b, .read_callback = body_read};
     int32_t id = submit(fx, "POST", "/", NULL, 0, &prd);
