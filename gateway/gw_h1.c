@@ -73,14 +73,18 @@ struct gw_h1c {
     bool te_not_chunked;
     bool expect_continue;
 
-    /* Our own look at the raw header section, ahead of the parser: it
-     * accepts obs-fold continuation lines, which RFC 9112 §5.2 lets a
-     * server reject, and we do. */
+    /* Our own look at the raw header section, ahead of the parser.
+     * Debian builds libhttp-parser non-strict: it accepts obs-fold
+     * continuation lines (RFC 9112 §5.2 lets a server reject them, and we
+     * do), takes a CR followed by any byte as a line end, and a space as
+     * part of a field name, so "Content-Length : 5" still frames the body
+     * while a proxy in front may read it as an unknown field. */
     size_t scan_off; /* next byte of in to look at */
     bool scan_done;  /* the header section ended: the rest is body */
     bool scan_line_start;
     unsigned scan_lines; /* non-empty lines seen */
-    bool scan_bad;
+    bool scan_bad;       /* obs-fold, NUL, or a CR not followed by LF */
+    bool bad_name;       /* a field name with a byte RFC 9110's token excludes */
 };
 
 static const struct gw_exchange_ops h1_ops;
@@ -149,6 +153,7 @@ static void reset_message_state(struct gw_h1c *c)
     c->scan_line_start = true;
     c->scan_lines = 0;
     c->scan_bad = false;
+    c->bad_name = false;
 }
 
 /* The connection's one request (no per-connection body sum: one body at a
@@ -231,12 +236,19 @@ static void scan_headers(struct gw_h1c *c)
         const char *p = c->in.p + c->scan_off;
         size_t left = c->in.n - c->scan_off;
         if (!c->scan_line_start) {
-            /* Inside a line only its end and a NUL matter: memchr finds
-             * both faster than a byte loop, which showed in profiles. */
+            /* Inside a line only its end, a NUL and a CR matter: memchr
+             * finds them faster than a byte loop, which showed in
+             * profiles. A CR is allowed only right before the LF; one at
+             * the end of the bytes so far waits for the next byte. */
             const char *nl = memchr(p, '\n', left);
             size_t span = nl != NULL ? (size_t)(nl - p) : left;
             if (memchr(p, '\0', span) != NULL)
                 c->scan_bad = true;
+            const char *cr = memchr(p, '\r', span);
+            if (cr != NULL && cr != p + span - 1)
+                c->scan_bad = true;
+            else if (cr != NULL && nl == NULL)
+                span--; /* a CR last: judged with the byte after it */
             c->scan_off += span;
             if (nl == NULL)
                 break;
@@ -245,8 +257,12 @@ static void scan_headers(struct gw_h1c *c)
             continue;
         }
         char ch = *p;
+        if (ch == '\r' && left < 2)
+            break; /* judged with the byte after it */
         c->scan_off++;
-        if (ch == '\0') {
+        if (ch == '\r' && p[1] != '\n') {
+            c->scan_bad = true;
+        } else if (ch == '\0') {
             c->scan_bad = true;
         } else if (ch == '\n') {
             if (c->scan_lines > 0)
@@ -288,6 +304,14 @@ static bool value_is(struct sl_slice v, struct sl_slice want)
     return v.n == want.n && strncasecmp(v.p, want.p, want.n) == 0;
 }
 
+/* RFC 9110 §5.6.2: the bytes a field name (a token) may hold. */
+static bool is_tchar(char ch)
+{
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+        return true;
+    return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
+}
+
 /* name is lowercase already: plain bytes compare, length first. */
 static bool name_is(struct sl_slice name, struct sl_slice want)
 {
@@ -309,9 +333,12 @@ static int commit_header(struct gw_h1c *c)
     struct sl_slice name = piece_view(&c->field);
     struct sl_slice value = piece_view(&c->value);
     char *lower = (char *)name.p; /* ours: c->in or field.buf, never a literal */
-    for (size_t i = 0; i < name.n; i++)
+    for (size_t i = 0; i < name.n; i++) {
+        if (!is_tchar(lower[i]))
+            c->bad_name = true; /* RFC 9112 §5.1: whitespace before the colon is a 400 */
         if (lower[i] >= 'A' && lower[i] <= 'Z')
             lower[i] = (char)(lower[i] + ('a' - 'A'));
+    }
     while (value.n > 0 && (value.p[value.n - 1] == ' ' || value.p[value.n - 1] == '\t'))
         value.n--;
     if (name_is(name, SL_SLICE_LIT("content-length"))) {
@@ -405,7 +432,9 @@ static const char *header_error(const struct gw_h1c *c)
 {
     const http_parser *p = &c->parser;
     if (c->scan_bad)
-        return "malformed header section (obs-fold or NUL)";
+        return "malformed header section (obs-fold, NUL or a bare CR)";
+    if (c->bad_name)
+        return "malformed header field name (RFC 9110 token; no space before the colon)";
     if (p->method == HTTP_CONNECT)
         return "CONNECT is not served";
     struct sl_slice authority, path;

@@ -374,6 +374,30 @@ static void smuggling_te_chunked_twice(void **state)
     expect_400(*state, POST_HDR "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
 }
 
+/* RFC 9112 §5.1: whitespace between a field name and its colon is a 400.
+ * libhttp-parser as Debian builds it (HTTP_PARSER_STRICT=0) takes a space
+ * as a token byte and still frames the body by "Transfer-Encoding " and
+ * "Content-Length ", which our own framing checks compare exactly and so
+ * never see: a proxy in front that reads such a field as unknown frames
+ * the same bytes differently. */
+static void smuggling_space_before_colon_te(void **state)
+{
+    expect_400(*state, POST_HDR "Transfer-Encoding : chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+}
+
+static void smuggling_space_before_colon_cl(void **state)
+{
+    expect_400(*state, POST_HDR "Content-Length : 5\r\n\r\nhello");
+}
+
+/* RFC 9112 §2.2: a bare CR is invalid (or read as a space); the
+ * non-strict parser takes CR and any byte after it as the empty line that
+ * ends the header section. */
+static void bare_cr_ends_header_section(void **state)
+{
+    expect_400(*state, POST_HDR "Content-Length: 5\r\n\rXhello");
+}
+
 static void missing_host(void **state)
 {
     expect_400(*state, "GET /a HTTP/1.1\r\n\r\n");
@@ -619,6 +643,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(smuggling_two_content_lengths, setup, teardown),
         cmocka_unit_test_setup_teardown(smuggling_te_not_chunked, setup, teardown),
         cmocka_unit_test_setup_teardown(smuggling_te_chunked_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(smuggling_space_before_colon_te, setup, teardown),
+        cmocka_unit_test_setup_teardown(smuggling_space_before_colon_cl, setup, teardown),
+        cmocka_unit_test_setup_teardown(bare_cr_ends_header_section, setup, teardown),
         cmocka_unit_test_setup_teardown(missing_host, setup, teardown),
         cmocka_unit_test_setup_teardown(obs_fold, setup, teardown),
         cmocka_unit_test_setup_teardown(nul_in_header, setup, teardown),
