@@ -57,15 +57,22 @@ static void out_encoded(struct tx_out *o, struct sl_slice s)
     }
 }
 
-/* Percent-decodes s (valid %XX only; a stray '%' stays literal) and
- * re-encodes it with AWS's unreserved set, so "a%20b", "a%20B"-style and
- * over-encoded forms all canonicalise the same way. */
+/* Percent-decodes a query name or value s (valid %XX only; a stray '%'
+ * stays literal; '+' is a space) and re-encodes it with AWS's unreserved
+ * set, so "a%20b", "a+b" and over-encoded forms all canonicalise the same
+ * way. '+' must read as the form decoder reads it (gw_sqs_query.c): else
+ * the value signed is not the value processed, and a presigned URL's
+ * "%2B" could become a space without breaking its signature. botocore
+ * signs it so too (a GET built from AWSRequest params puts "+" on the
+ * wire and signs "%20"). */
 static void out_reencoded(struct tx_out *o, struct sl_slice s)
 {
     for (size_t i = 0; i < s.n; i++) {
         unsigned char c = (unsigned char)s.p[i];
-        if (c == '%' && i + 2 < s.n && tx_hex_value(s.p[i + 1]) >= 0 &&
-            tx_hex_value(s.p[i + 2]) >= 0) {
+        if (c == '+') {
+            c = ' ';
+        } else if (c == '%' && i + 2 < s.n && tx_hex_value(s.p[i + 1]) >= 0 &&
+                   tx_hex_value(s.p[i + 2]) >= 0) {
             c = (unsigned char)(tx_hex_value(s.p[i + 1]) << 4 | tx_hex_value(s.p[i + 2]));
             i += 2;
         }
