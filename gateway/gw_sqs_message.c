@@ -271,6 +271,16 @@ static int decode_attr_value(struct gw_sqs_dec *d, const json_t *v, struct gw_sq
                           "the set of supported type prefixes is Binary, Number, and String.",
                           nl, a->name.p);
     }
+    /* The custom label is echoed in every reply and is part of the
+     * attribute digest: a character the query protocol's XML cannot carry
+     * would reach a client as U+FFFD, and its MD5 check would fail. */
+    uint32_t bad_label;
+    if (!gw__sqs_chars_valid(a->data_type, &bad_label)) {
+        return entry_fail(fail, GW_SQS_E_INVALID_MESSAGE_CONTENTS,
+                          "Invalid binary character '#x%X' was found in the type of message "
+                          "attribute '%.*s', the set of allowed characters is " CHARSET_TEXT,
+                          gw__sqs_reported_char(d->r, bad_label), nl, a->name.p);
+    }
     if (a->type == GW_SQS_ATTR_BINARY) {
         if (!has_b || bv.n == 0) {
             return entry_fail(fail, GW_SQS_E_INVALID_PARAMETER_VALUE,

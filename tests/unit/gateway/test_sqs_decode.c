@@ -542,6 +542,37 @@ static void test_message_attribute_rules(void **state)
 #undef MA
 }
 
+/* A custom type label ("String.<label>") is part of the attribute digest
+ * and is echoed in every reply; one with a character outside SQS's set
+ * cannot be written into the query protocol's XML as it is (the XML
+ * writer puts U+FFFD in its place), so the digest a query client checks
+ * would not match what it parsed. Refused like a value with such a
+ * character. */
+static void test_message_attribute_type_label_chars(void **state)
+{
+    (void)state;
+#define MA(attrs) "{" Q ",\"MessageBody\":\"x\",\"MessageAttributes\":{" attrs "}}"
+    static const char *const labels[] = {"String.a\\u0001b", "String.\\u0000", "Number.\\u001f",
+                                         "Binary.\\uffff", "String.a\\uD800"};
+    for (size_t i = 0; i < SL_ARRAY_LEN(labels); i++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 MA("\"a\":{\"DataType\":\"%s\",\"StringValue\":\"1\",\"BinaryValue\":\"AA==\"}"),
+                 labels[i]);
+        struct gw_sqs_request r;
+        struct gw_sqs_err err;
+        int rc = decode(GW_SQS_ACT_SEND_MESSAGE, body, &r, &err);
+        if (rc != SL_EINVAL) {
+            print_error("DataType %s was accepted\n", labels[i]);
+        }
+        assert_int_equal(rc, SL_EINVAL);
+        assert_true(err.code == GW_SQS_E_INVALID_PARAMETER_VALUE ||
+                    err.code == GW_SQS_E_INVALID_MESSAGE_CONTENTS);
+        gw_sqs_request_fini(&r);
+    }
+#undef MA
+}
+
 static char *big_body(size_t body_len, const char *prefix, const char *suffix)
 {
     size_t plen = strlen(prefix), slen = strlen(suffix);
@@ -792,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_send_message_errors),
         cmocka_unit_test(test_allowed_characters),
         cmocka_unit_test(test_message_attribute_rules),
+        cmocka_unit_test(test_message_attribute_type_label_chars),
         cmocka_unit_test(test_message_size),
         cmocka_unit_test(test_send_message_batch),
         cmocka_unit_test(test_batch_errors),
