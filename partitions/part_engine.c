@@ -10,9 +10,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -188,6 +190,50 @@ static void sqlite_setup(void)
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+/* Takes data_dir/lock for this process: two engines over the same files
+ * would each keep their own counts, timers, group directory, dedup index
+ * and sequence clock, and one's consumers would not see the other's
+ * acknowledged messages. flock(2), so the kernel drops the lock with the
+ * process, kill -9 included; the file keeps the holder's pid for the
+ * message the next one prints. Returns the descriptor, or -1 with buf
+ * set and *rc SL_EBUSY (held) or SL_EIO. */
+static int lock_data_dir(const char *data_dir, char *buf, size_t buflen, int *rc)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/lock", data_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(buf, buflen, "%s: %s", path, strerror(errno));
+        *rc = SL_EIO;
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[32] = "";
+        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        if (e == EWOULDBLOCK) {
+            snprintf(buf, buflen,
+                     "%s is in use by another sluiced (pid %s); one data_dir serves one process",
+                     data_dir, holder[0] != '\0' ? holder : "unknown");
+            *rc = SL_EBUSY;
+        } else {
+            snprintf(buf, buflen, "%s: %s", path, strerror(e));
+            *rc = SL_EIO;
+        }
+        close(fd);
+        return -1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        /* the pid is only for the message above: the lock is what counts */
+        sl_log(SL_LOG_WARN, LOG_MOD, "%s: cannot record the pid: %s", path, strerror(errno));
+    }
+    return fd;
+}
+
 int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,
                      size_t errlen)
 {
@@ -203,7 +249,14 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
         set_err(err, errlen, buf);
         return SL_EIO;
     }
+    int lock_rc = SL_OK;
+    int lock_fd = lock_data_dir(opt->data_dir, buf, sizeof buf, &lock_rc);
+    if (lock_fd < 0) {
+        set_err(err, errlen, buf);
+        return lock_rc;
+    }
     struct part_engine *e = sl_xcalloc(1, sizeof *e);
+    e->lock_fd = lock_fd;
     e->opt = *opt;
     e->data_dir = sl_xstrdup(opt->data_dir);
     e->opt.data_dir = e->data_dir;
@@ -248,6 +301,7 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
             part__catalog_db_close(e);
         }
         pthread_mutex_destroy(&e->clients_mu);
+        close(e->lock_fd);
         free(e->data_dir);
         free(e);
         return rc;
@@ -284,6 +338,7 @@ void part_engine_close(struct part_engine *e)
     part__disk_close(e);
     pthread_mutex_destroy(&e->clients_mu);
     sl_log(SL_LOG_INFO, LOG_MOD, "closed %s", e->data_dir);
+    close(e->lock_fd); /* last: the files are closed and synced */
     free(e->data_dir);
     free(e);
 }

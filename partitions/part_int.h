@@ -429,6 +429,7 @@ struct part_hooks {
 struct part_engine {
     struct part_options opt;
     char *data_dir;
+    int lock_fd; /* data_dir/lock, flock'ed for the engine's life */
     uint8_t key[PART_KEY_LEN];
     uint32_t nparts;
     struct part_catalog catalog;

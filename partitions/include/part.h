@@ -80,8 +80,11 @@ struct part_options {
  * Growing P over an existing directory adds empty partitions; shrinking is
  * refused. A partition file that cannot be opened is marked failed (logged;
  * its jobs fail with SL_EIO) and the engine still opens.
+ * The engine holds an exclusive lock on data_dir/lock for its life, so a
+ * second process cannot open the same directory.
  * Returns SL_OK and sets *out, or:
  *   SL_EINVAL  bad options, or P smaller than the directory's (err says so)
+ *   SL_EBUSY   another process has data_dir open (err names its pid)
  *   SL_EIO     data_dir, manifest or catalog unusable (err says why)
  * err (may be NULL) receives a sentence on failure. */
 int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,

@@ -449,6 +449,34 @@ static void test_grow_and_shrink(void **state)
     assert_int_equal(t_counts(t, q).ready, 2);
 }
 
+/* One data_dir serves one engine: a second open of the same directory,
+ * while the first engine is open, is refused with SL_EBUSY and the
+ * holder's pid, touches nothing, and succeeds once the first is closed. */
+static void test_data_dir_is_locked(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "l", NULL);
+    t_send(t, q, 0, "held");
+    /* t's clock: on the wall clock the message would have expired */
+    struct part_options o = {.data_dir = t->dir,
+                             .partitions = t->nparts,
+                             .now_ms = t_clock,
+                             .clock_ctx = (void *)&t->now};
+    struct part_engine *e = NULL;
+    char err[512] = "";
+    assert_int_equal(part_engine_open(&o, &e, err, sizeof err), SL_EBUSY);
+    assert_null(e);
+    char want[64];
+    snprintf(want, sizeof want, "in use by another sluiced (pid %ld)", (long)getpid());
+    assert_non_null(strstr(err, want));
+    assert_int_equal(t_counts(t, q).ready, 1); /* the first engine is unharmed */
+    t_close(t);
+    assert_int_equal(part_engine_open(&o, &e, err, sizeof err), SL_OK);
+    part_engine_close(e);
+    t_open(t);
+    assert_int_equal(t_counts(t, q).ready, 1);
+}
+
 /* Closes t after a queue got a message on partition `held_by`, removes
  * data_dir/name with its -wal and -shm, and expects opening with
  * `partitions` to fail with SL_EIO, an error naming the file, and the file
@@ -612,6 +640,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_change_visibility_and_purge, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_restart_recovery, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_grow_and_shrink, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_data_dir_is_locked, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_missing_partition, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_missing_catalog, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_partition, t_setup, t_teardown),
