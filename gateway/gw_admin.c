@@ -347,6 +347,35 @@ static void dispatch(struct gw_admin_req *r, struct sl_slice path)
     }
 }
 
+/* Authenticates req (authenticate's loop may be NULL: before the body,
+ * what can be checked is), with failures rationed: guessing a bearer
+ * token or a secret costs as much as the guesser likes unless failures
+ * are, so while they come too fast nobody's credentials are checked (429;
+ * /healthz stays open). Both entry points go through here, so a guess
+ * sent with a body is rationed and counted like one without. Returns true
+ * when req passed; otherwise ex is answered. */
+static bool admit(struct gw_api *api, struct gw_admin_loop *l, struct cfg_snapshot *snap,
+                  struct gw_exchange *ex, const struct gw_request *req,
+                  struct gw_console_verdict *cv)
+{
+    uint64_t now = sl_mono_ns();
+    if (pol_gcra_available(&api->admin_auth_failures, now) == 0) {
+        gw_metrics_count_admin_auth(api->metrics, true);
+        gw__admin_respond_error(ex, 429, "TooManyRequests",
+                                "Too many failed authentications on the admin listener; retry "
+                                "in a few seconds.");
+        return false;
+    }
+    struct auth_failure f;
+    if (authenticate(api, l, snap, req, cv, &f)) {
+        return true;
+    }
+    pol_gcra_take(&api->admin_auth_failures, 1, POL_PPM, now, NULL);
+    gw_metrics_count_admin_auth(api->metrics, false);
+    gw__admin_respond_error(ex, f.status, f.code, f.message);
+    return false;
+}
+
 static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req)
 {
     struct gw_admin_loop *l = loop_ctx;
@@ -363,21 +392,9 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
         cfg_snapshot_unref(snap);
         return;
     }
-    struct auth_failure f;
     struct gw_console_verdict cv = {.principal = ""};
-    uint64_t now = sl_mono_ns();
-    if (pol_gcra_available(&l->base.api->admin_auth_failures, now) == 0) {
-        /* Guessing a bearer token or a secret costs as much as the guesser
-         * likes unless failures are rationed; while they come too fast,
-         * nobody's credentials are checked. /healthz stays open. */
-        gw_metrics_count_admin_auth(l->base.api->metrics, true);
-        gw__admin_respond_error(ex, 429, "TooManyRequests",
-                                "Too many failed authentications on the admin listener; retry "
-                                "in a few seconds.");
-    } else if (!authenticate(l->base.api, l, snap, req, &cv, &f)) {
-        pol_gcra_take(&l->base.api->admin_auth_failures, 1, POL_PPM, now, NULL);
-        gw_metrics_count_admin_auth(l->base.api->metrics, false);
-        gw__admin_respond_error(ex, f.status, f.code, f.message);
+    if (!admit(l->base.api, l, snap, ex, req, &cv)) {
+        /* answered: rationed or refused */
     } else if (gw__console_serve(l->base.api->console, snap, ex, req)) {
         /* a console route */
     } else if (sl_slice_eq_cstr(path, "/metrics")) {
@@ -418,15 +435,10 @@ static enum gw_headers_verdict on_headers(void *loop_ctx, struct gw_exchange *ex
         return gw__console_public_headers(ex, partial);
     }
     struct cfg_snapshot *snap = cfg_holder_get(l->base.api->holder);
-    struct auth_failure f;
-    struct gw_console_verdict cv;
-    bool pass = authenticate(l->base.api, NULL, snap, partial, &cv, &f);
+    struct gw_console_verdict cv = {.principal = ""};
+    bool pass = admit(l->base.api, NULL, snap, ex, partial, &cv);
     cfg_snapshot_unref(snap);
-    if (pass) {
-        return GW_HEADERS_CONTINUE;
-    }
-    gw__admin_respond_error(ex, f.status, f.code, f.message);
-    return GW_HEADERS_ANSWERED;
+    return pass ? GW_HEADERS_CONTINUE : GW_HEADERS_ANSWERED;
 }
 
 struct gw_handler gw_admin_handler(struct gw_api *api)
