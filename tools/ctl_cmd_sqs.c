@@ -165,6 +165,7 @@ static void eta_text(long long left, double rate, char *out, size_t cap)
 }
 
 struct progress {
+    FILE *out; /* stdout, or stderr under --json (stdout holds the JSON) */
     bool tty;
     double start;
     double last_line;
@@ -186,32 +187,58 @@ static void progress_show(struct progress *p, long long moved, long long total, 
             bar[i] = i < fill ? '#' : '-';
         }
         bar[PROGRESS_BAR] = '\0';
-        printf("\r[%s] %3d%%  %lld/%lld  %.1f msg/s  %s   ", bar, pct, moved, total, rate, eta);
+        fprintf(p->out, "\r[%s] %3d%%  %lld/%lld  %.1f msg/s  %s   ", bar, pct, moved, total, rate,
+                eta);
         if (final) {
-            putchar('\n');
+            fputc('\n', p->out);
         }
-        fflush(stdout);
+        fflush(p->out);
     } else if (final || (moved != p->last_moved && t - p->last_line >= PROGRESS_LINE_MS / 1e3)) {
-        printf("progress: moved %lld of %lld (%d%%), %.1f msg/s, %s\n", moved, total, pct, rate,
-               eta);
-        fflush(stdout);
+        fprintf(p->out, "progress: moved %lld of %lld (%d%%), %.1f msg/s, %s\n", moved, total, pct,
+                rate, eta);
+        fflush(p->out);
         p->last_line = t;
         p->last_moved = moved;
     }
 }
 
+/* A poll worth repeating: the task runs on whatever one poll got. */
+static bool poll_retryable(const struct ctl_reply *r)
+{
+    return r->status == 0 || r->status >= 500 || strcmp(r->code, "RequestThrottled") == 0 ||
+           strcmp(r->code, "ThrottlingException") == 0;
+}
+
+#define POLL_RETRIES 10
+
 /* Follows the newest task of arn until it leaves RUNNING / CANCELLING.
- * Returns the exit status: 0 when it COMPLETED. */
+ * Progress goes to stdout, or to stderr under --json, so that stdout is
+ * the task's JSON alone. A throttled, refused-for-now or lost poll is
+ * repeated (POLL_RETRIES in a row at most, backing off): the task goes on
+ * regardless, and giving up would say it failed. Returns the exit status:
+ * 0 when it COMPLETED. */
 static int redrive_wait(struct ctl *c, const char *arn)
 {
-    struct progress p = {.tty = isatty(STDOUT_FILENO) == 1, .start = now_s(), .last_moved = -1};
+    FILE *out = c->json ? stderr : stdout;
+    struct progress p = {
+        .out = out, .tty = isatty(fileno(out)) == 1, .start = now_s(), .last_moved = -1};
+    int misses = 0;
     for (;;) {
         struct ctl_reply r;
-        if (!ctl_sqs(c, "ListMessageMoveTasks",
-                     json_pack("{s:s, s:i}", "SourceArn", arn, "MaxResults", 1), &r)) {
+        if (!ctl_call(&c->ep, "ListMessageMoveTasks",
+                      json_pack("{s:s, s:i}", "SourceArn", arn, "MaxResults", 1), &r)) {
+            bool again = poll_retryable(&r) && ++misses <= POLL_RETRIES;
+            fprintf(stderr, "%s: %s: %s\n", again ? "warning" : "error",
+                    r.code[0] != '\0' ? r.code : "ConnectionError",
+                    r.message != NULL ? r.message : r.transport);
             ctl_reply_free(&r);
-            return CTL_EXIT_ERROR;
+            if (!again) {
+                return CTL_EXIT_ERROR;
+            }
+            sleep_ms(PROGRESS_POLL_MS * misses);
+            continue;
         }
+        misses = 0;
         json_t *t = json_array_get(json_object_get(r.json, "Results"), 0);
         const char *status = ctl_jstr(t, "Status");
         long long moved = ctl_jint(t, "ApproximateNumberOfMessagesMoved");
@@ -222,9 +249,9 @@ static int redrive_wait(struct ctl *c, const char *arn)
         if (!running) {
             int rc =
                 status != NULL && strcmp(status, "COMPLETED") == 0 ? CTL_EXIT_OK : CTL_EXIT_ERROR;
-            printf("%s: moved %lld of %lld in %.1fs%s%s\n", status != NULL ? status : "GONE", moved,
-                   total, now_s() - p.start, ctl_jstr(t, "FailureReason") ? ": " : "",
-                   ctl_jstr(t, "FailureReason") ? ctl_jstr(t, "FailureReason") : "");
+            fprintf(out, "%s: moved %lld of %lld in %.1fs%s%s\n", status != NULL ? status : "GONE",
+                    moved, total, now_s() - p.start, ctl_jstr(t, "FailureReason") ? ": " : "",
+                    ctl_jstr(t, "FailureReason") ? ctl_jstr(t, "FailureReason") : "");
             ctl_reply_free(&r);
             return rc;
         }

@@ -113,9 +113,14 @@ static bool read_file(struct ctl_config *c, char *err, size_t cap)
     bool ok = true;
     while (ok && fgets(line, sizeof line, f) != NULL) {
         lineno++;
-        char *hash = strchr(line, '#');
-        if (hash != NULL) {
-            *hash = '\0';
+        /* A comment starts at a '#' that begins the line or follows a
+         * space or tab, as in a shell: a secret may hold '#', and cutting
+         * it there made every signature fail with no hint why. */
+        for (char *h = strchr(line, '#'); h != NULL; h = strchr(h + 1, '#')) {
+            if (h == line || h[-1] == ' ' || h[-1] == '\t') {
+                *h = '\0';
+                break;
+            }
         }
         char *text = trim(line);
         if (*text == '\0') {

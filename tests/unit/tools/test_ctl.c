@@ -93,7 +93,7 @@ static void test_settings_precedence(void **state)
     write_file(path, "# comment\n"
                      "endpoint = http://file:1\n"
                      "access_key_id = file-key   # trailing comment\n"
-                     "secret_access_key = file-secret\n"
+                     "secret_access_key = file#secret\n"
                      "region=eu-west-1\n");
 
     struct ctl_config c = {.config_path = path};
@@ -101,6 +101,8 @@ static void test_settings_precedence(void **state)
     assert_string_equal(c.value[CTL_ENDPOINT], "http://file:1");
     assert_string_equal(c.from[CTL_ENDPOINT], "config file");
     assert_string_equal(c.value[CTL_ACCESS_KEY_ID], "file-key");
+    /* a '#' inside a value is not a comment: secrets may hold one */
+    assert_string_equal(c.value[CTL_SECRET], "file#secret");
     assert_string_equal(c.value[CTL_REGION], "eu-west-1");
     assert_string_equal(c.value[CTL_ADMIN_ENDPOINT], "http://127.0.0.1:9325");
     assert_string_equal(c.from[CTL_ADMIN_ENDPOINT], "default");
@@ -117,7 +119,7 @@ static void test_settings_precedence(void **state)
     assert_string_equal(c.from[CTL_ENDPOINT], "flag");
     assert_string_equal(c.value[CTL_ACCESS_KEY_ID], "env-key");
     assert_string_equal(c.from[CTL_ACCESS_KEY_ID], "environment");
-    assert_string_equal(c.value[CTL_SECRET], "file-secret");
+    assert_string_equal(c.value[CTL_SECRET], "file#secret");
     ctl_config_free(&c);
 
     /* the CA bundle: SLUICE_CACERT, then the variables other clients read */
