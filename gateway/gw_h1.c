@@ -260,10 +260,8 @@ static void scan_headers(struct gw_h1c *c)
         if (ch == '\r' && left < 2)
             break; /* judged with the byte after it */
         c->scan_off++;
-        if (ch == '\r' && p[1] != '\n') {
-            c->scan_bad = true;
-        } else if (ch == '\0') {
-            c->scan_bad = true;
+        if ((ch == '\r' && p[1] != '\n') || ch == '\0') {
+            c->scan_bad = true; /* a bare CR, or a NUL */
         } else if (ch == '\n') {
             if (c->scan_lines > 0)
                 c->scan_done = true; /* the empty line */

@@ -235,7 +235,7 @@ static int redrive_wait(struct ctl *c, const char *arn)
             if (!again) {
                 return CTL_EXIT_ERROR;
             }
-            sleep_ms(PROGRESS_POLL_MS * misses);
+            sleep_ms((long)PROGRESS_POLL_MS * misses);
             continue;
         }
         misses = 0;
