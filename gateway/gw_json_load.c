@@ -40,21 +40,21 @@
 
 #define MAX_INT_DIGITS 15 /* below 2^53: a double holds it exactly */
 
-static bool is_hex(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
 /* A \u escape at s (s[0] == '\\', s[1] == 'u') that cJSON must not read:
  * U+0000, a surrogate, or a malformed one (cJSON reads bad hex digits as
  * U+0000 where jansson refuses them). */
 static bool escape_for_jansson(const char *s, const char *end)
 {
-    if (end - s < 6 || !is_hex(s[2]) || !is_hex(s[3]) || !is_hex(s[4]) || !is_hex(s[5]))
+    if (end - s < 6)
         return true;
-    if ((s[2] == 'd' || s[2] == 'D') && !(s[3] >= '0' && s[3] <= '7'))
-        return true;
-    return s[2] == '0' && s[3] == '0' && s[4] == '0' && s[5] == '0';
+    int v = 0;
+    for (int i = 2; i < 6; i++) {
+        int d = sl_hex_digit(s[i]);
+        if (d < 0)
+            return true;
+        v = v * 16 + d;
+    }
+    return v == 0 || (v >= 0xD800 && v <= 0xDFFF);
 }
 
 /* The length of the number at s if it is a plain integer cJSON reads as

@@ -24,7 +24,6 @@ static bool round_empty(const struct gw_runq *q)
 static void round_append(struct gw_runq *q, struct gw_runq_flow *f)
 {
     f->next = NULL;
-    f->in_round = true;
     if (q->last != NULL)
         q->last->next = f;
     else
@@ -39,7 +38,6 @@ static struct gw_runq_flow *round_pop(struct gw_runq *q)
     if (q->first == NULL)
         q->last = NULL;
     f->next = NULL;
-    f->in_round = false;
     return f;
 }
 
@@ -56,7 +54,6 @@ static void round_unlink(struct gw_runq *q, struct gw_runq_flow *f)
         if (q->last == f)
             q->last = prev;
         f->next = NULL;
-        f->in_round = false;
         return;
     }
 }
@@ -83,7 +80,6 @@ static void on_check(uv_check_t *h)
     if (round_empty(q))
         return;
     uint64_t start = uv_hrtime();
-    q->turns++;
     while (!round_empty(q)) {
         struct gw_runq_flow *f = round_pop(q);
         struct gw_runq_item *item = flow_take(f);
@@ -131,13 +127,13 @@ void gw__runq_push(struct gw_runq_flow *f, struct gw_runq_item *item, gw_runq_fn
     item->run = run;
     item->next = NULL;
     item->flow = f;
-    if (f->tail != NULL)
+    if (f->tail != NULL) {
         f->tail->next = item;
-    else
+    } else {
         f->head = item;
+        round_append(f->q, f); /* it had no items, so it was not in the round */
+    }
     f->tail = item;
-    if (!f->in_round)
-        round_append(f->q, f);
     /* Queued outside a poll phase (a timer, a flush that resumed parsing),
      * the item must not wait for the next I/O event. */
     uv_idle_start(&f->q->idle, on_idle);
@@ -159,7 +155,7 @@ bool gw__runq_remove(struct gw_runq_item *item)
         f->tail = prev;
     item->next = NULL;
     item->flow = NULL;
-    if (f->head == NULL && f->in_round)
+    if (f->head == NULL)
         round_unlink(f->q, f);
     if (round_empty(f->q))
         uv_idle_stop(&f->q->idle);

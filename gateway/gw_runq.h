@@ -46,19 +46,18 @@ struct gw_runq_item {
 };
 
 /* A connection's queue: its items in arrival order, and its place in the
- * loop's round while it has any. */
+ * loop's round, which it holds exactly while it has items. */
 struct gw_runq_flow {
     struct gw_runq *q;
     struct gw_runq_item *head, *tail;
     struct gw_runq_flow *next; /* the round */
-    bool in_round;
 };
 
 struct gw_runq {
     uv_check_t check; /* runs a turn after each poll */
     uv_idle_t idle;   /* keeps the poll from blocking while items wait */
     struct gw_runq_flow *first, *last;
-    uint64_t turns, items_run, turns_cut;
+    uint64_t items_run, turns_cut;
 };
 
 /* Initialises q on loop. Its handles do not keep the loop alive except

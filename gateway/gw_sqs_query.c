@@ -232,20 +232,6 @@ struct qform {
     char *text; /* decoded names and values */
 };
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* Percent-decodes in into out ('+' is a space, as in every form).
  * Returns the decoded length, or -1 for a '%' without two hex digits. */
 long gw_sqs_url_decode(struct sl_slice in, char *out)
@@ -259,8 +245,8 @@ long gw_sqs_url_decode(struct sl_slice in, char *out)
             if (i + 2 >= in.n) {
                 return -1;
             }
-            int hi = hex_digit(in.p[i + 1]);
-            int lo = hex_digit(in.p[i + 2]);
+            int hi = sl_hex_digit(in.p[i + 1]);
+            int lo = sl_hex_digit(in.p[i + 2]);
             if (hi < 0 || lo < 0) {
                 return -1;
             }

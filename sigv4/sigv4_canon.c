@@ -71,9 +71,9 @@ static void out_reencoded(struct tx_out *o, struct sl_slice s)
         unsigned char c = (unsigned char)s.p[i];
         if (c == '+') {
             c = ' ';
-        } else if (c == '%' && i + 2 < s.n && tx_hex_value(s.p[i + 1]) >= 0 &&
-                   tx_hex_value(s.p[i + 2]) >= 0) {
-            c = (unsigned char)(tx_hex_value(s.p[i + 1]) << 4 | tx_hex_value(s.p[i + 2]));
+        } else if (c == '%' && i + 2 < s.n && sl_hex_digit(s.p[i + 1]) >= 0 &&
+                   sl_hex_digit(s.p[i + 2]) >= 0) {
+            c = (unsigned char)(sl_hex_digit(s.p[i + 1]) << 4 | sl_hex_digit(s.p[i + 2]));
             i += 2;
         }
         out_encoded_byte(o, c);

@@ -61,24 +61,10 @@ static inline struct sl_slice tx_trim(struct sl_slice s)
     return s;
 }
 
-static inline int tx_hex_value(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 static inline bool tx_is_hex(struct sl_slice s)
 {
     for (size_t i = 0; i < s.n; i++) {
-        if (tx_hex_value(s.p[i]) < 0) {
+        if (sl_hex_digit(s.p[i]) < 0) {
             return false;
         }
     }

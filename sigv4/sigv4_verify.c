@@ -38,8 +38,8 @@ static bool hex_decode32(struct sl_slice s, uint8_t out[32])
         return false;
     }
     for (size_t i = 0; i < 32; i++) {
-        int hi = tx_hex_value(s.p[2 * i]);
-        int lo = tx_hex_value(s.p[2 * i + 1]);
+        int hi = sl_hex_digit(s.p[2 * i]);
+        int lo = sl_hex_digit(s.p[2 * i + 1]);
         if (hi < 0 || lo < 0) {
             return false;
         }
@@ -285,8 +285,8 @@ static int query_value(struct sl_slice query, const char *name, char *buf, size_
         for (size_t i = nl + 1; i < piece.n; i++) {
             char c = piece.p[i];
             if (c == '%') {
-                int hi = i + 2 < piece.n ? tx_hex_value(piece.p[i + 1]) : -1;
-                int lo = i + 2 < piece.n ? tx_hex_value(piece.p[i + 2]) : -1;
+                int hi = i + 2 < piece.n ? sl_hex_digit(piece.p[i + 1]) : -1;
+                int lo = i + 2 < piece.n ? sl_hex_digit(piece.p[i + 2]) : -1;
                 if (hi < 0 || lo < 0) {
                     return -1;
                 }

@@ -175,6 +175,17 @@ size_t sl_http_date(int64_t t, char *out, size_t cap);
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes incl. NUL). */
 void sl_hex_encode(const uint8_t *in, size_t n, char *out);
+/* The value of one hex digit (either case), or -1. */
+static inline int sl_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
 /* Standard base64 with padding. Encoded size is sl_base64_encoded_len(n)
  * plus a NUL. Decode returns SL_OK or SL_EINVAL for bad input; *out_len
  * gets the decoded length; out needs at least 3 * (n / 4) bytes. */
