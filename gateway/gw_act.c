@@ -293,6 +293,17 @@ static struct pol_gcra *action_rate(const struct gw_act_ctx *ctx, struct pol_ten
     return pol_tenant_action_rate(state, key);
 }
 
+/* Answers RequestThrottled (or err's code) for a request refused for the
+ * tenant's limits, and charges nothing for it: a refusal spends no token,
+ * as in SQS, so that a client retrying at the refill rate gets in. Only
+ * malformed requests are charged (gw__act_fail); a throttled one did the
+ * gateway no work it need count. Always takes ownership of ctx. */
+static void throttle(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
+{
+    ctx->charged = true;
+    gw__act_fail(ctx, err);
+}
+
 int gw__act_precheck(struct gw_act_ctx *ctx)
 {
     struct pol_tenant_state *state = tenant_state(ctx);
@@ -308,7 +319,7 @@ int gw__act_precheck(struct gw_act_ctx *ctx)
     struct gw_sqs_err err;
     gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.",
                    ctx->principal.tenant->name);
-    gw__act_fail(ctx, &err); /* charged: the tenant pays for what it sends */
+    throttle(ctx, &err);
     return SL_EBUSY;
 }
 
@@ -328,7 +339,7 @@ int gw__act_enter(struct gw_act_ctx *ctx)
                    "(limits.max_concurrent_requests).",
                    ctx->principal.tenant->name,
                    ctx->principal.tenant->limits.max_concurrent_requests);
-    gw__act_fail(ctx, &err);
+    throttle(ctx, &err);
     return SL_EBUSY;
 }
 
@@ -336,7 +347,10 @@ int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
                   enum pol_action_class action, uint32_t cost, bool *spill)
 {
     *spill = false;
-    ctx->charged = true; /* settled here: admitted, or refused and charged below */
+    /* One admission per request: a second would take the tokens twice,
+     * and a bucket of burst 1 would then refuse the request every time. */
+    SL_ASSERT(!ctx->charged);
+    ctx->charged = true; /* settled here: admitted, or refused for free below */
     if (ctx->principal.kind == CFG_PRINCIPAL_ADMIN) {
         return SL_OK; /* docs/api.md: admin requests are never rate-limited */
     }
@@ -372,9 +386,9 @@ int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
     case POL_THROTTLE:
         break;
     }
-    /* A refused request costs one token too, so that retrying at once
-     * digs the tenant deeper instead of costing the gateway for free. */
-    pol_gcra_charge(&state->rate, 1, in.now_ns);
+    /* Nothing is charged: pol_admit spent no token, and charging one here
+     * would keep a client that retries at the refill rate out for good
+     * (each retry would take the token its wait had earned). */
     struct gw_sqs_err err;
     if (res.reason == POL_REASON_INFLIGHT) {
         gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,
@@ -393,6 +407,6 @@ int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
     } else {
         gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.", tenant);
     }
-    gw__act_fail(ctx, &err);
+    throttle(ctx, &err);
     return SL_EBUSY;
 }

@@ -205,10 +205,10 @@ void gw__act_queue_arn(const struct gw_act_ctx *ctx, const char *tenant, const c
 
 /* ---- policy ------------------------------------------------------------- */
 
-/* Before the body is parsed: a tenant that owes a whole burst (refused
- * and malformed requests are charged a token each, pol_gcra_charge) is
- * answered RequestThrottled at once and charged again, so that a flood
- * costs an authentication, not a decode. A spill-mode tenant's sends go
+/* Before the body is parsed: a tenant that owes a whole burst (malformed
+ * requests are charged a token each, pol_gcra_charge) is answered
+ * RequestThrottled at once, so that a flood costs an authentication, not
+ * a decode. Like every throttled answer it is not charged. A spill-mode tenant's sends go
  * on, to be spilled at admission. Returns SL_OK, or SL_EBUSY when it ended
  * the request. */
 int gw__act_precheck(struct gw_act_ctx *ctx);
@@ -216,8 +216,8 @@ int gw__act_precheck(struct gw_act_ctx *ctx);
 /* Right after authentication: takes one of the tenant's concurrent
  * request slots (limits.max_concurrent_requests, over all its connections
  * and loops), held until the request ends; ending it gives the slot back.
- * Past the cap the request is answered RequestThrottled at once (charged
- * one token, as every refused request is) and does no work. The admin is
+ * Past the cap the request is answered RequestThrottled at once (not
+ * charged, as no throttled request is) and does no work. The admin is
  * not counted. Returns SL_OK, or SL_EBUSY when it ended the request. */
 int gw__act_enter(struct gw_act_ctx *ctx);
 
@@ -235,7 +235,9 @@ uint32_t gw__act_shard(struct gw_act_ctx *ctx, const char *tenant, const uint32_
  * bucket of ctx->action, where the configuration sets them. Admin
  * requests are never limited. Returns SL_OK with *spill telling a send to
  * use the overflow lane, or SL_EBUSY after failing the request
- * (RequestThrottled, or OverLimit for the in-flight bound). On failure
+ * (RequestThrottled, or OverLimit for the in-flight bound; a refusal
+ * spends no token). Called once per request, by the dispatcher or by the
+ * handlers gw_api.c's handler_admits() names, never both. On failure
  * takes ownership of ctx. */
 int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
                   enum pol_action_class action, uint32_t cost, bool *spill);

@@ -508,6 +508,8 @@ static bool handler_admits(enum gw_sqs_action a)
     case GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY:
     case GW_SQS_ACT_CHANGE_MESSAGE_VISIBILITY_BATCH:
     case GW_SQS_ACT_START_MESSAGE_MOVE_TASK:
+    case GW_SQS_ACT_LIST_MESSAGE_MOVE_TASKS:
+    case GW_SQS_ACT_CANCEL_MESSAGE_MOVE_TASK:
         return true;
     default:
         return false;

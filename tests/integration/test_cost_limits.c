@@ -7,9 +7,9 @@
  *    Policy, with nothing stored when refused;
  *  - a body larger than its action can need (a DeleteMessageBatch of
  *    600,000 entries) answers 413 before it is parsed;
- *  - malformed, oversized and throttled requests each cost a token: a
- *    tenant with a burst of 5 that spends it on refused requests is
- *    throttled on its next good one;
+ *  - malformed and oversized requests each cost a token (throttled ones
+ *    cost none, docs/policy.md): a tenant with a burst of 5 that spends
+ *    it on refused requests is throttled on its next good one;
  *  - a tenant that owes a whole burst is refused before its body is
  *    parsed: a malformed body then answers RequestThrottled, not a
  *    serialization error;

@@ -185,6 +185,46 @@ static void test_backpressure_halves_admitted_sends(void **state)
     assert_int_equal(burst, 10);
 }
 
+/* A refusal spends nothing in any bucket, so a client that polls twice
+ * per refill period against an action bucket of 1/s, burst 1 (sluicectl's
+ * redrive --wait against limits.actions.ListMessageMoveTasks) is refused
+ * every other time and admitted every second, and one that waits out
+ * retry_after_ns is admitted at once. */
+static void test_refusals_cost_nothing_retry_at_refill_rate(void **state)
+{
+    /* the tenant's bucket refills too slowly to hide a token spent */
+    struct cfg_tenant t = tenant(CFG_EXCESS_REJECT, 0.001, 2000, 0, 0);
+    struct pol_gcra tenant_rate, action;
+    struct pol_admit_result r;
+    struct pol_admit_input in = {.tenant = &t, .action = POL_ACTION_OTHER, .cost = 1};
+
+    pol_gcra_init(&tenant_rate, t.limits.requests_per_second, t.limits.burst);
+    pol_gcra_init(&action, 1, 1);
+    in.action_rate = &action;
+    int admitted = 0;
+    for (uint64_t i = 0; i < 20; i++) {
+        in.now_ns = T0 + i * 500 * MS;
+        admitted += pol_admit(&tenant_rate, &in, &r) == POL_ADMIT;
+        if (r.verdict == POL_THROTTLE) {
+            assert_int_equal(r.reason, POL_REASON_ACTION_RATE);
+            assert_int_equal(r.retry_after_ns, 500 * MS);
+        }
+    }
+    assert_int_equal(admitted, 10);
+    /* Only the admitted took from the tenant's bucket. */
+    assert_int_equal(pol_gcra_available(&tenant_rate, in.now_ns), 2000 - 10);
+    /* Refused at once, then admitted after exactly retry_after_ns, even
+     * after a run of refusals in between. */
+    in.now_ns = T0 + 20 * SEC;
+    assert_int_equal(pol_admit(&tenant_rate, &in, &r), POL_ADMIT);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(pol_admit(&tenant_rate, &in, &r), POL_THROTTLE);
+        assert_int_equal(r.retry_after_ns, SEC);
+    }
+    in.now_ns += r.retry_after_ns;
+    assert_int_equal(pol_admit(&tenant_rate, &in, &r), POL_ADMIT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_inflight_limit_on_receive),
         cmocka_unit_test(test_backpressure_curve),
         cmocka_unit_test(test_backpressure_halves_admitted_sends),
+        cmocka_unit_test(test_refusals_cost_nothing_retry_at_refill_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
