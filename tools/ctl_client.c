@@ -23,7 +23,20 @@
 struct sink {
     struct sl_buf body;
     char query_error[128];
+    long retry_after_ms;
 };
+
+/* The delay-seconds form of Retry-After (RFC 9110, 10.2.3) in ms; the
+ * HTTP-date form, which the gateway never sends, reads as none. */
+static long retry_after_ms_of(const char *v, size_t n)
+{
+    long s = 0;
+    size_t i = 0;
+    for (; i < n && v[i] >= '0' && v[i] <= '9' && s < 86400; i++) {
+        s = s * 10 + (v[i] - '0');
+    }
+    return i > 0 ? SL_MIN(s, 86400L) * 1000 : 0;
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
@@ -44,6 +57,14 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         }
         size_t vn = strcspn(v, ";\r\n");
         snprintf(s->query_error, sizeof s->query_error, "%.*s", (int)vn, v);
+    }
+    static const char retry[] = "retry-after:";
+    if (len > sizeof retry - 1 && strncasecmp(p, retry, sizeof retry - 1) == 0) {
+        const char *v = p + sizeof retry - 1;
+        while (*v == ' ') {
+            v++;
+        }
+        s->retry_after_ms = retry_after_ms_of(v, strcspn(v, "\r\n"));
     }
     return len;
 }
@@ -127,6 +148,7 @@ static void take_body(struct sink *sink, struct ctl_reply *out)
         out->body = sl_xstrdup("");
     }
     out->json = json_loads(out->body, 0, NULL);
+    out->retry_after_ms = sink->retry_after_ms;
 }
 
 /* Performs the request with headers hl (freed here) and, when a reply

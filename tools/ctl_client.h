@@ -34,6 +34,7 @@ struct ctl_reply {
     char code[128];      /* error code (x-amzn-query-error, else __type's suffix) */
     const char *message; /* error message (borrows json), or transport error */
     char transport[256]; /* why no reply arrived */
+    long retry_after_ms; /* the reply's Retry-After (delay-seconds form); 0: none */
 };
 
 /* POSTs AmazonSQS.<action> with req (stolen; NULL = {}). Returns true for

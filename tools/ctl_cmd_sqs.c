@@ -5,9 +5,9 @@
  * well as the admin's.
  *
  * Progress (redrive start --wait) polls ListMessageMoveTasks twice a
- * second. On a terminal it redraws one bar line (moved/total, rate over
- * the whole run, ETA); otherwise it prints a plain line whenever the
- * count changes, at most one a second, so a log or a CI job reads it.
+ * second, or at the pace the server allows once a poll is throttled. On a terminal it redraws one
+ * bar line (moved/total, rate over the whole run, ETA); otherwise it prints a plain line whenever
+ * the count changes, at most one a second, so a log or a CI job reads it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,39 +22,77 @@
 #define PROGRESS_LINE_MS 1000
 #define PROGRESS_BAR 30
 
-int ctl_cmd_queues(struct ctl *c)
+/* ListQueues answers at most 1,000 URLs a page; SQS pages only when
+ * MaxResults is given, and then hands out NextToken until the listing
+ * ends. Every page is asked for, so a tenant with more queues (up to its
+ * limits.max_queues, 10,000 by default) is listed whole. */
+#define QUEUES_PAGE 1000
+
+/* Every queue URL the prefix (NULL: all) matches, page by page, into
+ * *urls (a new array). False after printing the error of a failed page. */
+static bool list_all_queues(struct ctl *c, const char *prefix, json_t **urls)
 {
-    json_t *req = json_object();
-    if (c->nargs > 0) {
-        json_object_set_new(req, "QueueNamePrefix", json_string(c->args[0]));
-    }
-    struct ctl_reply r;
-    int rc = CTL_EXIT_ERROR;
-    if (ctl_sqs(c, "ListQueues", req, &r)) {
-        rc = CTL_EXIT_OK;
-        json_t *urls = json_object_get(r.json, "QueueUrls");
-        if (c->json) {
-            ctl_print_json(r.json);
-        } else if (json_array_size(urls) == 0) {
-            printf("(no queues)\n");
-        } else {
-            struct ctl_table t;
-            ctl_table_init(&t, (const char *[]){"TENANT", "QUEUE", "URL", NULL});
-            size_t i;
-            json_t *u;
-            json_array_foreach(urls, i, u)
-            {
-                char tenant[128], name[128];
-                const char *url = json_string_value(u);
-                bool ok = ctl_queue_name(url, tenant, sizeof tenant, name, sizeof name);
-                ctl_table_row(&t, (const char *[]){ok ? tenant : "-", ok ? name : "-", url});
-            }
-            ctl_table_print(&t, stdout);
-            ctl_table_free(&t);
+    *urls = json_array();
+    char *token = NULL;
+    for (;;) {
+        json_t *req = json_pack("{s:i}", "MaxResults", QUEUES_PAGE);
+        if (prefix != NULL) {
+            json_object_set_new(req, "QueueNamePrefix", json_string(prefix));
+        }
+        if (token != NULL) {
+            json_object_set_new(req, "NextToken", json_string(token));
+        }
+        free(token);
+        token = NULL;
+        struct ctl_reply r;
+        if (!ctl_sqs(c, "ListQueues", req, &r)) {
+            ctl_reply_free(&r);
+            json_decref(*urls);
+            *urls = NULL;
+            return false;
+        }
+        json_array_extend(*urls, json_object_get(r.json, "QueueUrls"));
+        const char *next = ctl_jstr(r.json, "NextToken");
+        if (next != NULL && next[0] != '\0') {
+            token = strdup(next);
+        }
+        ctl_reply_free(&r);
+        if (token == NULL) {
+            return true;
         }
     }
-    ctl_reply_free(&r);
-    return rc;
+}
+
+int ctl_cmd_queues(struct ctl *c)
+{
+    json_t *urls = NULL;
+    if (!list_all_queues(c, c->nargs > 0 ? c->args[0] : NULL, &urls)) {
+        return CTL_EXIT_ERROR;
+    }
+    if (c->json) {
+        /* ListQueues' own shape, all pages in one, without a NextToken */
+        json_t *doc = json_pack("{s:O}", "QueueUrls", urls);
+        ctl_print_json(doc);
+        json_decref(doc);
+    } else if (json_array_size(urls) == 0) {
+        printf("(no queues)\n");
+    } else {
+        struct ctl_table t;
+        ctl_table_init(&t, (const char *[]){"TENANT", "QUEUE", "URL", NULL});
+        size_t i;
+        json_t *u;
+        json_array_foreach(urls, i, u)
+        {
+            char tenant[128], name[128];
+            const char *url = json_string_value(u);
+            bool ok = ctl_queue_name(url, tenant, sizeof tenant, name, sizeof name);
+            ctl_table_row(&t, (const char *[]){ok ? tenant : "-", ok ? name : "-", url});
+        }
+        ctl_table_print(&t, stdout);
+        ctl_table_free(&t);
+    }
+    json_decref(urls);
+    return CTL_EXIT_OK;
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -210,12 +248,36 @@ static bool poll_retryable(const struct ctl_reply *r)
 }
 
 #define POLL_RETRIES 10
+#define POLL_BACKOFF_MIN_MS 1000
+#define POLL_BACKOFF_MAX_MS 8000
+
+/* How long to wait before the misses-th retry in a row (1-based): the
+ * server's Retry-After when it sent one; else doubling from a second up
+ * to eight, so that the wait soon covers the refill of a token of any
+ * bucket the tenant is likely to have (a limits.actions rate of 1/s, or
+ * one of 0.2/s) -- a refused poll spends no token, so waiting one refill
+ * is enough, but the client does not know the rate. */
+static long poll_backoff_ms(const struct ctl_reply *r, int misses)
+{
+    if (r->retry_after_ms > 0) {
+        /* a date far off or a bogus value must not park the watch */
+        return r->retry_after_ms < 4L * POLL_BACKOFF_MAX_MS ? r->retry_after_ms
+                                                            : 4L * POLL_BACKOFF_MAX_MS;
+    }
+    long ms = POLL_BACKOFF_MIN_MS;
+    for (int i = 1; i < misses && ms < POLL_BACKOFF_MAX_MS; i++) {
+        ms *= 2;
+    }
+    return ms < POLL_BACKOFF_MAX_MS ? ms : POLL_BACKOFF_MAX_MS;
+}
 
 /* Follows the newest task of arn until it leaves RUNNING / CANCELLING.
  * Progress goes to stdout, or to stderr under --json, so that stdout is
  * the task's JSON alone. A throttled, refused-for-now or lost poll is
- * repeated (POLL_RETRIES in a row at most, backing off): the task goes on
- * regardless, and giving up would say it failed. Returns the exit status:
+ * repeated (POLL_RETRIES in a row at most, backing off as the server
+ * asks, poll_backoff_ms): the task goes on regardless, and giving up
+ * would say it failed. Once throttled, polls keep to the pace that got
+ * through. Returns the exit status:
  * 0 when it COMPLETED. */
 static int redrive_wait(struct ctl *c, const char *arn)
 {
@@ -223,19 +285,30 @@ static int redrive_wait(struct ctl *c, const char *arn)
     struct progress p = {
         .out = out, .tty = isatty(fileno(out)) == 1, .start = now_s(), .last_moved = -1};
     int misses = 0;
+    long poll_ms = PROGRESS_POLL_MS; /* slowed to the server's pace once throttled */
     for (;;) {
         struct ctl_reply r;
         if (!ctl_call(&c->ep, "ListMessageMoveTasks",
                       json_pack("{s:s, s:i}", "SourceArn", arn, "MaxResults", 1), &r)) {
             bool again = poll_retryable(&r) && ++misses <= POLL_RETRIES;
-            fprintf(stderr, "%s: %s: %s\n", again ? "warning" : "error",
-                    r.code[0] != '\0' ? r.code : "ConnectionError",
-                    r.message != NULL ? r.message : r.transport);
+            long wait_ms = poll_backoff_ms(&r, misses);
+            bool throttled = r.status >= 400 && r.status < 500;
+            if (again) {
+                fprintf(stderr, "warning: %s: %s (retrying in %.1fs)\n",
+                        r.code[0] != '\0' ? r.code : "ConnectionError",
+                        r.message != NULL ? r.message : r.transport, (double)wait_ms / 1e3);
+            } else {
+                fprintf(stderr, "error: %s: %s\n", r.code[0] != '\0' ? r.code : "ConnectionError",
+                        r.message != NULL ? r.message : r.transport);
+            }
             ctl_reply_free(&r);
             if (!again) {
                 return CTL_EXIT_ERROR;
             }
-            sleep_ms((long)PROGRESS_POLL_MS * misses);
+            if (throttled && wait_ms > poll_ms) {
+                poll_ms = wait_ms; /* the pace the server allows: no warning a poll */
+            }
+            sleep_ms(wait_ms);
             continue;
         }
         misses = 0;
@@ -256,7 +329,7 @@ static int redrive_wait(struct ctl *c, const char *arn)
             return rc;
         }
         ctl_reply_free(&r);
-        sleep_ms(PROGRESS_POLL_MS);
+        sleep_ms(poll_ms);
     }
 }
 
