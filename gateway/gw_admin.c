@@ -284,6 +284,7 @@ static const struct admin_route {
     {"POST", {"redrives", ANY, "cancel"}, gw__admin_cancel_redrive},
     {"POST", {"reload"}, gw__admin_reload},
     {"POST", {"backup"}, gw__admin_backup},
+    {"GET", {"backup"}, gw__admin_backup_status},
 };
 
 static bool route_matches(const struct admin_route *rt, const struct gw_admin_req *r)

@@ -2,8 +2,10 @@
  * gw_admin_ops.c -- the admin API's operations on the gateway itself:
  * pause and resume a queue (gw_pause.c), reload the configuration with
  * its diagnostics, and take a backup (gw_backup.c) -- on libuv's thread
- * pool, since the copies take as long as the data is large, and the
- * answer comes when the manifest is written.
+ * pool, since the copies take as long as the data is large. The answer
+ * comes when the manifest is written, or at once (202, "wait": false)
+ * with the backup then followed on GET /api/backup: a backup of many GB
+ * outlasts any sane request timeout, so sluicectl starts and follows.
  *
  * Reload: the file is validated here, on the loop thread, so that the
  * answer carries every diagnostic; a valid file is then applied by the
@@ -121,10 +123,13 @@ void gw__admin_reload(struct gw_admin_req *r)
 
 /* ---- backup ---------------------------------------------------------------------- */
 
+/* A backup on the thread pool. r is the request waiting for its answer
+ * ("wait": true), or NULL when it was answered 202 at once and the
+ * outcome is read from GET /api/backup. */
 struct backup_job {
     uv_work_t work;
+    struct gw_api *api;
     struct gw_admin_req *r;
-    char *dir;
     json_t *manifest;
     int status;
     char err[512];
@@ -133,7 +138,7 @@ struct backup_job {
 static void backup_work(uv_work_t *w)
 {
     struct backup_job *j = w->data;
-    j->status = gw__backup_write(j->r->api, j->dir, &j->manifest, j->err, sizeof j->err);
+    j->status = gw__backup_run(j->api, &j->manifest, j->err, sizeof j->err);
 }
 
 static void backup_done(uv_work_t *w, int status)
@@ -141,23 +146,31 @@ static void backup_done(uv_work_t *w, int status)
     (void)status;
     struct backup_job *j = w->data;
     struct gw_admin_req *r = j->r;
-    if (j->status == SL_OK) {
-        gw__admin_json(r, 200, json_pack("{s:s, s:o}", "dir", j->dir, "manifest", j->manifest));
-    } else if (j->status == SL_EBUSY) {
-        gw__admin_fail(r, 409, "Conflict", "%s.", j->err);
-    } else if (j->status == SL_EINVAL) {
-        gw__admin_fail(r, 400, "BadRequest", "%s.", j->err);
+    if (r == NULL) {
+        json_decref(j->manifest);
+    } else if (j->status == SL_OK) {
+        json_t *st = gw__backup_status();
+        gw__admin_json(
+            r, 200,
+            json_pack("{s:O, s:o}", "dir", json_object_get(st, "dir"), "manifest", j->manifest));
+        json_decref(st);
+    } else if (j->status == SL_ECLOSED) {
+        gw__admin_fail(r, 503, "ServiceUnavailable",
+                       "The gateway is shutting down: the backup was stopped and its partial "
+                       "copy removed.");
     } else {
-        gw__admin_fail(r, 500, "InternalError", "The backup failed: %s.", j->err);
+        gw__admin_fail(r, 500, "InternalError",
+                       "The backup failed: %s. Its partial copy is removed.", j->err);
     }
-    free(j->dir);
     free(j);
 }
 
 void gw__admin_backup(struct gw_admin_req *r)
 {
-    static const char *const fields[] = {"dir", NULL};
-    if (gw__admin_parse_body(r, fields) != SL_OK) {
+    static const char *const fields[] = {"dir", "wait", NULL};
+    bool wait;
+    if (gw__admin_parse_body(r, fields) != SL_OK ||
+        gw__admin_body_bool(r, "wait", true, &wait) != SL_OK) {
         return;
     }
     const char *dir = json_string_value(json_object_get(r->body, "dir"));
@@ -167,13 +180,38 @@ void gw__admin_backup(struct gw_admin_req *r)
         return;
     }
     snprintf(r->detail, sizeof r->detail, "dir=%s", dir);
+    char err[512];
+    uint64_t id = 0;
+    int rc = gw__backup_begin(dir, &id, err, sizeof err);
+    if (rc == SL_EBUSY) {
+        gw__admin_fail(r, 409, "Conflict", "%s.", err);
+        return;
+    }
+    if (rc == SL_ECLOSED) {
+        gw__admin_fail(r, 503, "ServiceUnavailable", "The gateway is shutting down.");
+        return;
+    }
+    if (rc != SL_OK) {
+        gw__admin_fail(r, 400, "BadRequest", "%s.", err);
+        return;
+    }
     struct backup_job *j = sl_xcalloc(1, sizeof *j);
-    j->r = r;
-    j->dir = sl_xstrdup(dir);
+    j->api = r->api;
+    j->r = wait ? r : NULL;
     j->work.data = j;
     if (uv_queue_work(r->l->base.loop, &j->work, backup_work, backup_done) != 0) {
-        free(j->dir);
         free(j);
+        gw__backup_abandon("the gateway is shutting down");
         gw__admin_fail(r, 503, "ServiceUnavailable", "The gateway is shutting down.");
+        return;
     }
+    if (!wait) {
+        /* the outcome is GET /api/backup's to tell (sluicectl follows it) */
+        gw__admin_json(r, 202, gw__backup_status());
+    }
+}
+
+void gw__admin_backup_status(struct gw_admin_req *r)
+{
+    gw__admin_json(r, 200, gw__backup_status());
 }

@@ -29,10 +29,11 @@ gw_admin_route_fn gw__admin_msg_delete; /* POST /api/queues/T/Q/messages/REF/del
 gw_admin_route_fn gw__admin_msg_move;   /* POST /api/queues/T/Q/messages/REF/move */
 
 /* gw_admin_ops.c */
-gw_admin_route_fn gw__admin_pause;  /* POST /api/queues/T/Q/pause */
-gw_admin_route_fn gw__admin_resume; /* POST /api/queues/T/Q/resume */
-gw_admin_route_fn gw__admin_reload; /* POST /api/reload */
-gw_admin_route_fn gw__admin_backup; /* POST /api/backup */
+gw_admin_route_fn gw__admin_pause;         /* POST /api/queues/T/Q/pause */
+gw_admin_route_fn gw__admin_resume;        /* POST /api/queues/T/Q/resume */
+gw_admin_route_fn gw__admin_reload;        /* POST /api/reload */
+gw_admin_route_fn gw__admin_backup;        /* POST /api/backup */
+gw_admin_route_fn gw__admin_backup_status; /* GET /api/backup */
 
 /* gw_admin_redrive.c */
 gw_admin_route_fn gw__admin_get_redrives;   /* GET /api/redrives[?tenant=T] */

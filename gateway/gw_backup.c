@@ -9,12 +9,21 @@
  * manifest.json: {"format": 1, "created_ms": ..., "partitions": P,
  * "files": [{"name": ..., "bytes": ..., "sha256": ...}, ...]}.
  *
+ * One backup runs at a time per process, so its state (what the admin
+ * API's GET /api/backup shows: running with its bytes so far, or how the
+ * last one ended) is the module's own, behind a mutex: begun on the admin
+ * loop, copied on a pool thread, stopped from main at SIGTERM. A backup
+ * that fails or is stopped removes what it wrote (and the directory, if
+ * it made it): nothing that is not a whole backup is left to look like
+ * one.
+ *
  * Stack: above gw_opstore.c and the engine's backup; below the admin
  * route (gw_admin_ops.c) and main's --restore.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,29 +172,102 @@ static int write_manifest(const char *dir, const struct written *w, uint32_t par
     return SL_OK;
 }
 
-int gw__backup_write(struct gw_api *api, const char *dir, json_t **manifest, char *err,
-                     size_t errlen)
+/* The one backup of the process: the one under way, or the last one. */
+static struct {
+    pthread_mutex_t mu; /* guards what follows but pg, running and stopping */
+    struct part_backup_progress pg;
+    atomic_bool stopping; /* gw_backup_stop() was called: no backup from now on */
+    uint64_t id;          /* 0: none yet */
+    char dir[4096];
+    bool made_dir; /* begin made dir (remove it, not only its files, on failure) */
+    uint64_t started_ms;
+    uint64_t ended_ms; /* 0 while it runs */
+    int status;        /* SL_OK when done; meaningful once ended */
+    char err[512];
+    json_t *manifest; /* when done (owned) */
+} cur = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Empties dir of what a failed or stopped copy left there, and removes
+ * dir itself when the backup made it: a directory that is not a whole
+ * backup must not look like one, and a full disk wants its space back.
+ * Only this process's user can write into dir and it was empty when the
+ * backup began (prepare_dir), so everything in it is the backup's. */
+static void remove_partial(const char *dir, bool made)
 {
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return;
+    }
+    char path[4096];
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+            (void)unlink(path);
+        }
+    }
+    closedir(d);
+    if (made) {
+        (void)rmdir(dir);
+    }
+}
+
+int gw__backup_begin(const char *dir, uint64_t *id, char *err, size_t errlen)
+{
+    if (atomic_load(&cur.stopping)) {
+        snprintf(err, errlen, "the gateway is shutting down");
+        return SL_ECLOSED;
+    }
     bool idle = false;
     if (!atomic_compare_exchange_strong(&backup_running, &idle, true)) {
         snprintf(err, errlen, "another backup is running");
         return SL_EBUSY;
     }
-    uint64_t t0 = sl_mono_ns();
-    /* The copies compete with the partition writers for CPU: this thread
-     * (a pool thread, Linux schedules threads one by one) yields to them
-     * while it copies, and is put back after -- where the process may
-     * raise its priority again (root, CAP_SYS_NICE); otherwise the pool
-     * thread stays nice, which costs little: sluice runs only backups and
-     * peeks on libuv's pool, and a peek may yield to the writers too. */
-    pid_t tid = (pid_t)syscall(SYS_gettid);
-    errno = 0;
-    int nice_before = getpriority(PRIO_PROCESS, (id_t)tid);
-    bool reniced = errno == 0 && setpriority(PRIO_PROCESS, (id_t)tid, BACKUP_NICE) == 0;
-    struct written *w = sl_xcalloc(1, sizeof *w);
+    struct stat st;
+    bool existed = lstat(dir, &st) == 0;
     int rc = prepare_dir(dir, err, errlen);
-    if (rc == SL_OK) {
-        rc = part_engine_backup(api->engine, dir, note_file, w, err, errlen);
+    if (rc != SL_OK) {
+        atomic_store(&backup_running, false);
+        return rc;
+    }
+    pthread_mutex_lock(&cur.mu);
+    *id = ++cur.id;
+    snprintf(cur.dir, sizeof cur.dir, "%s", dir);
+    cur.made_dir = !existed;
+    cur.started_ms = sl_wall_ms();
+    cur.ended_ms = 0;
+    cur.status = SL_OK;
+    cur.err[0] = '\0';
+    json_decref(cur.manifest);
+    cur.manifest = NULL;
+    atomic_store(&cur.pg.bytes_done, 0);
+    atomic_store(&cur.pg.bytes_total, 0);
+    pthread_mutex_unlock(&cur.mu);
+    return SL_OK;
+}
+
+/* Records how the backup ended and lets the next one begin. */
+static void finish(int status, const char *err, json_t *manifest)
+{
+    pthread_mutex_lock(&cur.mu);
+    cur.ended_ms = sl_wall_ms();
+    cur.status = status;
+    snprintf(cur.err, sizeof cur.err, "%s", status == SL_OK ? "" : err);
+    /* a copy: the caller may hand its own to another thread's reply */
+    cur.manifest = manifest != NULL ? json_deep_copy(manifest) : NULL;
+    pthread_mutex_unlock(&cur.mu);
+    atomic_store(&backup_running, false);
+}
+
+/* The copies into dir (begun), then manifest.json. */
+static int copy_all(struct gw_api *api, const char *dir, struct written *w, json_t **manifest,
+                    char *err, size_t errlen)
+{
+    /* stop is not cleared: a backup begun as shutdown starts ends at once */
+    int rc = part_engine_backup(api->engine, dir, &cur.pg, note_file, w, err, errlen);
+    if (rc == SL_OK && atomic_load(&cur.pg.stop)) {
+        snprintf(err, errlen, "stopped before ops.db");
+        rc = SL_ECLOSED;
     }
     if (rc == SL_OK) {
         char dst[4096];
@@ -198,6 +280,34 @@ int gw__backup_write(struct gw_api *api, const char *dir, json_t **manifest, cha
     if (rc == SL_OK) {
         rc = write_manifest(dir, w, part_engine_partitions(api->engine), manifest, err, errlen);
     }
+    return rc;
+}
+
+int gw__backup_run(struct gw_api *api, json_t **manifest, char *err, size_t errlen)
+{
+    char dir[4096];
+    pthread_mutex_lock(&cur.mu);
+    snprintf(dir, sizeof dir, "%s", cur.dir);
+    bool made = cur.made_dir;
+    pthread_mutex_unlock(&cur.mu);
+    SL_ASSERT(atomic_load(&backup_running));
+    *manifest = NULL;
+    uint64_t t0 = sl_mono_ns();
+    /* The copies compete with the partition writers for CPU: this thread
+     * (a pool thread, Linux schedules threads one by one) yields to them
+     * while it copies, and is put back after -- where the process may
+     * raise its priority again (root, CAP_SYS_NICE); otherwise the pool
+     * thread stays nice, which costs little: sluice runs only backups and
+     * peeks on libuv's pool, and a peek may yield to the writers too. */
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int nice_before = getpriority(PRIO_PROCESS, (id_t)tid);
+    bool reniced = errno == 0 && setpriority(PRIO_PROCESS, (id_t)tid, BACKUP_NICE) == 0;
+    struct written *w = sl_xcalloc(1, sizeof *w);
+    int rc = copy_all(api, dir, w, manifest, err, errlen);
+    if (rc != SL_OK) {
+        remove_partial(dir, made);
+    }
     /* dir is the operator's JSON string: any byte but NUL */
     char shown[4 * 512];
     sl_log_escape(dir, strlen(dir), shown, sizeof shown);
@@ -207,14 +317,73 @@ int gw__backup_write(struct gw_api *api, const char *dir, json_t **manifest, cha
     } else {
         char why[4 * 512];
         sl_log_escape(err, strlen(err), why, sizeof why);
-        sl_log(SL_LOG_ERROR, LOG_MOD, "backup to \"%s\" failed: %s", shown, why);
+        sl_log(rc == SL_ECLOSED ? SL_LOG_WARN : SL_LOG_ERROR, LOG_MOD,
+               "backup to \"%s\" %s: %s; its partial copy is removed", shown,
+               rc == SL_ECLOSED ? "stopped" : "failed", why);
     }
     free(w);
     if (reniced) {
         setpriority(PRIO_PROCESS, (id_t)tid, nice_before);
     }
-    atomic_store(&backup_running, false);
+    finish(rc, err, *manifest);
     return rc;
+}
+
+void gw__backup_abandon(const char *why)
+{
+    pthread_mutex_lock(&cur.mu);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", cur.dir);
+    bool made = cur.made_dir;
+    pthread_mutex_unlock(&cur.mu);
+    remove_partial(dir, made);
+    finish(SL_ECLOSED, why, NULL);
+}
+
+void gw_backup_stop(void)
+{
+    atomic_store(&cur.stopping, true);
+    atomic_store(&cur.pg.stop, true);
+}
+
+static const char *state_name(bool running, int status)
+{
+    return running                ? "running"
+           : status == SL_OK      ? "done"
+           : status == SL_ECLOSED ? "stopped"
+                                  : "failed";
+}
+
+json_t *gw__backup_status(void)
+{
+    pthread_mutex_lock(&cur.mu);
+    if (cur.id == 0) {
+        pthread_mutex_unlock(&cur.mu);
+        return json_pack("{s:s}", "state", "none");
+    }
+    bool running = cur.ended_ms == 0;
+    uint64_t total = atomic_load(&cur.pg.bytes_total);
+    uint64_t done = atomic_load(&cur.pg.bytes_done);
+    /* the copies are compacted, so the sizes only estimate; a running
+     * backup never says 100 */
+    int percent = !running && cur.status == SL_OK ? 100
+                  : total == 0                    ? 0
+                                                  : (int)SL_MIN(done * 100 / total, 99);
+    json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:i}", "id", (json_int_t)cur.id, "state",
+                          state_name(running, cur.status), "dir", cur.dir, "started_ms",
+                          (json_int_t)cur.started_ms, "bytes_total", (json_int_t)total,
+                          "bytes_done", (json_int_t)done, "percent", percent);
+    if (!running) {
+        json_object_set_new(o, "ended_ms", json_integer((json_int_t)cur.ended_ms));
+    }
+    if (!running && cur.status != SL_OK) {
+        json_object_set_new(o, "error", json_string(cur.err));
+    }
+    if (cur.manifest != NULL) {
+        json_object_set(o, "manifest", cur.manifest);
+    }
+    pthread_mutex_unlock(&cur.mu);
+    return o;
 }
 
 /* ---- restore ------------------------------------------------------------------ */

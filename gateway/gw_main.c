@@ -420,6 +420,10 @@ static int run(struct process *p)
     pthread_t watchdog;
     if (pthread_create(&watchdog, NULL, shutdown_watchdog, NULL) == 0)
         pthread_detach(watchdog);
+    /* A backup on the admin loop's pool would hold that loop, and so the
+     * shutdown, for as long as its copy takes: stopped (and its partial
+     * copy removed), it lets go within milliseconds. */
+    gw_backup_stop();
     gw_server_stop(server, SHUTDOWN_GRACE_MS);
     gw_server_free(server);
     close_signals(&loop, handles, SL_ARRAY_LEN(handles));

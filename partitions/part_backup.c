@@ -19,6 +19,12 @@
  * was acknowledged before the backup started is in it, and every
  * deletion acknowledged before then stays deleted.
  *
+ * A backup of many GB takes minutes, so the caller can follow it (bytes
+ * written against the databases' sizes) and stop it (SIGTERM must not
+ * wait for it): SQLite's progress handler, called every few dozen VM
+ * steps of the copy, reads the stop flag and, every 100 ms, the copy's
+ * size.
+ *
  * Stack: a leaf beside the writer; reads engine fields fixed after open.
  */
 #include <errno.h>
@@ -35,13 +41,57 @@
 #define LOG_MOD "partitions"
 #define BACKUP_BUSY_MS 10000
 
+/* How often SQLite calls back during a copy (VM steps), and how often
+ * the callback looks at the copy's size. A step of VACUUM INTO moves at
+ * most a row (a blob of up to a few MB), so a stop lands within
+ * milliseconds; the size costs a stat(), so it is read more rarely. */
+#define PROGRESS_STEPS 64
+#define PROGRESS_STAT_NS 100000000ull
+
+struct copy_watch {
+    struct part_backup_progress *pg;
+    const char *dst;
+    uint64_t done_before; /* bytes of the files already copied */
+    uint64_t last_stat_ns;
+};
+
+/* SQLite's progress handler: non-zero interrupts the statement. */
+static int watch_copy(void *arg)
+{
+    struct copy_watch *w = arg;
+    if (atomic_load(&w->pg->stop)) {
+        return 1;
+    }
+    uint64_t now = sl_mono_ns();
+    struct stat st;
+    if (now - w->last_stat_ns >= PROGRESS_STAT_NS && stat(w->dst, &st) == 0) {
+        w->last_stat_ns = now;
+        atomic_store(&w->pg->bytes_done, w->done_before + (uint64_t)st.st_size);
+    }
+    return 0;
+}
+
+/* The size of the copy dst once written, added to pg's count. */
+static void count_file(struct part_backup_progress *pg, uint64_t done_before, const char *dst)
+{
+    struct stat st;
+    uint64_t size = stat(dst, &st) == 0 ? (uint64_t)st.st_size : 0;
+    atomic_store(&pg->bytes_done, done_before + size);
+}
+
 /* VACUUM INTO dst from src, on a read-only connection. SQLite makes dst
  * itself and would write through a symlink or into an existing empty
  * file, so dst must not exist at all: checked here, and the caller's
  * directory is one only this process's user may write to, so nothing
  * can appear between the check and SQLite's open. */
-static int vacuum_into(const char *src, const char *dst, char *err, size_t errlen)
+static int vacuum_into(const char *src, const char *dst, struct part_backup_progress *pg, char *err,
+                       size_t errlen)
 {
+    if (atomic_load(&pg->stop)) {
+        snprintf(err, errlen, "stopped before %s", src);
+        return SL_ECLOSED;
+    }
+    struct copy_watch watch = {pg, dst, atomic_load(&pg->bytes_done), sl_mono_ns()};
     struct stat lst;
     bool there = lstat(dst, &lst) == 0;
     if (there || errno != ENOENT) {
@@ -62,16 +112,37 @@ static int vacuum_into(const char *src, const char *dst, char *err, size_t errle
     }
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(st, 1, dst, -1, SQLITE_STATIC);
+        sqlite3_progress_handler(db, PROGRESS_STEPS, watch_copy, &watch);
         rc = sqlite3_step(st);
         rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
     }
-    if (rc != SQLITE_OK) {
+    bool stopped = rc == SQLITE_INTERRUPT;
+    if (stopped) {
+        snprintf(err, errlen, "stopped while copying %s", src);
+    } else if (rc != SQLITE_OK) {
         snprintf(err, errlen, "%s -> %s: %s", src, dst,
                  db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     }
     sqlite3_finalize(st);
     sqlite3_close(db);
-    return rc == SQLITE_OK ? SL_OK : SL_EIO;
+    if (rc == SQLITE_OK) {
+        count_file(pg, watch.done_before, dst);
+    }
+    return rc == SQLITE_OK ? SL_OK : stopped ? SL_ECLOSED : SL_EIO;
+}
+
+/* The sizes of the databases a backup copies (the WAL's pages not yet
+ * checkpointed are left out: an estimate, as the copies are compacted). */
+static uint64_t source_bytes(const struct part_engine *e)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/catalog.db", e->data_dir);
+    uint64_t total = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    for (uint32_t p = 0; p < e->nparts; p++) {
+        total += stat(e->writers[p].path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    }
+    return total;
 }
 
 /* The manifest is a few immutable lines (its key never changes): a plain
@@ -104,16 +175,18 @@ static int copy_manifest(const struct part_engine *e, const char *dir, char *err
     return SL_OK;
 }
 
-int part_engine_backup(struct part_engine *e, const char *dir, part_backup_file_fn *done, void *arg,
-                       char *err, size_t errlen)
+int part_engine_backup(struct part_engine *e, const char *dir, struct part_backup_progress *pg,
+                       part_backup_file_fn *done, void *arg, char *err, size_t errlen)
 {
     char src[4096], dst[4096];
+    atomic_store(&pg->bytes_done, 0);
+    atomic_store(&pg->bytes_total, source_bytes(e));
     int rc = copy_manifest(e, dir, err, errlen);
     if (rc == SL_OK) {
         done(arg, "manifest");
         snprintf(src, sizeof src, "%s/catalog.db", e->data_dir);
         snprintf(dst, sizeof dst, "%s/catalog.db", dir);
-        rc = vacuum_into(src, dst, err, errlen);
+        rc = vacuum_into(src, dst, pg, err, errlen);
     }
     if (rc == SL_OK) {
         done(arg, "catalog.db");
@@ -122,12 +195,12 @@ int part_engine_backup(struct part_engine *e, const char *dir, part_backup_file_
         const char *slash = strrchr(e->writers[p].path, '/');
         const char *name = slash != NULL ? slash + 1 : e->writers[p].path;
         snprintf(dst, sizeof dst, "%s/%s", dir, name);
-        rc = vacuum_into(e->writers[p].path, dst, err, errlen);
+        rc = vacuum_into(e->writers[p].path, dst, pg, err, errlen);
         if (rc == SL_OK) {
             done(arg, name);
         }
     }
-    if (rc != SL_OK) {
+    if (rc != SL_OK && rc != SL_ECLOSED) { /* a stop is the caller's to tell */
         sl_log(SL_LOG_ERROR, LOG_MOD, "backup to %s failed: %s", dir, err);
     }
     return rc;

@@ -27,6 +27,7 @@
 #ifndef SLUICE_PART_H
 #define SLUICE_PART_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -623,6 +624,14 @@ void part_peek_list_free(struct part_peek_list *l);
  * is written in full. */
 typedef void part_backup_file_fn(void *arg, const char *name);
 
+/* What another thread may follow and stop of a backup under way. The
+ * caller zeroes it (or sets stop first, to refuse at once). */
+struct part_backup_progress {
+    atomic_bool stop;             /* set by anyone: the copy stops within milliseconds */
+    _Atomic uint64_t bytes_total; /* set at the start: the databases' sizes */
+    _Atomic uint64_t bytes_done;  /* bytes written so far (fresh every ~100 ms) */
+};
+
 /* Writes a consistent copy of the engine into dir (an existing, empty
  * directory): "manifest" (the partition count and the deployment key),
  * "catalog.db" and every "part-NNNN.db", each database copied with SQLite's
@@ -630,10 +639,14 @@ typedef void part_backup_file_fn(void *arg, const char *name);
  * (one WAL snapshot per file; docs/operations.md says what that
  * guarantees across files). The copies are not fsync'd: the caller syncs
  * each file it keeps. Blocks for as long as the copies take: call it off
- * the I/O loops. Any thread. Returns SL_OK, or SL_EIO with a sentence
- * in err (the directory then holds a partial copy). */
-int part_engine_backup(struct part_engine *e, const char *dir, part_backup_file_fn *done, void *arg,
-                       char *err, size_t errlen);
+ * the I/O loops. Any thread. pg (caller storage) reports progress and can
+ * stop the copy: SQLite's progress handler checks pg->stop every few
+ * dozen VM steps, so even a file of many GB is left within milliseconds.
+ * Returns SL_OK, SL_ECLOSED (pg->stop was set) or SL_EIO, with a sentence
+ * in err (the directory then holds a partial copy: the caller removes
+ * it). */
+int part_engine_backup(struct part_engine *e, const char *dir, struct part_backup_progress *pg,
+                       part_backup_file_fn *done, void *arg, char *err, size_t errlen);
 
 /* ---- receipt handles --------------------------------------------------- */
 
