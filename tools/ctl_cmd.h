@@ -45,6 +45,21 @@ bool ctl_sqs(struct ctl *c, const char *action, json_t *req, struct ctl_reply *r
 /* Admin API request; prints the error on failure (--json: the body). */
 bool ctl_adm(struct ctl *c, const char *method, const char *path, json_t *body,
              struct ctl_reply *r);
+/* Following something that runs on (redrive --wait, backup): a poll
+ * that failed for a moment -- throttled, 429, a 5xx, no answer -- is
+ * worth repeating, CTL_POLL_RETRIES times in a row at most, after
+ * ctl_poll_backoff_ms(): the server's Retry-After when it sent one (at
+ * most 32 s), else 1, 2, 4, then 8 s for the misses-th miss in a row
+ * (1-based), so that the wait soon covers the refill of a token of any
+ * bucket likely to refuse it. A refused request spends no token, so one
+ * refill is enough; the client just does not know the rate. */
+#define CTL_POLL_RETRIES 10
+/* Monotonic seconds; a sleep of ms milliseconds. */
+double ctl_now_s(void);
+void ctl_sleep_ms(long ms);
+bool ctl_poll_retryable(const struct ctl_reply *r);
+long ctl_poll_backoff_ms(const struct ctl_reply *r, int misses);
+
 /* Prints a reply document as indented JSON. */
 void ctl_print_json(const json_t *doc);
 

@@ -6,7 +6,8 @@
  *
  * watch redraws the screen on a terminal and prints one table per
  * refresh, under a time stamp, otherwise; --count bounds it (scripts,
- * tests), Ctrl-C ends it.
+ * tests), Ctrl-C ends it. backup starts the copy and follows it to its
+ * end with a progress line, the way redrive start --wait does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,34 +281,145 @@ int ctl_cmd_reload(struct ctl *c)
     return ok ? CTL_EXIT_OK : CTL_EXIT_ERROR;
 }
 
+/* ---- backup ------------------------------------------------------------------- */
+
+#define BACKUP_POLL_MS 1000
+#define BACKUP_LINE_MS 5000
+
+/* "812 MB" / "3.4 GB" into out. */
+static void size_text(long long bytes, char *out, size_t cap)
+{
+    if (bytes >= 10LL * 1000 * 1000 * 1000) {
+        snprintf(out, cap, "%.0f GB", (double)bytes / 1e9);
+    } else if (bytes >= 1000LL * 1000 * 1000) {
+        snprintf(out, cap, "%.1f GB", (double)bytes / 1e9);
+    } else {
+        snprintf(out, cap, "%.0f MB", (double)bytes / 1e6);
+    }
+}
+
+/* One progress line of a running backup: redrawn in place on a terminal,
+ * else printed every BACKUP_LINE_MS (a log or a CI job reads it). */
+static void backup_progress(FILE *out, bool tty, const json_t *st, double started, double *last)
+{
+    double t = ctl_now_s();
+    if (!tty && t - *last < BACKUP_LINE_MS / 1e3) {
+        return;
+    }
+    *last = t;
+    char done[32], total[32];
+    size_text(ctl_jint(st, "bytes_done"), done, sizeof done);
+    size_text(ctl_jint(st, "bytes_total"), total, sizeof total);
+    fprintf(out, "%sbackup running: %lld%% (%s of about %s), %.0fs%s", tty ? "\r" : "",
+            ctl_jint(st, "percent"), done, total, t - started, tty ? "   " : "\n");
+    fflush(out);
+}
+
+/* The manifest's files as a table, and where they are. */
+static void backup_report(const json_t *st, double took)
+{
+    json_t *files = json_object_get(json_object_get(st, "manifest"), "files");
+    struct ctl_table t;
+    ctl_table_init(&t, (const char *[]){"FILE", "BYTES", "SHA256", NULL});
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        ctl_table_rowf(&t, "%s\t%lld\t%s", ctl_jstr(f, "name"), ctl_jint(f, "bytes"),
+                       ctl_jstr(f, "sha256"));
+    }
+    ctl_table_print(&t, stdout);
+    ctl_table_free(&t);
+    printf("backup written to %s in %.1fs (manifest.json lists and checks every file)\n",
+           ctl_jstr(st, "dir"), took);
+}
+
+/* Follows backup id on GET /api/backup until it ends; the exit status. A
+ * poll that fails for a moment (the gateway busy or restarting) is
+ * repeated as redrive --wait repeats its polls: the backup goes on
+ * regardless, and giving up would say it failed. */
+static int backup_follow(struct ctl *c, long long id, const char *dir)
+{
+    bool tty = !c->json && isatty(STDOUT_FILENO) == 1;
+    double started = ctl_now_s();
+    double last = 0; /* the first line at once */
+    int misses = 0;
+    for (;;) {
+        struct ctl_reply r;
+        if (!ctl_admin(&c->ep, "GET", "/api/backup", NULL, &r)) {
+            bool again = ctl_poll_retryable(&r) && ++misses <= CTL_POLL_RETRIES;
+            long wait_ms = ctl_poll_backoff_ms(&r, misses);
+            fprintf(stderr, "%s%s: %s: %s", tty ? "\n" : "", again ? "warning" : "error",
+                    r.code[0] != '\0' ? r.code : "ConnectionError",
+                    r.message != NULL ? r.message : r.transport);
+            if (again) {
+                fprintf(stderr, " (retrying in %.1fs)\n", (double)wait_ms / 1e3);
+            } else {
+                fprintf(stderr,
+                        "\nerror: lost track of the backup to %s; see GET /api/backup, "
+                        "or look for %s/manifest.json (a finished backup has one)\n",
+                        dir, dir);
+            }
+            ctl_reply_free(&r);
+            if (!again) {
+                return CTL_EXIT_ERROR;
+            }
+            ctl_sleep_ms(wait_ms);
+            continue;
+        }
+        misses = 0;
+        const char *state = ctl_jstr(r.json, "state");
+        if (ctl_jint(r.json, "id") != id || state == NULL) {
+            fprintf(stderr,
+                    "error: a later backup replaced the status of the one to %s; look "
+                    "for %s/manifest.json (a finished backup has one)\n",
+                    dir, dir);
+            ctl_reply_free(&r);
+            return CTL_EXIT_ERROR;
+        }
+        if (strcmp(state, "running") == 0) {
+            if (!c->json) { /* scripts get the final document alone */
+                backup_progress(stdout, tty, r.json, started, &last);
+            }
+            ctl_reply_free(&r);
+            ctl_sleep_ms(BACKUP_POLL_MS);
+            continue;
+        }
+        if (tty) {
+            fputc('\n', stdout);
+        }
+        int rc = strcmp(state, "done") == 0 ? CTL_EXIT_OK : CTL_EXIT_ERROR;
+        if (c->json) {
+            ctl_print_json(r.json);
+        } else if (rc == CTL_EXIT_OK) {
+            backup_report(r.json, ctl_now_s() - started);
+        }
+        if (rc != CTL_EXIT_OK) {
+            fprintf(stderr, "error: backup %s: %s (nothing is left in %s)\n", state,
+                    ctl_jstr(r.json, "error") != NULL ? ctl_jstr(r.json, "error") : "?", dir);
+        }
+        ctl_reply_free(&r);
+        return rc;
+    }
+}
+
+/* A backup can take longer than any request may (many GB): it is started
+ * ("wait": false answers 202 at once) and then followed to its end. */
 int ctl_cmd_backup(struct ctl *c)
 {
     if (c->nargs != 1) {
         return ctl_usage_error("backup needs one DIR (a path on the gateway's host)");
     }
     struct ctl_reply r;
-    if (!ctl_adm(c, "POST", "/api/backup", json_pack("{s:s}", "dir", c->args[0]), &r)) {
+    if (!ctl_adm(c, "POST", "/api/backup", json_pack("{s:s, s:b}", "dir", c->args[0], "wait", 0),
+                 &r)) {
         ctl_reply_free(&r);
         return CTL_EXIT_ERROR;
     }
-    if (c->json) {
-        ctl_print_json(r.json);
-    } else {
-        json_t *files = json_object_get(json_object_get(r.json, "manifest"), "files");
-        struct ctl_table t;
-        ctl_table_init(&t, (const char *[]){"FILE", "BYTES", "SHA256", NULL});
-        size_t i;
-        json_t *f;
-        json_array_foreach(files, i, f)
-        {
-            ctl_table_rowf(&t, "%s\t%lld\t%s", ctl_jstr(f, "name"), ctl_jint(f, "bytes"),
-                           ctl_jstr(f, "sha256"));
-        }
-        ctl_table_print(&t, stdout);
-        ctl_table_free(&t);
-        printf("backup written to %s (manifest.json lists and checks every file)\n",
-               ctl_jstr(r.json, "dir"));
-    }
+    long long id = ctl_jint(r.json, "id");
     ctl_reply_free(&r);
-    return CTL_EXIT_OK;
+    if (!c->json) {
+        printf("backup started: %s\n", c->args[0]);
+    }
+    return backup_follow(c, id, c->args[0]);
 }

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ctl_cmd.h"
@@ -172,19 +171,6 @@ int ctl_cmd_dlq_sources(struct ctl *c)
 
 /* ---- redrive --------------------------------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* "ETA 12s" / "ETA 3m04s" / "ETA ?" into out. */
 static void eta_text(long long left, double rate, char *out, size_t cap)
 {
@@ -212,7 +198,7 @@ struct progress {
 
 static void progress_show(struct progress *p, long long moved, long long total, bool final)
 {
-    double t = now_s();
+    double t = ctl_now_s();
     double elapsed = t - p->start;
     double rate = elapsed > 0 ? (double)moved / elapsed : 0;
     char eta[32];
@@ -240,42 +226,11 @@ static void progress_show(struct progress *p, long long moved, long long total, 
     }
 }
 
-/* A poll worth repeating: the task runs on whatever one poll got. */
-static bool poll_retryable(const struct ctl_reply *r)
-{
-    return r->status == 0 || r->status >= 500 || strcmp(r->code, "RequestThrottled") == 0 ||
-           strcmp(r->code, "ThrottlingException") == 0;
-}
-
-#define POLL_RETRIES 10
-#define POLL_BACKOFF_MIN_MS 1000
-#define POLL_BACKOFF_MAX_MS 8000
-
-/* How long to wait before the misses-th retry in a row (1-based): the
- * server's Retry-After when it sent one; else doubling from a second up
- * to eight, so that the wait soon covers the refill of a token of any
- * bucket the tenant is likely to have (a limits.actions rate of 1/s, or
- * one of 0.2/s) -- a refused poll spends no token, so waiting one refill
- * is enough, but the client does not know the rate. */
-static long poll_backoff_ms(const struct ctl_reply *r, int misses)
-{
-    if (r->retry_after_ms > 0) {
-        /* a date far off or a bogus value must not park the watch */
-        return r->retry_after_ms < 4L * POLL_BACKOFF_MAX_MS ? r->retry_after_ms
-                                                            : 4L * POLL_BACKOFF_MAX_MS;
-    }
-    long ms = POLL_BACKOFF_MIN_MS;
-    for (int i = 1; i < misses && ms < POLL_BACKOFF_MAX_MS; i++) {
-        ms *= 2;
-    }
-    return ms < POLL_BACKOFF_MAX_MS ? ms : POLL_BACKOFF_MAX_MS;
-}
-
 /* Follows the newest task of arn until it leaves RUNNING / CANCELLING.
  * Progress goes to stdout, or to stderr under --json, so that stdout is
  * the task's JSON alone. A throttled, refused-for-now or lost poll is
- * repeated (POLL_RETRIES in a row at most, backing off as the server
- * asks, poll_backoff_ms): the task goes on regardless, and giving up
+ * repeated (CTL_POLL_RETRIES in a row at most, backing off as the server
+ * asks, ctl_poll_backoff_ms): the task goes on regardless, and giving up
  * would say it failed. Once throttled, polls keep to the pace that got
  * through. Returns the exit status:
  * 0 when it COMPLETED. */
@@ -283,16 +238,16 @@ static int redrive_wait(struct ctl *c, const char *arn)
 {
     FILE *out = c->json ? stderr : stdout;
     struct progress p = {
-        .out = out, .tty = isatty(fileno(out)) == 1, .start = now_s(), .last_moved = -1};
+        .out = out, .tty = isatty(fileno(out)) == 1, .start = ctl_now_s(), .last_moved = -1};
     int misses = 0;
     long poll_ms = PROGRESS_POLL_MS; /* slowed to the server's pace once throttled */
     for (;;) {
         struct ctl_reply r;
         if (!ctl_call(&c->ep, "ListMessageMoveTasks",
                       json_pack("{s:s, s:i}", "SourceArn", arn, "MaxResults", 1), &r)) {
-            bool again = poll_retryable(&r) && ++misses <= POLL_RETRIES;
-            long wait_ms = poll_backoff_ms(&r, misses);
-            bool throttled = r.status >= 400 && r.status < 500;
+            bool again = ctl_poll_retryable(&r) && ++misses <= CTL_POLL_RETRIES;
+            long wait_ms = ctl_poll_backoff_ms(&r, misses);
+            bool throttled = r.status >= 400 && r.status < 500; /* not a lost gateway */
             if (again) {
                 fprintf(stderr, "warning: %s: %s (retrying in %.1fs)\n",
                         r.code[0] != '\0' ? r.code : "ConnectionError",
@@ -308,7 +263,7 @@ static int redrive_wait(struct ctl *c, const char *arn)
             if (throttled && wait_ms > poll_ms) {
                 poll_ms = wait_ms; /* the pace the server allows: no warning a poll */
             }
-            sleep_ms(wait_ms);
+            ctl_sleep_ms(wait_ms);
             continue;
         }
         misses = 0;
@@ -323,13 +278,13 @@ static int redrive_wait(struct ctl *c, const char *arn)
             int rc =
                 status != NULL && strcmp(status, "COMPLETED") == 0 ? CTL_EXIT_OK : CTL_EXIT_ERROR;
             fprintf(out, "%s: moved %lld of %lld in %.1fs%s%s\n", status != NULL ? status : "GONE",
-                    moved, total, now_s() - p.start, ctl_jstr(t, "FailureReason") ? ": " : "",
+                    moved, total, ctl_now_s() - p.start, ctl_jstr(t, "FailureReason") ? ": " : "",
                     ctl_jstr(t, "FailureReason") ? ctl_jstr(t, "FailureReason") : "");
             ctl_reply_free(&r);
             return rc;
         }
         ctl_reply_free(&r);
-        sleep_ms(poll_ms);
+        ctl_sleep_ms(poll_ms);
     }
 }
 

@@ -22,6 +22,42 @@ int ctl_usage_error(const char *fmt, ...)
     return CTL_EXIT_USAGE;
 }
 
+double ctl_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void ctl_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+bool ctl_poll_retryable(const struct ctl_reply *r)
+{
+    return r->status == 0 || r->status >= 500 || r->status == 429 ||
+           strcmp(r->code, "RequestThrottled") == 0 || strcmp(r->code, "ThrottlingException") == 0;
+}
+
+#define POLL_BACKOFF_MIN_MS 1000
+#define POLL_BACKOFF_MAX_MS 8000
+
+long ctl_poll_backoff_ms(const struct ctl_reply *r, int misses)
+{
+    if (r->retry_after_ms > 0) {
+        /* a date far off or a bogus value must not park the watch */
+        return r->retry_after_ms < 4L * POLL_BACKOFF_MAX_MS ? r->retry_after_ms
+                                                            : 4L * POLL_BACKOFF_MAX_MS;
+    }
+    long ms = POLL_BACKOFF_MIN_MS;
+    for (int i = 1; i < misses && ms < POLL_BACKOFF_MAX_MS; i++) {
+        ms *= 2;
+    }
+    return ms < POLL_BACKOFF_MAX_MS ? ms : POLL_BACKOFF_MAX_MS;
+}
+
 static bool report(struct ctl *c, bool ok, struct ctl_reply *r)
 {
     if (!ok && c->json && r->body != NULL && r->body[0] != '\0') {

@@ -4,7 +4,8 @@
  * from (flag over environment over config file over default; no default
  * credentials; a file line it cannot read is an error naming it), queue
  * names given as ARN, URL or TENANT/QUEUE, and body excerpts that never
- * cut a UTF-8 character or pass a control character through.
+ * cut a UTF-8 character or pass a control character through; which
+ * failed polls are retried, and after how long.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,6 +232,38 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* A poll refused for a moment is retried, after the server's Retry-After
+ * or a back-off that doubles from 1 s to 8 s; a refusal that will not
+ * change (403 AccessDenied, 404) is not. */
+static void test_poll_backoff(void **state)
+{
+    (void)state;
+    struct ctl_reply r = {.status = 400};
+    snprintf(r.code, sizeof r.code, "RequestThrottled");
+    assert_true(ctl_poll_retryable(&r));
+    const long want[] = {1000, 2000, 4000, 8000, 8000, 8000};
+    for (int m = 1; m <= 6; m++) {
+        assert_int_equal(ctl_poll_backoff_ms(&r, m), want[m - 1]);
+    }
+    r.retry_after_ms = 3000;
+    assert_int_equal(ctl_poll_backoff_ms(&r, 1), 3000);
+    assert_int_equal(ctl_poll_backoff_ms(&r, 9), 3000);
+    r.retry_after_ms = 86400000;
+    assert_int_equal(ctl_poll_backoff_ms(&r, 1), 32000);
+    struct ctl_reply lost = {.status = 0};
+    assert_true(ctl_poll_retryable(&lost));
+    struct ctl_reply busy = {.status = 503};
+    assert_true(ctl_poll_retryable(&busy));
+    struct ctl_reply ration = {.status = 429};
+    assert_true(ctl_poll_retryable(&ration));
+    struct ctl_reply denied = {.status = 403};
+    snprintf(denied.code, sizeof denied.code, "AccessDenied");
+    assert_false(ctl_poll_retryable(&denied));
+    struct ctl_reply gone = {.status = 404};
+    snprintf(gone.code, sizeof gone.code, "NotFound");
+    assert_false(ctl_poll_retryable(&gone));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_settings_no_defaults_for_secrets),
         cmocka_unit_test(test_queue_names),
         cmocka_unit_test(test_excerpt),
+        cmocka_unit_test(test_poll_backoff),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
