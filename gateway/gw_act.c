@@ -78,7 +78,7 @@ static void ctx_free(struct gw_act_ctx *ctx)
 
 void gw__act_finish(struct gw_act_ctx *ctx, struct gw_sqs_reply *reply)
 {
-    struct gw_header headers[2];
+    struct gw_header headers[GW_SQS_REPLY_MAX_HEADERS];
     size_t n = gw_sqs_reply_headers(reply, headers);
     log_request(ctx, reply->status, reply->error);
     uint64_t now = sl_mono_ns();
@@ -108,6 +108,18 @@ static struct pol_tenant_state *tenant_state(struct gw_act_ctx *ctx)
     return ctx->limits;
 }
 
+/* Sends err, with Retry-After when retry_after_ns is a wait hint. */
+static void answer_error(struct gw_act_ctx *ctx, const struct gw_sqs_err *err,
+                         uint64_t retry_after_ns)
+{
+    struct gw_sqs_reply reply;
+    gw__act_reply_init(ctx, &reply);
+    gw_sqs_reply_error(&reply, err);
+    gw_sqs_reply_retry_after(&reply, retry_after_ns);
+    gw__act_finish(ctx, &reply);
+    gw_sqs_reply_fini(&reply);
+}
+
 void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
 {
     if (!ctx->charged) {
@@ -117,11 +129,7 @@ void gw__act_fail(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
         }
         ctx->charged = true;
     }
-    struct gw_sqs_reply reply;
-    gw__act_reply_init(ctx, &reply);
-    gw_sqs_reply_error(&reply, err);
-    gw__act_finish(ctx, &reply);
-    gw_sqs_reply_fini(&reply);
+    answer_error(ctx, err, 0);
 }
 
 void gw__act_not_implemented(struct gw_act_ctx *ctx)
@@ -294,14 +302,14 @@ static struct pol_gcra *action_rate(const struct gw_act_ctx *ctx, struct pol_ten
 }
 
 /* Answers RequestThrottled (or err's code) for a request refused for the
- * tenant's limits, and charges nothing for it: a refusal spends no token,
- * as in SQS, so that a client retrying at the refill rate gets in. Only
- * malformed requests are charged (gw__act_fail); a throttled one did the
- * gateway no work it need count. Always takes ownership of ctx. */
-static void throttle(struct gw_act_ctx *ctx, const struct gw_sqs_err *err)
+ * tenant's limits, with Retry-After from retry_after_ns (0: no hint), and
+ * charges nothing for it: a refusal spends no token, as in SQS, so that a
+ * client retrying at the refill rate gets in. Only malformed requests are
+ * charged (gw__act_fail). Always takes ownership of ctx. */
+static void throttle(struct gw_act_ctx *ctx, const struct gw_sqs_err *err, uint64_t retry_after_ns)
 {
     ctx->charged = true;
-    gw__act_fail(ctx, err);
+    answer_error(ctx, err, retry_after_ns);
 }
 
 int gw__act_precheck(struct gw_act_ctx *ctx)
@@ -319,7 +327,7 @@ int gw__act_precheck(struct gw_act_ctx *ctx)
     struct gw_sqs_err err;
     gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.",
                    ctx->principal.tenant->name);
-    throttle(ctx, &err);
+    throttle(ctx, &err, 0);
     return SL_EBUSY;
 }
 
@@ -339,7 +347,7 @@ int gw__act_enter(struct gw_act_ctx *ctx)
                    "(limits.max_concurrent_requests).",
                    ctx->principal.tenant->name,
                    ctx->principal.tenant->limits.max_concurrent_requests);
-    throttle(ctx, &err);
+    throttle(ctx, &err, 0); /* no telling when a slot frees */
     return SL_EBUSY;
 }
 
@@ -407,6 +415,6 @@ int gw__act_admit(struct gw_act_ctx *ctx, const char *tenant, const char *queue,
     } else {
         gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.", tenant);
     }
-    throttle(ctx, &err);
+    throttle(ctx, &err, res.retry_after_ns);
     return SL_EBUSY;
 }

@@ -542,6 +542,7 @@ struct gw_sqs_reply {
     enum gw_sqs_error error; /* GW_SQS_OK on success */
     struct sl_buf body;      /* empty for JSON actions without output */
     char query_error[96];    /* "<code>;Sender" when error != GW_SQS_OK */
+    char retry_after[12];    /* Retry-After seconds of a throttled answer; "" = none */
     /* What the body is written in and for (gw_sqs_reply_init_for): XML
      * names the action ("<ActionResponse>") and carries the request id. */
     enum gw_sqs_protocol protocol;
@@ -566,9 +567,20 @@ void gw_sqs_reply_error(struct gw_sqs_reply *r, const struct gw_sqs_err *err);
  * ResponseMetadata in XML. */
 void gw_sqs_reply_empty(struct gw_sqs_reply *r);
 
-/* The headers of a reply (content-type, and x-amzn-query-error for JSON
- * errors), borrowing from r. Returns how many were written to out. */
-size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r, struct gw_header out[2]);
+/* A throttled reply's wait hint: Retry-After in whole seconds, rounded
+ * up (at least 1), when retry_after_ns is the wait until the request
+ * would pass. 0 (no hint) and UINT64_MAX (it never can) add none. SQS
+ * sends no Retry-After and the AWS SDKs back off without it; clients that
+ * read it (sluicectl) wait exactly as long as the bucket needs. */
+void gw_sqs_reply_retry_after(struct gw_sqs_reply *r, uint64_t retry_after_ns);
+
+#define GW_SQS_REPLY_MAX_HEADERS 3
+
+/* The headers of a reply (content-type, x-amzn-query-error for JSON
+ * errors, Retry-After when set), borrowing from r. Returns how many were
+ * written to out. */
+size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r,
+                            struct gw_header out[GW_SQS_REPLY_MAX_HEADERS]);
 
 /* ---- success replies of the queue actions -------------------------------- */
 

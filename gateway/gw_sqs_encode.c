@@ -105,17 +105,31 @@ void gw_sqs_reply_empty(struct gw_sqs_reply *r)
     sl_buf_reset(&r->body);
 }
 
-size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r, struct gw_header out[2])
+void gw_sqs_reply_retry_after(struct gw_sqs_reply *r, uint64_t retry_after_ns)
+{
+    r->retry_after[0] = '\0';
+    if (retry_after_ns == 0 || retry_after_ns == UINT64_MAX) {
+        return;
+    }
+    uint64_t s = retry_after_ns / 1000000000u + (retry_after_ns % 1000000000u != 0);
+    snprintf(r->retry_after, sizeof r->retry_after, "%llu", (unsigned long long)SL_MIN(s, 86400u));
+}
+
+size_t gw_sqs_reply_headers(const struct gw_sqs_reply *r,
+                            struct gw_header out[GW_SQS_REPLY_MAX_HEADERS])
 {
     size_t n = 0;
     if (is_xml(r)) {
         out[n++] = (struct gw_header){SL_SLICE_LIT("content-type"), SL_SLICE_LIT(XML_CONTENT_TYPE)};
-        return n;
+    } else {
+        out[n++] = (struct gw_header){SL_SLICE_LIT("content-type"), SL_SLICE_LIT(CONTENT_TYPE)};
+        if (r->error != GW_SQS_OK) {
+            out[n++] = (struct gw_header){SL_SLICE_LIT("x-amzn-query-error"),
+                                          sl_slice_cstr(r->query_error)};
+        }
     }
-    out[n++] = (struct gw_header){SL_SLICE_LIT("content-type"), SL_SLICE_LIT(CONTENT_TYPE)};
-    if (r->error != GW_SQS_OK) {
-        out[n++] =
-            (struct gw_header){SL_SLICE_LIT("x-amzn-query-error"), sl_slice_cstr(r->query_error)};
+    if (r->retry_after[0] != '\0') {
+        out[n++] = (struct gw_header){SL_SLICE_LIT("retry-after"), sl_slice_cstr(r->retry_after)};
     }
     return n;
 }

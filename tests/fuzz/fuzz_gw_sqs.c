@@ -24,7 +24,7 @@ static void check_body(const struct gw_sqs_reply *r, bool error)
     SL_ASSERT(json_is_object(back));
     SL_ASSERT(!error || json_is_string(json_object_get(back, "__type")));
     json_decref(back);
-    struct gw_header h[2];
+    struct gw_header h[GW_SQS_REPLY_MAX_HEADERS];
     SL_ASSERT(gw_sqs_reply_headers(r, h) == (error ? 2u : 1u));
 }
 

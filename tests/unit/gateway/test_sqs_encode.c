@@ -101,7 +101,7 @@ static void test_error_reply(void **state)
     assert_int_equal(r.status, 400);
     assert_string_equal(r.body.p, "{\"__type\":\"com.amazonaws.sqs#QueueDoesNotExist\","
                                   "\"message\":\"The specified queue does not exist.\"}");
-    struct gw_header h[2];
+    struct gw_header h[GW_SQS_REPLY_MAX_HEADERS];
     assert_int_equal(gw_sqs_reply_headers(&r, h), 2);
     assert_true(sl_slice_eq_cstr(h[0].name, "content-type"));
     assert_true(sl_slice_eq_cstr(h[0].value, "application/x-amz-json-1.0"));
@@ -126,6 +126,43 @@ static void test_error_reply(void **state)
     gw_sqs_reply_fini(&r);
 }
 
+/* A throttled answer carries its wait as Retry-After, in whole seconds
+ * rounded up; no hint and "never" carry none; XML replies carry it too. */
+static void test_retry_after(void **state)
+{
+    (void)state;
+    struct gw_sqs_err err;
+    gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded.");
+    struct gw_sqs_reply r;
+    gw_sqs_reply_init(&r);
+    gw_sqs_reply_error(&r, &err);
+    struct gw_header h[GW_SQS_REPLY_MAX_HEADERS];
+    assert_int_equal(gw_sqs_reply_headers(&r, h), 2);
+    gw_sqs_reply_retry_after(&r, 1);
+    assert_int_equal(gw_sqs_reply_headers(&r, h), 3);
+    assert_true(sl_slice_eq_cstr(h[2].name, "retry-after"));
+    assert_true(sl_slice_eq_cstr(h[2].value, "1"));
+    gw_sqs_reply_retry_after(&r, 2000000000u);
+    gw_sqs_reply_headers(&r, h);
+    assert_true(sl_slice_eq_cstr(h[2].value, "2"));
+    gw_sqs_reply_retry_after(&r, 2000000001u);
+    gw_sqs_reply_headers(&r, h);
+    assert_true(sl_slice_eq_cstr(h[2].value, "3"));
+    gw_sqs_reply_retry_after(&r, UINT64_MAX);
+    assert_int_equal(gw_sqs_reply_headers(&r, h), 2);
+    gw_sqs_reply_retry_after(&r, 0);
+    assert_int_equal(gw_sqs_reply_headers(&r, h), 2);
+    gw_sqs_reply_fini(&r);
+
+    gw_sqs_reply_init_for(&r, GW_SQS_PROTO_QUERY, GW_SQS_ACT_SEND_MESSAGE, "req-1");
+    gw_sqs_reply_error(&r, &err);
+    gw_sqs_reply_retry_after(&r, 500000000u);
+    assert_int_equal(gw_sqs_reply_headers(&r, h), 2);
+    assert_true(sl_slice_eq_cstr(h[1].name, "retry-after"));
+    assert_true(sl_slice_eq_cstr(h[1].value, "1"));
+    gw_sqs_reply_fini(&r);
+}
+
 static void test_empty_ok_reply(void **state)
 {
     (void)state;
@@ -134,7 +171,7 @@ static void test_empty_ok_reply(void **state)
     gw_sqs_reply_empty(&r);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.body.n, 0);
-    struct gw_header h[2];
+    struct gw_header h[GW_SQS_REPLY_MAX_HEADERS];
     assert_int_equal(gw_sqs_reply_headers(&r, h), 1);
     gw_sqs_reply_queue_url(&r, SL_SLICE_LIT("http://h:1/acme/q"));
     assert_string_equal(r.body.p, "{\"QueueUrl\":\"http://h:1/acme/q\"}");
@@ -215,7 +252,7 @@ static void expect_reply(const struct gw_sqs_reply *r, const char *want)
 {
     assert_int_equal(r->status, 200);
     assert_int_equal(r->error, GW_SQS_OK);
-    struct gw_header h[2];
+    struct gw_header h[GW_SQS_REPLY_MAX_HEADERS];
     assert_int_equal(gw_sqs_reply_headers(r, h), 1);
     assert_string_equal(r->body.p, want);
     assert_int_equal(r->body.n, strlen(want));
@@ -476,10 +513,11 @@ static void test_messages_reply(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error_table),      cmocka_unit_test(test_actions_table),
-        cmocka_unit_test(test_error_reply),      cmocka_unit_test(test_empty_ok_reply),
-        cmocka_unit_test(test_success_bodies),   cmocka_unit_test(test_send_replies),
-        cmocka_unit_test(test_id_batch_replies), cmocka_unit_test(test_messages_reply),
+        cmocka_unit_test(test_error_table),    cmocka_unit_test(test_actions_table),
+        cmocka_unit_test(test_error_reply),    cmocka_unit_test(test_empty_ok_reply),
+        cmocka_unit_test(test_retry_after),    cmocka_unit_test(test_success_bodies),
+        cmocka_unit_test(test_send_replies),   cmocka_unit_test(test_id_batch_replies),
+        cmocka_unit_test(test_messages_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,7 +69,7 @@ static void expect(struct gw_sqs_reply *r, int status, const char *want)
     assert_int_equal(r->status, status);
     assert_string_equal(r->body.p, want);
     assert_balanced(r->body.p);
-    struct gw_header h[2];
+    struct gw_header h[GW_SQS_REPLY_MAX_HEADERS];
     assert_int_equal(gw_sqs_reply_headers(r, h), 1);
     assert_true(sl_slice_eq_cstr(h[0].value, "text/xml"));
     gw_sqs_reply_fini(r);
