@@ -303,8 +303,8 @@ static void size_text(long long bytes, char *out, size_t cap)
 static void backup_progress(FILE *out, bool tty, const json_t *st, double started, double *last)
 {
     double t = ctl_now_s();
-    if (!tty && t - *last < BACKUP_LINE_MS / 1e3) {
-        return;
+    if ((!tty && t - *last < BACKUP_LINE_MS / 1e3) || ctl_jint(st, "bytes_total") == 0) {
+        return; /* (no size yet: the copy is about to begin) */
     }
     *last = t;
     char done[32], total[32];
@@ -370,10 +370,13 @@ static int backup_follow(struct ctl *c, long long id, const char *dir)
         misses = 0;
         const char *state = ctl_jstr(r.json, "state");
         if (ctl_jint(r.json, "id") != id || state == NULL) {
-            fprintf(stderr,
-                    "error: a later backup replaced the status of the one to %s; look "
-                    "for %s/manifest.json (a finished backup has one)\n",
-                    dir, dir);
+            /* "none": a new process, which stopped ours (SIGTERM removes
+             * the partial copy); a greater id: a later backup of this one */
+            fprintf(stderr, "error: %s; look for %s/manifest.json (a finished backup has one)\n",
+                    state != NULL && strcmp(state, "none") == 0
+                        ? "the gateway restarted while the backup ran"
+                        : "a later backup replaced this one's status",
+                    dir);
             ctl_reply_free(&r);
             return CTL_EXIT_ERROR;
         }
