@@ -77,7 +77,6 @@
 #define SIGV4_KEY_CACHE_SLOTS 256
 #define SIGV4_SERVICE "sqs"
 #define JSON_CONTENT_TYPE "application/x-amz-json-1.0"
-#define FORM_CONTENT_TYPE "application/x-www-form-urlencoded"
 
 static const struct {
     gw_act_fn *handler;
@@ -243,52 +242,15 @@ static void loop_stop(void *loop_ctx)
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static bool content_type_is(struct sl_slice v, const char *type)
-{
-    size_t n = strlen(type);
-    if (v.n < n || strncasecmp(v.p, type, n) != 0) {
-        return false;
-    }
-    /* allow parameters: "application/x-amz-json-1.0; charset=utf-8" */
-    return v.n == n || v.p[n] == ';' || v.p[n] == ' ';
-}
-
 static bool content_type_is_json(struct sl_slice v)
 {
-    return content_type_is(v, JSON_CONTENT_TYPE);
-}
-
-/* True if a raw query string has a parameter named Action. */
-static bool query_has_action(struct sl_slice q)
-{
-    for (size_t i = 0; i + 7 <= q.n; i++) {
-        if ((i == 0 || q.p[i - 1] == '&') && memcmp(q.p + i, "Action=", 7) == 0) {
-            return true;
-        }
-    }
-    return false;
+    return gw_media_type_is(v, JSON_CONTENT_TYPE);
 }
 
 /* The protocol of a request, from its headers (see the top of the file). */
 static enum gw_sqs_protocol protocol_of(const struct gw_request *req)
 {
-    if (gw_request_header(req, "x-amz-target") != NULL) {
-        return GW_SQS_PROTO_JSON;
-    }
-    const struct gw_header *ctype = gw_request_header(req, "content-type");
-    if (sl_slice_eq_cstr(req->method, "POST") && ctype != NULL &&
-        content_type_is(ctype->value, FORM_CONTENT_TYPE)) {
-        return GW_SQS_PROTO_QUERY;
-    }
-    struct sl_slice path, query;
-    gw_request_split_path(req->path, &path, &query);
-    /* botocore presigns a POST by moving its form into the query string */
-    bool get_or_post =
-        sl_slice_eq_cstr(req->method, "GET") || sl_slice_eq_cstr(req->method, "POST");
-    if (get_or_post && query_has_action(query)) {
-        return GW_SQS_PROTO_QUERY;
-    }
-    return GW_SQS_PROTO_JSON;
+    return gw_request_is_query(req) ? GW_SQS_PROTO_QUERY : GW_SQS_PROTO_JSON;
 }
 
 /* A query request's form: a GET's query string; a POST's body, or its

@@ -471,6 +471,11 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
  * with SL_ECLOSED. A message leased in the race is put back as it was.
  * Unknown or finished tickets are ignored. Loop thread only. */
 void part_receive_cancel(struct part_client *c, uint64_t ticket);
+/* Ends a receive's wait now, as if its wait time ran out: it completes
+ * with SL_OK and what it holds (nothing, if it was waiting). For a client
+ * that may be gone (gw_exchange_client_done). Unknown or finished tickets
+ * are ignored. Loop thread only. */
+void part_receive_expire(struct part_client *c, uint64_t ticket);
 
 /* Deletes by receipt handle (borrowed strings). res->entry_status per
  * handle: SL_OK deleted, or already gone (SQS answers success), or a
