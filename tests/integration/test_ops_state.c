@@ -1,22 +1,21 @@
 /*
  * test_ops_state.c -- what the gateway tells an operator about its own
- * state, and whether it guards its data directory:
+ * state matches what it does:
  *
  *  - a redrive whose source DLQ is deleted while it runs ends FAILED
  *    (SQS's NonExistentQueue), as gw_move.c's state machine says, not
  *    COMPLETED with moved < total;
  *  - a reload that changes shard_size answers "needs a restart" (the
- *    route's restart_needed and the log) -- then the running gateway must
- *    not apply it: today the new snapshot's shard_size is read by every
- *    request at once (gw__act_shard_k), /tenants shows the new shard;
+ *    route's restart_needed and the log), and the running gateway keeps
+ *    the old shard until then (docs/config.md: a shard that changed
+ *    under running queues would leave their messages on partitions the
+ *    receives no longer visit); a second reload still says so;
  *  - a queue paused for enqueue takes no message from a redrive either:
- *    today only SendMessage(Batch) checks the pause (gw_act_msg.c), so a
- *    redrive back to a source whose consumers the operator stopped
- *    refills it while it is paused.
+ *    the task waits, RUNNING and "held", and once the queue is resumed
+ *    moves every message, once (docs/operations.md).
  *
- * Fails today (review5): all three. (Its fourth check, a second sluiced on
- * a served data directory, passes now and lives in
- * tests/integration/test_data_dir_lock.c.)
+ * (Its fourth check, a second sluiced on a served data directory, lives
+ * in tests/integration/test_data_dir_lock.c.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +60,34 @@ static struct answer admin(const char *method, const char *path, const char *bod
     return a;
 }
 
+/* The task at path (/api/redrives/ID) once it is no longer RUNNING (the
+ * last answer after five seconds), with its status in *status. The
+ * caller frees it. */
+static json_t *task_when_ended(const char *path, const char **status)
+{
+    json_t *task = NULL;
+    *status = NULL;
+    for (int i = 0; i < 50; i++) {
+        json_decref(task);
+        task = admin("GET", path, NULL).json;
+        *status = it_jstr(task, "status");
+        if (*status != NULL && strcmp(*status, "RUNNING") != 0) {
+            break;
+        }
+        it_sleep_ms(100);
+    }
+    return task;
+}
+
+/* Starts a redrive (POST /api/redrives with body); its path into path. */
+static void start_redrive(const char *body, char path[128])
+{
+    struct answer a = admin("POST", "/api/redrives", body);
+    IT_REQUIRE(a.status == 201);
+    snprintf(path, 128, "/api/redrives/%s", it_jstr(a.json, "id"));
+    json_decref(a.json);
+}
+
 /* acme's queues PREFIX-dlq, holding n messages sent to it directly, and
  * PREFIX-src, whose DLQ it is; their URLs (malloc'd) into dlq and src. */
 static void dlq_pair(const char *prefix, int n, char **dlq, char **src)
@@ -84,32 +111,21 @@ static void check_redrive_of_deleted_dlq(void)
 {
     char *dlq, *src;
     dlq_pair("rd", 20, &dlq, &src);
-    struct answer a = admin("POST", "/api/redrives",
-                            "{\"source\": \"acme/rd-dlq\", \"destination\": \"acme/rd-src\", "
-                            "\"rate\": 1}");
-    IT_REQUIRE(a.status == 201);
     char path[128];
-    snprintf(path, sizeof path, "/api/redrives/%s", it_jstr(a.json, "id"));
-    json_decref(a.json);
+    start_redrive("{\"source\": \"acme/rd-dlq\", \"destination\": \"acme/rd-src\", \"rate\": 1}",
+                  path);
     it_sleep_ms(1500);
     struct it_reply r = it_call(&srv, "DeleteQueue", json_pack("{s:s}", "QueueUrl", dlq));
     IT_CHECK(r.status == 200);
     it_reply_free(&r);
-    const char *status = NULL;
-    for (int i = 0; i < 50; i++) {
-        a = admin("GET", path, NULL);
-        status = it_jstr(a.json, "status");
-        if (status != NULL && strcmp(status, "RUNNING") != 0) {
-            break;
-        }
-        json_decref(a.json);
-        a.json = NULL;
-        it_sleep_ms(100);
-    }
+    const char *status;
+    struct answer a = {200, task_when_ended(path, &status)};
     char *text = json_dumps(a.json, JSON_COMPACT);
     fprintf(stderr, "redrive after its DLQ was deleted: %s\n", text ? text : "(none)");
     free(text);
-    IT_CHECK(status != NULL && strcmp(status, "FAILED") == 0); /* today: COMPLETED */
+    IT_CHECK(status != NULL && strcmp(status, "FAILED") == 0);
+    const char *error = it_jstr(a.json, "error");
+    IT_CHECK(error != NULL && strcmp(error, "AWS.SimpleQueueService.NonExistentQueue") == 0);
     json_decref(a.json);
     free(dlq);
     free(src);
@@ -122,16 +138,30 @@ static void check_redrive_into_paused_queue(void)
     struct answer a = admin("POST", "/api/queues/acme/pz-src/pause", "{\"enqueue\": true}");
     IT_CHECK(a.status == 200);
     json_decref(a.json);
-    a = admin("POST", "/api/redrives",
-              "{\"source\": \"acme/pz-dlq\", \"destination\": \"acme/pz-src\"}");
-    json_decref(a.json);
+    char path[128];
+    start_redrive("{\"source\": \"acme/pz-dlq\", \"destination\": \"acme/pz-src\"}", path);
     it_sleep_ms(1000);
     long long landed = it_queue_attr_int(&srv, src, "ApproximateNumberOfMessages");
-    fprintf(stderr, "redrive into a queue paused for enqueue (status %ld): %lld of 5 landed\n",
-            a.status, landed);
-    IT_CHECK(landed == 0); /* today: 5 */
+    fprintf(stderr, "redrive into a queue paused for enqueue: %lld of 5 landed\n", landed);
+    IT_CHECK(landed == 0);
+    /* The task waits (docs/operations.md): RUNNING, held, nothing taken. */
+    a = admin("GET", path, NULL);
+    const char *status = it_jstr(a.json, "status");
+    IT_CHECK(status != NULL && strcmp(status, "RUNNING") == 0);
+    IT_CHECK(json_is_true(json_object_get(a.json, "held")));
+    json_decref(a.json);
+    IT_CHECK(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == 5);
+
+    /* Resumed, it carries on: every message lands once, none is lost. */
     a = admin("POST", "/api/queues/acme/pz-src/resume", NULL);
     json_decref(a.json);
+    a.json = task_when_ended(path, &status);
+    IT_CHECK(status != NULL && strcmp(status, "COMPLETED") == 0);
+    IT_CHECK(json_integer_value(json_object_get(a.json, "moved")) == 5);
+    IT_CHECK(!json_is_true(json_object_get(a.json, "held")));
+    json_decref(a.json);
+    IT_CHECK(it_queue_attr_int(&srv, src, "ApproximateNumberOfMessages") == 5);
+    IT_CHECK(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == 0);
     free(dlq);
     free(src);
 }
@@ -164,7 +194,20 @@ static void check_reload_of_restart_only_key(struct it_options *opt)
     size_t width = shard_width();
     fprintf(stderr, "acme's shard after the reload: %zu partition(s)\n", width);
     /* what the operator was told must be what happens */
-    IT_CHECK(says_restart ? width == 1 : width == 2); /* today: told restart, applied: 2 */
+    IT_CHECK(says_restart ? width == 1 : width == 2);
+    IT_CHECK(says_restart);
+    /* The running value is what a second reload compares with. */
+    int reloads = it_log_count(&srv, "is live");
+    a = admin("POST", "/api/reload", NULL);
+    text = json_dumps(json_object_get(a.json, "restart_needed"), JSON_COMPACT);
+    IT_CHECK(text != NULL && strstr(text, "shard_size changed from 1 to 2") != NULL);
+    free(text);
+    json_decref(a.json);
+    for (int i = 0; i < 50 && it_log_count(&srv, "is live") == reloads; i++) {
+        it_sleep_ms(100);
+    }
+    IT_CHECK(it_log_count(&srv, "is live") > reloads);
+    IT_CHECK(shard_width() == 1);
 }
 
 int main(void)
