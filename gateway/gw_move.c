@@ -293,8 +293,9 @@ static void runner_set_held(struct move_runner *r, bool held)
     pthread_mutex_unlock(&r->reg->mu);
     if (held != was) {
         sl_log(SL_LOG_INFO, LOG_MOD,
-               held ? "task %s on %s waits: its destination is paused for enqueue (%lld moved)"
-                    : "task %s on %s goes on: no destination is paused now (%lld moved)",
+               held ? "task %s on %s waits: what it has left goes to a queue paused for enqueue "
+                      "(%lld moved)"
+                    : "task %s on %s goes on: its destinations take messages again (%lld moved)",
                r->rec->id, r->rec->source_arn, (long long)r->moved);
     }
 }
@@ -417,8 +418,11 @@ static void runner_tick(uv_timer_t *t)
         runner_finish(r, MOVE_FAILED, failure_reason(rc));
         return;
     }
-    /* An explicit destination paused: no batch is worth a writer's time. */
-    if (p != UINT32_MAX && r->dest_id != 0 && dest_held(r->loop->api, r->dest_id)) {
+    /* An explicit destination paused: no batch is worth a writer's time.
+     * (One deleted while paused is not waited for: its batch fails.) */
+    struct part_counts dc;
+    if (p != UINT32_MAX && r->dest_id != 0 && dest_held(r->loop->api, r->dest_id) &&
+        part_queue_counts(e, r->dest_id, PART_ALL_PARTITIONS, &dc) == SL_OK) {
         r->held_ms[p] = SL_MAX(uv_now(r->loop->loop), 1);
         p = UINT32_MAX;
         held = true;
