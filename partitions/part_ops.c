@@ -1318,10 +1318,15 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         const struct move_dest *d =
             job->dest_q != NULL ? &fixed : move_dest_of(e, job->q, rows[i].source, cache, &ncache);
         if (d->q != NULL && job->move_held != NULL && job->move_held(job->move_held_arg, d->id)) {
+            /* It stays, and the cursor stays before it; the rows after it
+             * that go elsewhere still move (they leave the queue, so the
+             * next scan from the cursor does not see them again). */
             job->res.move_held = true;
-            break;
+            continue;
         }
-        job->res.move_cursor = (uint64_t)rows[i].id;
+        if (!job->res.move_held) {
+            job->res.move_cursor = (uint64_t)rows[i].id;
+        }
         if (d->q == NULL) {
             job->res.move_skipped++;
             continue;

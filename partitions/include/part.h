@@ -350,7 +350,7 @@ struct part_result {
     uint64_t move_skipped; /* ready messages left in place: no usable destination */
     uint64_t move_cursor;  /* the last row looked at: resume after it */
     bool move_exhausted;   /* no ready row of the queue after the cursor remains */
-    bool move_held;        /* stopped before a row whose destination is held */
+    bool move_held;        /* a row was left for its held destination */
 };
 
 typedef void part_done_fn(struct part_cookie cookie, int status, const struct part_result *res);
@@ -551,11 +551,11 @@ struct part_move_req {
  * The destination is dest_queue_id, or, when 0, each message's own
  * source_queue_id. A row whose destination is gone, of another tenant,
  * the queue itself, or unknown (source 0) is skipped and stays ready.
- * At the first row whose destination req->held says is held, the batch
- * stops: that row and the ones after it stay ready, the cursor is left
- * before it and res->move_held is set (a later job with that cursor
- * tries them again), so a held destination delays messages, never
- * drops or reorders them.
+ * A row whose destination req->held says is held stays ready and
+ * res->move_held is set; the cursor then stays before the first such row
+ * (a later job from it tries them again) while the rows after it that go
+ * elsewhere still move. So a held destination delays its own messages,
+ * in order, and never drops or doubles one.
  *
  * Completion: SL_OK with res->moved, res->move_skipped, res->move_cursor
  * (pass it back as after_sequence) and res->move_exhausted (no ready row

@@ -88,20 +88,30 @@ static void start_redrive(const char *body, char path[128])
     json_decref(a.json);
 }
 
+/* acme's queue NAME whose dead-letter queue is acme's DLQ (after three
+ * receives); its URL (malloc'd). */
+static char *dlq_source(const char *dlq, const char *name)
+{
+    char policy[256];
+    snprintf(policy, sizeof policy,
+             "{\"deadLetterTargetArn\":\"arn:aws:sqs:" IT_REGION ":" IT_TENANT
+             ":%s\",\"maxReceiveCount\":3}",
+             dlq);
+    char *url = it_create_queue(&srv, name, json_pack("{s:s}", "RedrivePolicy", policy));
+    IT_REQUIRE(url != NULL);
+    return url;
+}
+
 /* acme's queues PREFIX-dlq, holding n messages sent to it directly, and
  * PREFIX-src, whose DLQ it is; their URLs (malloc'd) into dlq and src. */
 static void dlq_pair(const char *prefix, int n, char **dlq, char **src)
 {
-    char name[64], policy[256];
+    char name[64], src_name[64];
     snprintf(name, sizeof name, "%s-dlq", prefix);
     *dlq = it_create_queue(&srv, name, NULL);
-    snprintf(policy, sizeof policy,
-             "{\"deadLetterTargetArn\":\"arn:aws:sqs:" IT_REGION ":" IT_TENANT
-             ":%s\",\"maxReceiveCount\":3}",
-             name);
-    snprintf(name, sizeof name, "%s-src", prefix);
-    *src = it_create_queue(&srv, name, json_pack("{s:s}", "RedrivePolicy", policy));
-    IT_REQUIRE(*dlq != NULL && *src != NULL);
+    IT_REQUIRE(*dlq != NULL);
+    snprintf(src_name, sizeof src_name, "%s-src", prefix);
+    *src = dlq_source(name, src_name);
     for (int i = 0; i < n; i++) {
         free(it_send(&srv, *dlq, "parked"));
     }
@@ -166,6 +176,66 @@ static void check_redrive_into_paused_queue(void)
     free(src);
 }
 
+/* Sends n messages to src and receives them (lease 0) until they are
+ * all in dlq, which then holds `expect`. */
+static void dead_letter(const char *src, const char *dlq, int n, long long expect)
+{
+    for (int i = 0; i < n; i++) {
+        free(it_send(&srv, src, "poison"));
+    }
+    for (int i = 0; i < 200 && it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") < expect;
+         i++) {
+        struct it_reply r = it_receive(
+            &srv, src, json_pack("{s:i, s:i}", "MaxNumberOfMessages", 10, "VisibilityTimeout", 0));
+        it_reply_free(&r);
+    }
+    IT_CHECK(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == expect);
+}
+
+/* A redrive back to each message's source, one of them paused: what goes
+ * to the other moves, even from behind the held ones, what goes to the
+ * paused one waits in the DLQ and follows once it is resumed. */
+static void check_redrive_to_sources_one_paused(void)
+{
+    char *dlq = it_create_queue(&srv, "ps-dlq", NULL);
+    IT_REQUIRE(dlq != NULL);
+    char *a = dlq_source("ps-dlq", "ps-a");
+    char *b = dlq_source("ps-dlq", "ps-b");
+    dead_letter(b, dlq, 3, 3); /* b's first: a's move past them */
+    dead_letter(a, dlq, 3, 6);
+    struct answer ans = admin("POST", "/api/queues/acme/ps-b/pause", "{\"enqueue\": true}");
+    IT_CHECK(ans.status == 200);
+    json_decref(ans.json);
+    char path[128];
+    start_redrive("{\"source\": \"acme/ps-dlq\"}", path);
+    for (int i = 0; i < 50 && it_queue_attr_int(&srv, a, "ApproximateNumberOfMessages") < 3; i++) {
+        it_sleep_ms(100);
+    }
+    it_sleep_ms(500);
+    long long in_a = it_queue_attr_int(&srv, a, "ApproximateNumberOfMessages");
+    long long in_b = it_queue_attr_int(&srv, b, "ApproximateNumberOfMessages");
+    fprintf(stderr, "redrive to sources, ps-b paused: %lld in ps-a, %lld in ps-b\n", in_a, in_b);
+    IT_CHECK(in_a == 3 && in_b == 0);
+    IT_CHECK(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == 3);
+    ans = admin("GET", path, NULL);
+    IT_CHECK(json_is_true(json_object_get(ans.json, "held")));
+    json_decref(ans.json);
+
+    ans = admin("POST", "/api/queues/acme/ps-b/resume", NULL);
+    json_decref(ans.json);
+    const char *status;
+    json_t *task = task_when_ended(path, &status);
+    IT_CHECK(status != NULL && strcmp(status, "COMPLETED") == 0);
+    IT_CHECK(json_integer_value(json_object_get(task, "moved")) == 6);
+    json_decref(task);
+    IT_CHECK(it_queue_attr_int(&srv, a, "ApproximateNumberOfMessages") == 3);
+    IT_CHECK(it_queue_attr_int(&srv, b, "ApproximateNumberOfMessages") == 3);
+    IT_CHECK(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == 0);
+    free(a);
+    free(b);
+    free(dlq);
+}
+
 /* acme's shard as /tenants shows it: how many partitions. */
 static size_t shard_width(void)
 {
@@ -216,6 +286,7 @@ int main(void)
     IT_REQUIRE(it_server_start(&srv, &opt) == 0);
     check_redrive_of_deleted_dlq();
     check_redrive_into_paused_queue();
+    check_redrive_to_sources_one_paused();
     check_reload_of_restart_only_key(&opt);
     IT_CHECK(it_server_stop(&srv) == 0);
     it_server_cleanup(&srv);
