@@ -67,6 +67,7 @@
 #include "gw_move.h"
 #include "gw_opstore.h"
 #include "gw_pause.h"
+#include "gw_peer_ration.h"
 #include "gw_api.h"
 #include "gw_http.h"
 #include "gw_metrics.h"
@@ -155,8 +156,8 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     api->engine = engine;
     api->limiter = pol_limiter_new(snap, sl_mono_ns());
     api->metrics = gw_metrics_new();
-    pol_gcra_init(&api->admin_auth_failures, GW_ADMIN_AUTH_FAILURES_PER_S,
-                  GW_ADMIN_AUTH_FAILURES_BURST);
+    api->admin_auth_failures = gw__peer_ration_new(
+        GW_ADMIN_AUTH_FAILURES_PER_S, GW_ADMIN_AUTH_FAILURES_BURST, GW_ADMIN_AUTH_PEERS);
     pol_gcra_init(&api->admin_writes, GW_ADMIN_WRITES_PER_S, GW_ADMIN_WRITES_BURST);
     api->console = gw__console_new(engine, api->metrics);
     apply_tenant_settings(engine, snap);
@@ -179,6 +180,7 @@ void gw_api_free(struct gw_api *api)
     part_engine_close(api->engine);
     pol_limiter_free(api->limiter);
     gw_metrics_free(api->metrics);
+    gw__peer_ration_free(api->admin_auth_failures);
     free(api);
 }
 
