@@ -274,3 +274,36 @@ int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_
     }
     return cl.count;
 }
+
+/* *dst becomes a copy of src (either may be NULL). */
+static void keep_str(char **dst, const char *src)
+{
+    if (str_eq(*dst, src)) {
+        return;
+    }
+    free(*dst);
+    *dst = src != NULL ? sl_xstrdup(src) : NULL;
+}
+
+static void keep_endpoint(struct cfg_endpoint *dst, const struct cfg_endpoint *src)
+{
+    keep_str(&dst->host, src->host);
+    dst->port = src->port;
+}
+
+void cfg_snapshot_keep_restart_only(struct cfg_snapshot *next, const struct cfg_snapshot *running)
+{
+    keep_endpoint(&next->listen, &running->listen);
+    keep_str(&next->data_dir, running->data_dir);
+    next->partitions = running->partitions;
+    next->shard_size = running->shard_size;
+    next->io_threads = running->io_threads;
+    next->tls.enabled = running->tls.enabled;
+    keep_str(&next->tls.cert_file, running->tls.cert_file);
+    keep_str(&next->tls.key_file, running->tls.key_file);
+    /* admin on/off stays the file's: it also says whether the admin's
+     * credentials are valid, a live key (the principal index has them). */
+    if (running->admin.enabled && next->admin.enabled) {
+        keep_endpoint(&next->admin.listen, &running->admin.listen);
+    }
+}

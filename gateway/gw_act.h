@@ -56,9 +56,10 @@ struct gw_api {
     struct gw_connlimit *conns;       /* SQS listener's caps, borrowed; NULL in tests */
     struct gw_connlimit *admin_conns; /* admin listener's, borrowed; may be NULL */
     struct gw_budget *budget;         /* SQS listener's memory budgets, borrowed; may be NULL */
-    /* Failed admin authentications, all loops: past its rate, admin
-     * requests are refused before their credentials are checked. */
-    struct pol_gcra admin_auth_failures;
+    /* Failed admin authentications per client address, all loops: past
+     * its rate, that address's admin requests are refused before their
+     * credentials are checked (gw_peer_ration.h); owned. */
+    struct gw_peer_ration *admin_auth_failures;
     struct pol_gcra admin_writes; /* the admin listener's write rate, all loops */
     struct gw_opstore *ops;       /* durable operations state (gw_opstore.h) */
     struct gw_pause_set *paused;  /* paused queues (gw_pause.h) */
@@ -77,10 +78,12 @@ struct gw_shard_cache_entry {
 
 #define GW_SHARD_CACHE_SLOTS 256
 
-/* Failed admin authentications allowed, process-wide (docs/design.md,
- * "Limits"): a burst for a mistyped token, then ten a second. */
+/* Failed admin authentications allowed per client address (docs/design.md,
+ * "Limits"): a burst for a mistyped token, then ten a second; meters for
+ * this many addresses at once. */
 #define GW_ADMIN_AUTH_FAILURES_PER_S 10
 #define GW_ADMIN_AUTH_FAILURES_BURST 50u
+#define GW_ADMIN_AUTH_PEERS 1024u
 /* Writes on the admin listener, all loops: enough for a person or a
  * script, few enough that a runaway script cannot purge its way through
  * the catalog (docs/admin.md). */

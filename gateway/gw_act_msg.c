@@ -479,6 +479,7 @@ static void receive_finish(struct msg_batch *b)
         pol_long_poll_release(b->long_poll);
     }
     gw_exchange_on_cancel(b->ctx->ex, NULL, NULL);
+    gw_exchange_on_client_done(b->ctx->ex, NULL, NULL);
     free(b);
 }
 
@@ -580,6 +581,16 @@ static void receive_cancelled(struct gw_exchange *ex, void *data)
     part_receive_cancel(b->ctx->loop->part, b->ticket);
 }
 
+static void receive_client_done(struct gw_exchange *ex, void *data)
+{
+    struct msg_batch *b = data;
+    (void)ex;
+    /* The client half-closed, or closed: its wait ends now, and it gets
+     * what there is (the answer is lost if it is gone, which costs a
+     * visibility timeout at most, as for any lost answer). */
+    part_receive_expire(b->ctx->loop->part, b->ticket);
+}
+
 /* A ReceiveMessage answered with no message, without asking the engine. */
 static void reply_no_messages(struct gw_act_ctx *ctx)
 {
@@ -649,7 +660,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
     }
     struct msg_batch *b = batch_new(ctx, 0);
     b->queue_id = q.id;
-    if (ctx->loop->draining || replay_only) {
+    if (ctx->loop->draining || replay_only || gw_exchange_client_done(ctx->ex)) {
         wait_s = 0;
     }
     if (wait_s > 0 && ctx->principal.tenant != NULL) {
@@ -706,6 +717,7 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
         return;
     }
     gw_exchange_on_cancel(ctx->ex, receive_cancelled, b);
+    gw_exchange_on_client_done(ctx->ex, receive_client_done, b);
 }
 
 /* ---- DeleteMessage(Batch), ChangeMessageVisibility(Batch) --------------------- */

@@ -45,6 +45,7 @@
 #include "gw_console.h"
 #include "gw_metrics.h"
 #include "gw_move.h"
+#include "gw_peer_ration.h"
 
 #define ADMIN_KEY_CACHE_SLOTS 16
 #define SIGV4_SERVICE "sqs"
@@ -349,29 +350,31 @@ static void dispatch(struct gw_admin_req *r, struct sl_slice path)
 }
 
 /* Authenticates req (authenticate's loop may be NULL: before the body,
- * what can be checked is), with failures rationed: guessing a bearer
- * token or a secret costs as much as the guesser likes unless failures
- * are, so while they come too fast nobody's credentials are checked (429;
- * /healthz stays open). Both entry points go through here, so a guess
- * sent with a body is rationed and counted like one without. Returns true
- * when req passed; otherwise ex is answered. */
+ * what can be checked is), with failures rationed per client address:
+ * guessing a bearer token or a secret costs as much as the guesser likes
+ * unless failures are, so while they come too fast from one address its
+ * credentials are not checked (429; /healthz stays open). Per address, so
+ * one client's guessing does not lock out the others (the on-call's
+ * sluicectl, Prometheus's scrape). Both entry points go through here, so
+ * a guess sent with a body is rationed and counted like one without.
+ * Returns true when req passed; otherwise ex is answered. */
 static bool admit(struct gw_api *api, struct gw_admin_loop *l, struct cfg_snapshot *snap,
                   struct gw_exchange *ex, const struct gw_request *req,
                   struct gw_console_verdict *cv)
 {
     uint64_t now = sl_mono_ns();
-    if (pol_gcra_available(&api->admin_auth_failures, now) == 0) {
+    if (!gw__peer_ration_allowed(api->admin_auth_failures, req->peer, now)) {
         gw_metrics_count_admin_auth(api->metrics, true);
         gw__admin_respond_error(ex, 429, "TooManyRequests",
-                                "Too many failed authentications on the admin listener; retry "
-                                "in a few seconds.");
+                                "Too many failed authentications from this address on the admin "
+                                "listener; retry in a few seconds.");
         return false;
     }
     struct auth_failure f;
     if (authenticate(api, l, snap, req, cv, &f)) {
         return true;
     }
-    pol_gcra_take(&api->admin_auth_failures, 1, POL_PPM, now, NULL);
+    gw__peer_ration_charge(api->admin_auth_failures, req->peer, now);
     gw_metrics_count_admin_auth(api->metrics, false);
     gw__admin_respond_error(ex, f.status, f.code, f.message);
     return false;

@@ -30,12 +30,12 @@ static json_t *task_json(const struct gw_move_view *v)
     if (t->destination != NULL) {
         snprintf(dest, sizeof dest, "%s/%s", t->tenant, t->destination);
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:i, s:I, s:I, s:o}", "id", t->id,
+    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:b, s:I, s:I, s:i, s:I, s:I, s:o}", "id", t->id,
                      "tenant", t->tenant, "source", source, "destination",
                      t->destination != NULL ? json_string(dest) : json_null(), "status", t->status,
-                     "moved", (json_int_t)t->moved, "total", (json_int_t)t->to_move, "rate",
-                     (int)t->rate, "started_ms", (json_int_t)t->started_ms, "finished_ms",
-                     (json_int_t)t->finished_ms, "error",
+                     "held", v->held, "moved", (json_int_t)t->moved, "total",
+                     (json_int_t)t->to_move, "rate", (int)t->rate, "started_ms",
+                     (json_int_t)t->started_ms, "finished_ms", (json_int_t)t->finished_ms, "error",
                      t->error != NULL ? json_string(t->error) : json_null());
 }
 

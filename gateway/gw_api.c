@@ -67,6 +67,7 @@
 #include "gw_move.h"
 #include "gw_opstore.h"
 #include "gw_pause.h"
+#include "gw_peer_ration.h"
 #include "gw_api.h"
 #include "gw_http.h"
 #include "gw_metrics.h"
@@ -77,7 +78,6 @@
 #define SIGV4_KEY_CACHE_SLOTS 256
 #define SIGV4_SERVICE "sqs"
 #define JSON_CONTENT_TYPE "application/x-amz-json-1.0"
-#define FORM_CONTENT_TYPE "application/x-www-form-urlencoded"
 
 static const struct {
     gw_act_fn *handler;
@@ -156,8 +156,8 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
     api->engine = engine;
     api->limiter = pol_limiter_new(snap, sl_mono_ns());
     api->metrics = gw_metrics_new();
-    pol_gcra_init(&api->admin_auth_failures, GW_ADMIN_AUTH_FAILURES_PER_S,
-                  GW_ADMIN_AUTH_FAILURES_BURST);
+    api->admin_auth_failures = gw__peer_ration_new(
+        GW_ADMIN_AUTH_FAILURES_PER_S, GW_ADMIN_AUTH_FAILURES_BURST, GW_ADMIN_AUTH_PEERS);
     pol_gcra_init(&api->admin_writes, GW_ADMIN_WRITES_PER_S, GW_ADMIN_WRITES_BURST);
     api->console = gw__console_new(engine, api->metrics);
     apply_tenant_settings(engine, snap);
@@ -180,6 +180,7 @@ void gw_api_free(struct gw_api *api)
     part_engine_close(api->engine);
     pol_limiter_free(api->limiter);
     gw_metrics_free(api->metrics);
+    gw__peer_ration_free(api->admin_auth_failures);
     free(api);
 }
 
@@ -243,52 +244,15 @@ static void loop_stop(void *loop_ctx)
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static bool content_type_is(struct sl_slice v, const char *type)
-{
-    size_t n = strlen(type);
-    if (v.n < n || strncasecmp(v.p, type, n) != 0) {
-        return false;
-    }
-    /* allow parameters: "application/x-amz-json-1.0; charset=utf-8" */
-    return v.n == n || v.p[n] == ';' || v.p[n] == ' ';
-}
-
 static bool content_type_is_json(struct sl_slice v)
 {
-    return content_type_is(v, JSON_CONTENT_TYPE);
-}
-
-/* True if a raw query string has a parameter named Action. */
-static bool query_has_action(struct sl_slice q)
-{
-    for (size_t i = 0; i + 7 <= q.n; i++) {
-        if ((i == 0 || q.p[i - 1] == '&') && memcmp(q.p + i, "Action=", 7) == 0) {
-            return true;
-        }
-    }
-    return false;
+    return gw_media_type_is(v, JSON_CONTENT_TYPE);
 }
 
 /* The protocol of a request, from its headers (see the top of the file). */
 static enum gw_sqs_protocol protocol_of(const struct gw_request *req)
 {
-    if (gw_request_header(req, "x-amz-target") != NULL) {
-        return GW_SQS_PROTO_JSON;
-    }
-    const struct gw_header *ctype = gw_request_header(req, "content-type");
-    if (sl_slice_eq_cstr(req->method, "POST") && ctype != NULL &&
-        content_type_is(ctype->value, FORM_CONTENT_TYPE)) {
-        return GW_SQS_PROTO_QUERY;
-    }
-    struct sl_slice path, query;
-    gw_request_split_path(req->path, &path, &query);
-    /* botocore presigns a POST by moving its form into the query string */
-    bool get_or_post =
-        sl_slice_eq_cstr(req->method, "GET") || sl_slice_eq_cstr(req->method, "POST");
-    if (get_or_post && query_has_action(query)) {
-        return GW_SQS_PROTO_QUERY;
-    }
-    return GW_SQS_PROTO_JSON;
+    return gw_request_is_query(req) ? GW_SQS_PROTO_QUERY : GW_SQS_PROTO_JSON;
 }
 
 /* A query request's form: a GET's query string; a POST's body, or its

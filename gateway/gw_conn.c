@@ -27,6 +27,12 @@
  *     client does not read its socket) close the connection, so they are
  *     not held until the client goes.
  *
+ * EOF ends an HTTP/2 connection at once. On HTTP/1.1 it may be a
+ * half-close (the client shut down its sending side and waits for the
+ * answers): reading stops, gw_h1.c answers what was asked, and the
+ * connection closes once that is written. A client that was really gone
+ * makes the write fail, which closes it too.
+ *
  * An HTTP/1.1 connection that ends while the client may still be sending
  * (a 413 or a refusal before the body) is not closed at once: closing a
  * socket with unread input makes the kernel send RST, which can destroy
@@ -77,6 +83,7 @@ struct gw_conn {
     bool closing;      /* conn_close() ran */
     bool finish_after; /* finish once pending writes complete */
     bool lingering;    /* HTTP/1.1: write side shut, discarding input until EOF */
+    bool peer_eof;     /* HTTP/1.1: the client half-closed; answer, then close */
     uint64_t linger_ns;
 };
 
@@ -331,7 +338,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 /* Everything is written: HTTP/2 closes now, HTTP/1.1 lingers (above). */
 static void conn_finish(struct gw_conn *c)
 {
-    if (c->h1c == NULL) {
+    if (c->h1c == NULL || c->peer_eof) { /* nothing more comes in: no RST to fear */
         conn_close(c);
         return;
     }
@@ -389,7 +396,7 @@ static void conn_flush(struct gw_conn *c)
         set_reading(c, false);
         return;
     }
-    set_reading(c, backlog(c) < GW_OUT_HIGH_WATER && proto_want_read(c));
+    set_reading(c, backlog(c) < GW_OUT_HIGH_WATER && proto_want_read(c) && !c->peer_eof);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -397,6 +404,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     struct gw_conn *c = s->data;
     if (nread == 0)
         return;
+    if (nread == UV_EOF && c->h1c != NULL && !c->lingering) {
+        c->peer_eof = true; /* perhaps only its sending half: answer first */
+        set_reading(c, false);
+        gw__h1c_peer_eof(c->h1c);
+        conn_flush(c);
+        return;
+    }
     if (nread < 0) { /* EOF or reset: the peer is gone */
         conn_close(c);
         return;

@@ -22,12 +22,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "gw_budget.h"
 #include "gw_exchange.h"
+#include "gw_xml.h"
 
 #define JSON_CT "application/x-amz-json-1.0"
+#define XML_CT "text/xml"
+#define FORM_CT "application/x-www-form-urlencoded"
+#define QUERY_XMLNS "http://queue.amazonaws.com/doc/2012-11-05/"
 
 static void budget_give(struct gw_exchange *ex, enum gw_budget_kind k, size_t *charged, size_t n)
 {
@@ -103,10 +108,22 @@ void gw__exchange_detach(struct gw_exchange *ex)
         return;
     }
     ex->cancelled = true;
+    ex->on_client_done = NULL;
     gw_cancel_fn *fn = ex->on_cancel;
     ex->on_cancel = NULL;
     if (fn != NULL)
         fn(ex, ex->cancel_data); /* may call respond(), which frees ex */
+}
+
+void gw__exchange_client_done(struct gw_exchange *ex)
+{
+    if (ex->client_done)
+        return;
+    ex->client_done = true;
+    gw_cancel_fn *fn = ex->on_client_done;
+    ex->on_client_done = NULL;
+    if (fn != NULL && ex->state == GW_EX_DISPATCHED)
+        fn(ex, ex->client_done_data); /* may call respond() */
 }
 
 /* ---- request assembly ------------------------------------------------------ */
@@ -333,24 +350,93 @@ void gw__exchange_submit(struct gw_exchange *ex, int status, const struct gw_hea
     gw__exchange_submit_owned(ex, status, headers, header_count, copy, body_len);
 }
 
+bool gw_media_type_is(struct sl_slice v, const char *type)
+{
+    size_t n = strlen(type);
+    if (v.n < n || strncasecmp(v.p, type, n) != 0)
+        return false;
+    return v.n == n || v.p[n] == ';' || v.p[n] == ' ';
+}
+
+/* True if a raw query string has a parameter named Action. */
+static bool query_has_action(struct sl_slice q)
+{
+    for (size_t i = 0; i + 7 <= q.n; i++)
+        if ((i == 0 || q.p[i - 1] == '&') && memcmp(q.p + i, "Action=", 7) == 0)
+            return true;
+    return false;
+}
+
+/* The rule of gw_request_is_query, on whatever headers have arrived. */
+static bool query_shaped(struct sl_slice method, struct sl_slice full_path, bool has_target,
+                         const struct sl_slice *content_type)
+{
+    if (has_target)
+        return false;
+    bool post = sl_slice_eq_cstr(method, "POST");
+    if (post && content_type != NULL && gw_media_type_is(*content_type, FORM_CT))
+        return true;
+    struct sl_slice path, query;
+    gw_request_split_path(full_path, &path, &query);
+    /* botocore presigns a POST by moving its form into the query string */
+    return (post || sl_slice_eq_cstr(method, "GET")) && query_has_action(query);
+}
+
+bool gw_request_is_query(const struct gw_request *req)
+{
+    const struct gw_header *ct = gw_request_header(req, "content-type");
+    return query_shaped(req->method, req->path, gw_request_header(req, "x-amz-target") != NULL,
+                        ct != NULL ? &ct->value : NULL);
+}
+
+/* SQS's query error document (as gw_sqs_xml.c writes it for the API). */
+static void query_error_body(struct sl_buf *out, const char *type, const char *message, bool sender,
+                             const char *request_id)
+{
+    sl_buf_append_cstr(out,
+                       "<?xml version=\"1.0\"?><ErrorResponse xmlns=\"" QUERY_XMLNS "\"><Error>");
+    gw_xml_elem_cstr(out, "Type", sender ? "Sender" : "Receiver");
+    gw_xml_elem_cstr(out, "Code", type);
+    gw_xml_elem_cstr(out, "Message", message);
+    sl_buf_append_cstr(out, "<Detail/></Error>");
+    gw_xml_elem_cstr(out, "RequestId", request_id);
+    gw_xml_close(out, "ErrorResponse");
+}
+
 void gw__exchange_respond_error(struct gw_exchange *ex, int status, const char *type,
                                 const char *message, const struct gw_header *extra,
                                 size_t extra_count)
 {
-    char body[256];
-    int len =
-        snprintf(body, sizeof(body),
-                 "{\"__type\":\"com.amazon.coral.service#%s\",\"message\":\"%s\"}", type, message);
+    /* In the client's protocol, as far as the headers so far tell: a query
+     * client (boto3 before 1.34, the aws CLI 2.9, the JavaScript SDK v2)
+     * cannot parse a JSON error and reports a parse failure instead of the
+     * refusal. */
+    struct sl_slice ct, unused;
+    bool query = query_shaped(gw__exchange_pseudo(ex, GW_PSEUDO_METHOD),
+                              gw__exchange_pseudo(ex, GW_PSEUDO_PATH),
+                              gw__exchange_find_header(ex, "x-amz-target", &unused),
+                              gw__exchange_find_header(ex, "content-type", &ct) ? &ct : NULL);
+    bool sender = status < 500;
+    struct sl_buf body;
+    sl_buf_init(&body);
     char query_error[96];
-    snprintf(query_error, sizeof(query_error), "%s;Sender", type);
-    struct gw_header headers[4] = {
-        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT(JSON_CT)},
-        {SL_SLICE_LIT("x-amzn-query-error"), sl_slice_cstr(query_error)},
-    };
-    size_t n = 2;
+    struct gw_header headers[4];
+    size_t n = 0;
+    if (query) {
+        query_error_body(&body, type, message, sender, ex->request_id);
+        headers[n++] = (struct gw_header){SL_SLICE_LIT("content-type"), SL_SLICE_LIT(XML_CT)};
+    } else {
+        sl_buf_printf(&body, "{\"__type\":\"com.amazon.coral.service#%s\",\"message\":\"%s\"}",
+                      type, message);
+        snprintf(query_error, sizeof(query_error), "%s;%s", type, sender ? "Sender" : "Receiver");
+        headers[n++] = (struct gw_header){SL_SLICE_LIT("content-type"), SL_SLICE_LIT(JSON_CT)};
+        headers[n++] =
+            (struct gw_header){SL_SLICE_LIT("x-amzn-query-error"), sl_slice_cstr(query_error)};
+    }
     for (size_t i = 0; i < extra_count && n < SL_ARRAY_LEN(headers); i++)
         headers[n++] = extra[i];
-    gw__exchange_submit(ex, status, headers, n, body, (size_t)SL_MIN(len, (int)sizeof(body) - 1));
+    gw__exchange_submit(ex, status, headers, n, body.p != NULL ? body.p : "", body.n);
+    sl_buf_free(&body);
 }
 
 /* Both responds end the handler's hold on ex. Returns the owner to wake
@@ -365,6 +451,7 @@ static void *respond_begin(struct gw_exchange *ex)
         return NULL;
     }
     ex->on_cancel = NULL;
+    ex->on_client_done = NULL;
     return ex->owner;
 }
 
@@ -401,6 +488,17 @@ void gw_exchange_on_cancel(struct gw_exchange *ex, gw_cancel_fn *fn, void *data)
 {
     ex->on_cancel = fn;
     ex->cancel_data = data;
+}
+
+bool gw_exchange_client_done(const struct gw_exchange *ex)
+{
+    return ex->client_done;
+}
+
+void gw_exchange_on_client_done(struct gw_exchange *ex, gw_cancel_fn *fn, void *data)
+{
+    ex->on_client_done = fn;
+    ex->client_done_data = data;
 }
 
 const struct gw_request *gw_exchange_request(const struct gw_exchange *ex)

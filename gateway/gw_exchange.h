@@ -127,6 +127,9 @@ struct gw_exchange {
     bool cancelled;
     gw_cancel_fn *on_cancel;
     void *cancel_data;
+    bool client_done; /* gw_exchange_client_done */
+    gw_cancel_fn *on_client_done;
+    void *client_done_data;
     uint64_t begin_ns;
 
     /* request, bounded by GW_MAX_HEADER_* and GW_MAX_REQUEST_BODY */
@@ -177,6 +180,11 @@ void gw__exchange_free(struct gw_exchange *ex);
  * taken out and freed: no handler ever sees it. Do not touch ex after
  * this. The caller has already taken it off its own list. */
 void gw__exchange_detach(struct gw_exchange *ex);
+
+/* The client will send nothing more (HTTP/1.1 EOF): marks ex, and runs
+ * its on_client_done hook if the handler holds it. ex may be freed by the
+ * hook (it may respond). */
+void gw__exchange_client_done(struct gw_exchange *ex);
 
 /* Stores one header (pseudo-headers start with ':'). Returns SL_OK, or
  * SL_ETOOBIG once the list passes GW_MAX_HEADER_LIST_BYTES (counted as
@@ -235,8 +243,12 @@ void gw__exchange_submit(struct gw_exchange *ex, int status, const struct gw_hea
 void gw__exchange_submit_owned(struct gw_exchange *ex, int status, const struct gw_header *headers,
                                size_t header_count, char *body, size_t body_len);
 
-/* An error shaped like an SQS JSON error, so SDKs surface the message;
- * extra headers (may be NULL) are added. */
+/* A refusal of the protocol layer (413, 431, 503 ...) shaped as an SQS
+ * error of the client's protocol, so SDKs surface the message: the query
+ * protocol's XML ErrorResponse when the headers so far show a query
+ * request (gw_request_is_query), else the JSON 1.0 error. type is the
+ * error code, message plain text; 4xx are the sender's fault, 5xx the
+ * receiver's. extra headers (may be NULL) are added. */
 void gw__exchange_respond_error(struct gw_exchange *ex, int status, const char *type,
                                 const char *message, const struct gw_header *extra,
                                 size_t extra_count);

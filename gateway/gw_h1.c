@@ -16,6 +16,12 @@
  *                                                                  |
  *   IDLE <--answer queued, keep-alive-- SENDING <--respond---------+
  *
+ * EOF from the client (gw__h1c_peer_eof) is taken as a half-close: it may
+ * have shut down only its sending side, which RFC 9112 §9.6 allows, and
+ * looks the same as a close. The requests it sent whole are answered,
+ * waits among them end now (gw_exchange_client_done), a request it did
+ * not finish is dropped, and the connection closes after the last answer.
+ *
  * Refusals (400, 408, 413, 431, 503, 505) are answered with
  * Connection: close and end the connection: the bytes after a bad request
  * cannot be trusted to start a new one.
@@ -63,6 +69,7 @@ struct gw_h1c {
     bool close_after;    /* close once the current answer is queued */
     bool close_on_flush; /* done once out is empty */
     bool goaway;
+    bool peer_eof;   /* the client sends nothing more */
     bool keep_alive; /* of the current request, as RFC 9112 §9.3 decides */
     bool head;       /* the current request is HEAD: no body in the answer */
 
@@ -169,6 +176,8 @@ static void new_exchange(struct gw_h1c *c)
         .flow = c->env.flow,
     };
     c->ex = gw__exchange_new(&xenv);
+    if (c->peer_eof)
+        gw__exchange_client_done(c->ex); /* a pipelined request read before the EOF */
 }
 
 /* ---- refusals ----------------------------------------------------------- */
@@ -706,7 +715,7 @@ static void submit_head(struct gw_exchange *ex, int status, const struct gw_head
     /* A body not read to its end cannot be skipped safely, and a refusal
      * already decided to close. */
     if (c->phase == H1_HEADERS || c->phase == H1_BODY || c->phase == H1_IDLE || !c->keep_alive ||
-        c->goaway)
+        c->goaway || (c->peer_eof && c->in_off == c->in.n))
         c->close_after = true;
     c->phase = H1_SENDING;
     c->progress_ns = c->now_ns;
@@ -762,6 +771,17 @@ static void answer_queued(struct gw_h1c *c)
     }
     c->phase = H1_IDLE;
     reset_message_state(c);
+}
+
+/* After the client's EOF: once no whole request is left to answer, the
+ * connection ends when its output is written. */
+static void settle_after_eof(struct gw_h1c *c)
+{
+    if (c->peer_eof && !c->failed &&
+        (c->phase == H1_IDLE || c->phase == H1_HEADERS || c->phase == H1_BODY)) {
+        c->failed = true; /* an unfinished request can never finish */
+        c->close_on_flush = true;
+    }
 }
 
 /* ---- the connection ------------------------------------------------------------ */
@@ -827,6 +847,7 @@ int gw__h1c_flush(struct gw_h1c *c)
         answer_queued(c);
         if (!c->failed && c->in.n > c->in_off)
             parse(c); /* the next pipelined request */
+        settle_after_eof(c);
     }
     return c->close_on_flush ? SL_ECLOSED : SL_OK;
 }
@@ -852,7 +873,17 @@ bool gw__h1c_want_write(const struct gw_h1c *c)
 
 bool gw__h1c_want_read(const struct gw_h1c *c)
 {
-    return !c->failed && !c->close_after && c->in.n - c->in_off < GW_H1_IN_CAP;
+    return !c->failed && !c->close_after && !c->peer_eof && c->in.n - c->in_off < GW_H1_IN_CAP;
+}
+
+void gw__h1c_peer_eof(struct gw_h1c *c)
+{
+    if (c->peer_eof)
+        return;
+    c->peer_eof = true;
+    if (c->phase == H1_HANDLER && c->ex != NULL)
+        gw__exchange_client_done(c->ex); /* may answer now */
+    settle_after_eof(c);
 }
 
 bool gw__h1c_done(const struct gw_h1c *c)

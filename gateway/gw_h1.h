@@ -58,6 +58,12 @@ bool gw__h1c_want_write(const struct gw_h1c *c);
  * or while GW_H1_IN_CAP pipelined bytes wait. */
 bool gw__h1c_want_read(const struct gw_h1c *c);
 
+/* The socket reached EOF: the client sends nothing more (a half-close, or
+ * gone). Whole requests already read are answered, the one in the handler
+ * is told (gw_exchange_client_done), an unfinished one is dropped, and
+ * gw__h1c_done() turns true once the last answer is taken. */
+void gw__h1c_peer_eof(struct gw_h1c *c);
+
 /* True when the connection is over and its output taken: close it. */
 bool gw__h1c_done(const struct gw_h1c *c);
 

@@ -529,6 +529,18 @@ static nghttp2_nv make_nv(struct sl_slice name, struct sl_slice value)
                         NGHTTP2_NV_FLAG_NONE};
 }
 
+/* A field whose value never repeats (the request id) is sent as a literal
+ * never indexed (RFC 7541 §6.2.3): indexed, every answer would add
+ * one more dead entry to the connection's HPACK table, evicting the
+ * fields that do repeat, and every later lookup in the encoder walks the
+ * bucket those dead entries share. */
+static nghttp2_nv make_nv_unique(struct sl_slice name, struct sl_slice value)
+{
+    nghttp2_nv nv = make_nv(name, value);
+    nv.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    return nv;
+}
+
 /* The exchange owns the body (gw_exchange.c); nghttp2 reads it through
  * read_body as the window allows. */
 static void submit_head(struct gw_exchange *ex, int status, const struct gw_header *headers,
@@ -546,7 +558,7 @@ static void submit_head(struct gw_exchange *ex, int status, const struct gw_head
     nva[n++] = make_nv(SL_SLICE_LIT(":status"), sl_slice_cstr(status_s));
     for (size_t i = 0; i < header_count; i++)
         nva[n++] = make_nv(headers[i].name, headers[i].value);
-    nva[n++] = make_nv(SL_SLICE_LIT("x-amzn-requestid"), sl_slice_cstr(ex->request_id));
+    nva[n++] = make_nv_unique(SL_SLICE_LIT("x-amzn-requestid"), sl_slice_cstr(ex->request_id));
     nva[n++] = make_nv(SL_SLICE_LIT("date"), sl_slice_cstr(date_s));
     nva[n++] = make_nv(SL_SLICE_LIT("content-length"), sl_slice_cstr(length_s));
 

@@ -101,6 +101,21 @@ bool gw_exchange_cancelled(const struct gw_exchange *ex);
  * any earlier hook; NULL removes it. */
 void gw_exchange_on_cancel(struct gw_exchange *ex, gw_cancel_fn *fn, void *data);
 
+/* True once the client has said it will send nothing more: on HTTP/1.1,
+ * EOF on the connection after the whole request. It may have closed its
+ * socket or only its sending half (shutdown(SHUT_WR), RFC 9112 §9.6); the
+ * two look the same, so the answer is still sent, but a handler that
+ * would wait for something to answer (a long poll) should answer now
+ * with what it has rather than hold the exchange for a client that may be
+ * gone. */
+bool gw_exchange_client_done(const struct gw_exchange *ex);
+
+/* Installs a hook run at most once, on the loop thread, when the client
+ * becomes done (above) while the handler holds the exchange; the handler
+ * should then answer soon. Replaces any earlier hook; NULL removes it.
+ * Responding removes it. */
+void gw_exchange_on_client_done(struct gw_exchange *ex, gw_cancel_fn *fn, void *data);
+
 /* The request of this exchange (same pointer the handler received). */
 const struct gw_request *gw_exchange_request(const struct gw_exchange *ex);
 
@@ -111,5 +126,18 @@ const struct gw_header *gw_request_header(const struct gw_request *req, const ch
 /* Splits a :path at its first '?' into the path and the query (empty when
  * there is none). Both borrow from full. */
 void gw_request_split_path(struct sl_slice full, struct sl_slice *path, struct sl_slice *query);
+
+/* True when the request is in the SQS query protocol, false for JSON 1.0,
+ * from its headers alone (so that a refusal before the body, or an
+ * authentication failure, answers in the client's own shape): no
+ * X-Amz-Target, and either a POST with Content-Type
+ * application/x-www-form-urlencoded (parameters allowed) or a GET or POST
+ * whose query string has an Action parameter (botocore presigns a POST
+ * by moving its form there). */
+bool gw_request_is_query(const struct gw_request *req);
+
+/* True when a Content-Type value is type (compared without case),
+ * parameters allowed: "application/x-amz-json-1.0; charset=utf-8". */
+bool gw_media_type_is(struct sl_slice content_type, const char *type);
 
 #endif

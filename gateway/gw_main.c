@@ -271,6 +271,8 @@ static void reload(struct process *p)
     if (cfg_restart_only_changes(cur, next, restart, sizeof(restart)) > 0)
         sl_log(SL_LOG_WARN, "main", "reload: needs a restart to take effect: %s", restart);
     log_runtime_restart_changes(cur, next);
+    /* What was reported as needing a restart must not apply before it. */
+    cfg_snapshot_keep_restart_only(next, cur);
     log_tenant_changes(cur, next);
     if (!cfg_limits_equal(&cur->default_limits, &next->default_limits))
         sl_log(SL_LOG_INFO, "main", "reload: default limits changed");

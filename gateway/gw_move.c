@@ -17,6 +17,15 @@
  *   RUNNING --queue deleted / storage failure--> FAILED (failure reason)
  *   RUNNING or CANCELLING at a stop --restart--> FAILED ("Interrupted")
  *
+ * A destination paused for enqueue (gw_pause.h) takes no message from a
+ * redrive either: the task stays RUNNING and waits ("held"), moving what
+ * goes elsewhere, and carries on where it stopped once the pause is
+ * lifted. It does not fail: a pause is the operator's brake, usually
+ * lifted minutes later, and a failed task would leave them to start the
+ * redrive again by hand; cancel stops a held task as any other. Each
+ * batch is checked in the partition's transaction (part_move_req.held),
+ * so a row is either moved whole before the pause or stays in the DLQ.
+ *
  * Pacing: a uv_timer on the loop that started the task. With a rate a
  * token bucket (refilled every tick, at most one second of tokens) sizes
  * each batch; without it each batch is PART_MAX_MOVE rows and the next
@@ -50,10 +59,12 @@
 
 #include "gw_move.h"
 #include "gw_opstore.h"
+#include "gw_pause.h"
 
 #define LOG_MOD "move"
 #define MOVE_TICK_MS 100           /* pacing granularity with a rate, and cancel latency */
 #define MOVE_PERSIST_EVERY_MS 1000 /* progress written to ops.db at most this often */
+#define MOVE_HELD_RETRY_MS 1000    /* a partition held by a paused destination is retried */
 
 enum move_status {
     MOVE_RUNNING,
@@ -91,6 +102,7 @@ struct move_record {
     char *failure;              /* owned; NULL: none */
     uint64_t finished_ms;       /* 0: not finished */
     uint64_t persisted_ms;      /* when progress was last written */
+    bool held;                  /* waiting for a destination paused for enqueue */
     struct move_runner *runner; /* while RUNNING / CANCELLING */
 };
 
@@ -120,6 +132,7 @@ struct move_runner {
     uint32_t job_part;
     uint64_t *cursor;  /* per partition: last row looked at */
     bool *part_done;   /* per partition: nothing more to look at */
+    uint64_t *held_ms; /* per partition: uv_now when a paused destination held it; 0: not */
     bool job_inflight; /* a part_move is out */
     bool stopping;     /* shutdown: take no more batches */
     bool finished;     /* final status written; timer closing */
@@ -203,6 +216,7 @@ static void runner_closed(uv_handle_t *h)
     struct move_runner *r = h->data;
     free(r->cursor);
     free(r->part_done);
+    free(r->held_ms);
     free(r);
 }
 
@@ -229,6 +243,7 @@ static void runner_finish(struct move_runner *r, enum move_status status, const 
     r->rec->status = status;
     r->rec->failure = dup_or_null(failure);
     r->rec->finished_ms = sl_wall_ms();
+    r->rec->held = false;
     r->rec->runner = NULL;
     runner_unlist(r);
     /* A stop leaves a running task RUNNING in ops.db: the next start
@@ -246,6 +261,43 @@ static void runner_finish(struct move_runner *r, enum move_status status, const 
     }
     uv_timer_stop(&r->timer);
     uv_close((uv_handle_t *)&r->timer, runner_closed);
+}
+
+/* A task's FailureReason for what stopped it: SQS's error code, as
+ * ListMessageMoveTasks shows it. */
+static const char *failure_reason(int rc)
+{
+    switch (rc) {
+    case SL_ENOTFOUND: /* the DLQ, or the explicit destination, was deleted */
+        return "AWS.SimpleQueueService.NonExistentQueue";
+    case SL_ECLOSED:
+        return "ServiceUnavailable";
+    default:
+        return "InternalError";
+    }
+}
+
+/* part_move_req.held: on a writer thread (gw__pause_flags is safe there). */
+static bool dest_held(void *api, uint64_t dest_queue_id)
+{
+    return (gw__pause_flags(api, dest_queue_id) & GW_PAUSE_ENQUEUE) != 0;
+}
+
+/* Records whether r waits for a paused destination, for the task's view
+ * and one log line at each change. */
+static void runner_set_held(struct move_runner *r, bool held)
+{
+    pthread_mutex_lock(&r->reg->mu);
+    bool was = r->rec->held;
+    r->rec->held = held;
+    pthread_mutex_unlock(&r->reg->mu);
+    if (held != was) {
+        sl_log(SL_LOG_INFO, LOG_MOD,
+               held ? "task %s on %s waits: what it has left goes to a queue paused for enqueue "
+                      "(%lld moved)"
+                    : "task %s on %s goes on: its destinations take messages again (%lld moved)",
+               r->rec->id, r->rec->source_arn, (long long)r->moved);
+    }
 }
 
 static void runner_tick(uv_timer_t *t);
@@ -266,6 +318,7 @@ static void on_moved(struct part_cookie cookie, int status, const struct part_re
         r->tokens_milli -= (int64_t)res->moved * 1000;
         r->cursor[r->job_part] = res->move_cursor;
         r->part_done[r->job_part] = res->move_exhausted;
+        r->held_ms[r->job_part] = res->move_held ? SL_MAX(uv_now(r->loop->loop), 1) : 0;
         r->next_part = (r->job_part + 1) % r->nparts;
         pthread_mutex_lock(&r->reg->mu);
         r->rec->moved = r->moved;
@@ -273,13 +326,10 @@ static void on_moved(struct part_cookie cookie, int status, const struct part_re
             record_persist(r->reg, r->rec);
         }
         pthread_mutex_unlock(&r->reg->mu);
-    } else if (status == SL_ENOTFOUND) {
-        runner_finish(r, MOVE_FAILED, "AWS.SimpleQueueService.NonExistentQueue");
-        return;
     } else if (status == SL_ECLOSED) {
         r->stopping = true;
     } else {
-        runner_finish(r, MOVE_FAILED, "InternalError");
+        runner_finish(r, MOVE_FAILED, failure_reason(status));
         return;
     }
     if (r->stopping) {
@@ -289,26 +339,41 @@ static void on_moved(struct part_cookie cookie, int status, const struct part_re
     runner_schedule(r);
 }
 
-/* The next partition with ready messages of the source left to look at,
- * or UINT32_MAX when none is. */
-static uint32_t next_partition(struct move_runner *r, struct part_engine *e)
+/* Into *p the next partition with ready messages of the source left to
+ * look at, or UINT32_MAX when none is; *held tells whether some were
+ * passed over because a paused destination held them a moment ago.
+ * SL_OK, or SL_ENOTFOUND when the source is gone: a task whose DLQ was
+ * deleted under it failed, it did not complete (the messages it had not
+ * moved went with the queue). */
+static int next_partition(struct move_runner *r, struct part_engine *e, uint32_t *p, bool *held)
 {
+    uint64_t now = uv_now(r->loop->loop);
+    *held = false;
     for (uint32_t i = 0; i < r->nparts; i++) {
-        uint32_t p = (r->next_part + i) % r->nparts;
-        if (r->part_done[p]) {
+        *p = (r->next_part + i) % r->nparts;
+        if (r->part_done[*p]) {
+            continue;
+        }
+        if (r->held_ms[*p] != 0 && now - r->held_ms[*p] < MOVE_HELD_RETRY_MS) {
+            *held = true;
             continue;
         }
         struct part_counts c;
-        if (part_queue_counts(e, r->source_id, p, &c) != SL_OK) {
-            return UINT32_MAX;
+        int rc = part_queue_counts(e, r->source_id, *p, &c);
+        if (rc != SL_OK) {
+            return rc;
         }
         if (c.ready <= 0) {
-            r->part_done[p] = true;
+            r->part_done[*p] = true;
             continue;
         }
-        return p;
+        return SL_OK;
     }
-    return UINT32_MAX;
+    *p = UINT32_MAX;
+    /* The scan may have marked the last partitions done because the
+     * queue was deleted between two of them: ask once more. */
+    struct part_counts c;
+    return part_queue_counts(e, r->source_id, PART_ALL_PARTITIONS, &c);
 }
 
 static void runner_tick(uv_timer_t *t)
@@ -346,7 +411,27 @@ static void runner_tick(uv_timer_t *t)
         want = (uint32_t)SL_MIN(r->tokens_milli / 1000, (int64_t)PART_MAX_MOVE);
     }
     want = (uint32_t)SL_MIN((int64_t)want, r->to_move - r->moved);
-    uint32_t p = next_partition(r, e);
+    uint32_t p;
+    bool held;
+    int rc = next_partition(r, e, &p, &held);
+    if (rc != SL_OK) {
+        runner_finish(r, MOVE_FAILED, failure_reason(rc));
+        return;
+    }
+    /* An explicit destination paused: no batch is worth a writer's time.
+     * (One deleted while paused is not waited for: its batch fails.) */
+    struct part_counts dc;
+    if (p != UINT32_MAX && r->dest_id != 0 && dest_held(r->loop->api, r->dest_id) &&
+        part_queue_counts(e, r->dest_id, PART_ALL_PARTITIONS, &dc) == SL_OK) {
+        r->held_ms[p] = SL_MAX(uv_now(r->loop->loop), 1);
+        p = UINT32_MAX;
+        held = true;
+    }
+    runner_set_held(r, held && p == UINT32_MAX);
+    if (held && p == UINT32_MAX) {
+        uv_timer_start(&r->timer, runner_tick, MOVE_TICK_MS, 0);
+        return;
+    }
     if (p == UINT32_MAX) {
         /* Every ready message there was at the start has been looked at;
          * what remains has no live source to go back to. */
@@ -357,15 +442,15 @@ static void runner_tick(uv_timer_t *t)
                                 .partition = p,
                                 .dest_queue_id = r->dest_id,
                                 .after_sequence = r->cursor[p],
-                                .max_messages = want};
-    int rc = part_move(r->loop->part, &req, (struct part_cookie){.ptr = r}, on_moved);
+                                .max_messages = want,
+                                .held = dest_held,
+                                .held_arg = r->loop->api};
+    rc = part_move(r->loop->part, &req, (struct part_cookie){.ptr = r}, on_moved);
     if (rc == SL_OK) {
         r->job_part = p;
         r->job_inflight = true;
-    } else if (rc == SL_ENOTFOUND) {
-        runner_finish(r, MOVE_FAILED, "AWS.SimpleQueueService.NonExistentQueue");
     } else {
-        runner_finish(r, MOVE_FAILED, rc == SL_ECLOSED ? "ServiceUnavailable" : "InternalError");
+        runner_finish(r, MOVE_FAILED, failure_reason(rc));
     }
 }
 
@@ -406,6 +491,7 @@ int gw__move_start(struct gw_api_loop *l, const struct gw_move_spec *spec,
     r->nparts = part_engine_partitions(api->engine);
     r->cursor = sl_xcalloc(r->nparts, sizeof *r->cursor);
     r->part_done = sl_xcalloc(r->nparts, sizeof *r->part_done);
+    r->held_ms = sl_xcalloc(r->nparts, sizeof *r->held_ms);
     rec->runner = r;
 
     pthread_mutex_lock(&reg->mu);
@@ -428,6 +514,7 @@ int gw__move_start(struct gw_api_loop *l, const struct gw_move_spec *spec,
     if (busy) {
         free(r->cursor);
         free(r->part_done);
+        free(r->held_ms);
         free(r);
         record_free(rec);
         return SL_EEXIST;
@@ -458,6 +545,7 @@ size_t gw__move_visit(struct gw_api *api, uint64_t source_id, const char *tenant
             .task = record_task(r),
             .handle = r->handle,
             .running = r->status == MOVE_RUNNING,
+            .held = r->held,
         };
         fn(arg, &v);
         n++;
@@ -603,6 +691,7 @@ static void move_api_free(struct gw_api *api)
         reg->runners = r->next;
         free(r->cursor);
         free(r->part_done);
+        free(r->held_ms);
         free(r);
     }
     while (reg->records != NULL) {

@@ -48,6 +48,7 @@ struct gw_move_view {
     struct gw_op_task task;
     const char *handle; /* the SQS TaskHandle */
     bool running;       /* RUNNING (Cancel applies) */
+    bool held;          /* RUNNING, waiting for a destination paused for enqueue */
 };
 
 typedef void gw_move_visit_fn(void *arg, const struct gw_move_view *v);

@@ -192,7 +192,8 @@ static void hold_fired(uv_timer_t *t)
     hold_answer(t->data);
 }
 
-static void hold_cancelled(struct gw_exchange *ex, void *data)
+/* The stream is gone, or its client will send nothing more. */
+static void hold_ended(struct gw_exchange *ex, void *data)
 {
     (void)ex;
     hold_answer(data);
@@ -200,7 +201,7 @@ static void hold_cancelled(struct gw_exchange *ex, void *data)
 
 void gw__pause_hold_receive(struct gw_act_ctx *ctx, uint32_t wait_ms)
 {
-    if (wait_ms == 0 || ctx->loop->draining) {
+    if (wait_ms == 0 || ctx->loop->draining || gw_exchange_client_done(ctx->ex)) {
         answer_empty(ctx);
         return;
     }
@@ -216,7 +217,8 @@ void gw__pause_hold_receive(struct gw_act_ctx *ctx, uint32_t wait_ms)
     }
     s->holds = h;
     pthread_mutex_unlock(&s->holds_mu);
-    gw_exchange_on_cancel(ctx->ex, hold_cancelled, h);
+    gw_exchange_on_cancel(ctx->ex, hold_ended, h);
+    gw_exchange_on_client_done(ctx->ex, hold_ended, h);
     uv_timer_start(&h->timer, hold_fired, wait_ms, 0);
 }
 

@@ -1,8 +1,10 @@
 /*
  * gw_peer_ration.h -- (gateway-internal) a rate meter per client address,
  * for what is rationed per client rather than per process: the console's
- * failed logins, where one client's guessing must not lock every other
- * client out (gw_console.c).
+ * failed logins (gw_console.c) and the admin listener's failed
+ * authentications (gw_admin.c), where one client's guessing must not lock
+ * every other client out. An IPv6 client is metered by its /64 prefix,
+ * an IPv4 one by its address.
  *
  * Threading: thread-safe (one mutex; meant for rare events, not for the
  * request path).

@@ -266,6 +266,8 @@ struct part_job {
     uint64_t move_after;
     uint32_t move_max;
     uint64_t only_row; /* move of one row, and remove: that row; 0 = none */
+    bool (*move_held)(void *arg, uint64_t dest_queue_id); /* part_move_req's held */
+    void *move_held_arg;
     /* a FIFO send holding a directory count for each of its messages on
      * its partition (part__gdir_place), given back for those not stored */
     bool gdir_held;

@@ -1317,7 +1317,16 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
     for (size_t i = 0; i < nrows && !b->sql_failed; i++) {
         const struct move_dest *d =
             job->dest_q != NULL ? &fixed : move_dest_of(e, job->q, rows[i].source, cache, &ncache);
-        job->res.move_cursor = (uint64_t)rows[i].id;
+        if (d->q != NULL && job->move_held != NULL && job->move_held(job->move_held_arg, d->id)) {
+            /* It stays, and the cursor stays before it; the rows after it
+             * that go elsewhere still move (they leave the queue, so the
+             * next scan from the cursor does not see them again). */
+            job->res.move_held = true;
+            continue;
+        }
+        if (!job->res.move_held) {
+            job->res.move_cursor = (uint64_t)rows[i].id;
+        }
         if (d->q == NULL) {
             job->res.move_skipped++;
             continue;
@@ -1352,7 +1361,7 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
     for (size_t i = 0; i < ncache; i++) {
         part__queue_unref(cache[i].q);
     }
-    job->res.move_exhausted = nrows < job->move_max;
+    job->res.move_exhausted = nrows < job->move_max && !job->res.move_held;
     free(rows);
     job->status = SL_OK;
 }

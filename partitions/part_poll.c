@@ -75,17 +75,29 @@ void part__recv_timeout(uv_timer_t *t)
     }
 }
 
-void part_receive_cancel(struct part_client *c, uint64_t ticket)
+/* Ends the receive ticket of client c early, flagged flag, completing it
+ * with status if it was parked (else its writer finishes it). */
+static void recv_end(struct part_client *c, uint64_t ticket, int flag, int status)
 {
     for (struct part_job *job = c->recv_head; job != NULL; job = job->recv->cnext) {
         if (job->recv->ticket == ticket) {
-            if (recv_unpark(job, PART_RECV_CANCELLED)) {
-                job->status = SL_ECLOSED;
+            if (recv_unpark(job, flag)) {
+                job->status = status;
                 part__complete(job);
             }
             return;
         }
     }
+}
+
+void part_receive_cancel(struct part_client *c, uint64_t ticket)
+{
+    recv_end(c, ticket, PART_RECV_CANCELLED, SL_ECLOSED);
+}
+
+void part_receive_expire(struct part_client *c, uint64_t ticket)
+{
+    recv_end(c, ticket, PART_RECV_EXPIRED, SL_OK);
 }
 
 /* ---- long polling ------------------------------------------------------ */

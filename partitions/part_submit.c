@@ -447,6 +447,8 @@ int part_move(struct part_client *c, const struct part_move_req *req, struct par
     job->move_after = req->only_sequence != 0 ? req->only_sequence - 1 : req->after_sequence;
     job->move_max = req->only_sequence != 0 ? 1 : req->max_messages;
     job->only_row = req->only_sequence;
+    job->move_held = req->held;
+    job->move_held_arg = req->held_arg;
     part__submit_partition(e, req->partition, job);
     return SL_OK;
 }

@@ -243,6 +243,15 @@ bool cfg_tenant_name_valid(const char *name, size_t len);
 int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_snapshot *new_s,
                              char *buf, size_t cap);
 
+/* Gives next the running values of those keys (from running), so that a
+ * reloaded snapshot still describes the process that runs: a request that
+ * reads snap->shard_size, or builds a queue URL from snap->listen, sees
+ * what is in force until the restart, not what the file will say after
+ * it. Not admin on/off: that also says whether the admin's credentials
+ * are valid, which changes live. Call before next is published (it is
+ * not thread-safe on next). */
+void cfg_snapshot_keep_restart_only(struct cfg_snapshot *next, const struct cfg_snapshot *running);
+
 /* ---- the live configuration -------------------------------------------- */
 
 /* Holds the current snapshot. get() returns a new reference, so a request

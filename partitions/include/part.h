@@ -351,6 +351,7 @@ struct part_result {
     uint64_t move_skipped; /* ready messages left in place: no usable destination */
     uint64_t move_cursor;  /* the last row looked at: resume after it */
     bool move_exhausted;   /* no ready row of the queue after the cursor remains */
+    bool move_held;        /* a row was left for its held destination */
 };
 
 typedef void part_done_fn(struct part_cookie cookie, int status, const struct part_result *res);
@@ -472,6 +473,11 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
  * with SL_ECLOSED. A message leased in the race is put back as it was.
  * Unknown or finished tickets are ignored. Loop thread only. */
 void part_receive_cancel(struct part_client *c, uint64_t ticket);
+/* Ends a receive's wait now, as if its wait time ran out: it completes
+ * with SL_OK and what it holds (nothing, if it was waiting). For a client
+ * that may be gone (gw_exchange_client_done). Unknown or finished tickets
+ * are ignored. Loop thread only. */
+void part_receive_expire(struct part_client *c, uint64_t ticket);
 
 /* Deletes by receipt handle (borrowed strings). res->entry_status per
  * handle: SL_OK deleted, or already gone (SQS answers success), or a
@@ -527,6 +533,13 @@ struct part_move_req {
      * is a ready message of queue_id; after_sequence and max_messages are
      * then ignored and res->moved (0 or 1) says whether it moved. */
     uint64_t only_sequence;
+    /* Optional (NULL: none): true when a destination takes no message
+     * now -- the gateway's pause for enqueue, which the engine does not
+     * know. Called on the partition's writer thread, inside the batch's
+     * transaction, with held_arg and each row's destination id; it must
+     * not call into the engine. */
+    bool (*held)(void *held_arg, uint64_t dest_queue_id);
+    void *held_arg;
 };
 
 /* Moves up to max_messages READY messages of queue_id on one partition,
@@ -544,6 +557,11 @@ struct part_move_req {
  * The destination is dest_queue_id, or, when 0, each message's own
  * source_queue_id. A row whose destination is gone, of another tenant,
  * the queue itself, or unknown (source 0) is skipped and stays ready.
+ * A row whose destination req->held says is held stays ready and
+ * res->move_held is set; the cursor then stays before the first such row
+ * (a later job from it tries them again) while the rows after it that go
+ * elsewhere still move. So a held destination delays its own messages,
+ * in order, and never drops or doubles one.
  *
  * Completion: SL_OK with res->moved, res->move_skipped, res->move_cursor
  * (pass it back as after_sequence) and res->move_exhausted (no ready row

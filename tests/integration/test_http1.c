@@ -528,6 +528,64 @@ static void disconnect_mid_poll(void)
     sl_buf_free(&req);
 }
 
+/* shutdown(SHUT_WR) after the request means "nothing more to send", not
+ * "gone" (RFC 9112 §9.6): a SendMessage is answered, and a 20-second long
+ * poll ends its wait at once and answers (empty) rather than being
+ * cancelled unanswered. The socket's 10-second receive timeout is the
+ * bound: the poll's own wait would take 20. */
+static void half_close_is_answered(void)
+{
+    struct sl_buf req, acc, resp;
+    sl_buf_init(&req);
+    sl_buf_init(&acc);
+    sl_buf_init(&resp);
+    char send_json[600];
+    const char *url = strstr(poll_json, "\"QueueUrl\":\"");
+    IT_REQUIRE(url != NULL);
+    snprintf(send_json, sizeof(send_json), "{\"QueueUrl\":\"%.*s\",\"MessageBody\":\"half\"}",
+             (int)strcspn(url + 12, "\""), url + 12);
+    signed_request(&req, "SendMessage", send_json, false, false);
+    int fd = connect_with_timeout(10);
+    IT_REQUIRE(fd >= 0);
+    IT_CHECK(send_all(fd, req.p, req.n));
+    IT_CHECK(shutdown(fd, SHUT_WR) == 0);
+    IT_CHECK(read_response(fd, &acc, &resp) == 200);
+    IT_CHECK(strstr(resp.p, "\"MessageId\"") != NULL);
+    IT_CHECK(strstr(resp.p, "connection: close\r\n") != NULL);
+    char b;
+    IT_CHECK(recv(fd, &b, 1, 0) == 0);
+    close(fd);
+
+    /* Took the message: the queue is empty again for the poll. */
+    struct sl_buf body;
+    sl_buf_init(&body);
+    IT_CHECK(h1_call_once("ReceiveMessage", poll_json, &body) == 200);
+    const char *handle = body.p != NULL ? strstr(body.p, "\"ReceiptHandle\":\"") : NULL;
+    IT_REQUIRE(handle != NULL);
+    char del_json[1200];
+    snprintf(del_json, sizeof(del_json), "{\"QueueUrl\":\"%.*s\",\"ReceiptHandle\":\"%.*s\"}",
+             (int)strcspn(url + 12, "\""), url + 12, (int)strcspn(handle + 17, "\""), handle + 17);
+    IT_CHECK(h1_call_once("DeleteMessage", del_json, &body) == 200);
+    sl_buf_free(&body);
+
+    sl_buf_reset(&req);
+    signed_request(&req, "ReceiveMessage", poll_json, false, false);
+    fd = connect_with_timeout(10);
+    IT_REQUIRE(fd >= 0);
+    IT_CHECK(send_all(fd, req.p, req.n));
+    IT_CHECK(shutdown(fd, SHUT_WR) == 0);
+    sl_buf_reset(&acc);
+    IT_CHECK(read_response(fd, &acc, &resp) == 200);
+    IT_CHECK(resp.p != NULL && strstr(resp.p, "\"Messages\":[{") == NULL);
+    IT_CHECK(recv(fd, &b, 1, 0) == 0);
+    close(fd);
+    IT_CHECK(metric(long_poll_gauge) == 0);
+    IT_CHECK(it_healthz(&srv));
+    sl_buf_free(&req);
+    sl_buf_free(&acc);
+    sl_buf_free(&resp);
+}
+
 /* A client that pipelines requests and never reads its socket: once the
  * answers stop moving for the stall timeout (30 s) the server closes the
  * connection rather than hold them. */
@@ -631,6 +689,7 @@ int main(void)
     too_large_body_answered_while_sending();
     metrics_over_http1();
     disconnect_mid_poll();
+    half_close_is_answered();
     non_reader_is_cut();
     shutdown_over_http1();
     it_server_cleanup(&srv);

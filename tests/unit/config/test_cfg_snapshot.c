@@ -300,6 +300,45 @@ static void test_restart_only_changes(void **state)
     cfg_snapshot_unref(a);
 }
 
+/* A reload keeps the running values of the restart-only keys (so the
+ * live snapshot never applies what was reported as needing a restart)
+ * and takes everything else from the file. */
+static void test_keep_restart_only(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *a = load(base_yaml);
+    struct cfg_snapshot *b = load("listen: 0.0.0.0:9400\ndata_dir: /var/lib/sluice\n"
+                                  "partitions: 32\nshard_size: 8\nio_threads: 3\n"
+                                  "admin:\n  listen: \"[::1]:9999\"\n  access_key_id: ADMINKEY\n"
+                                  "  secret_access_key: other\n"
+                                  "tenants:\n  only:\n    access_key_id: K\n"
+                                  "    secret_access_key: s\n");
+    char buf[512];
+    assert_int_equal(cfg_restart_only_changes(a, b, buf, sizeof(buf)), 6);
+    cfg_snapshot_keep_restart_only(b, a);
+    assert_int_equal(cfg_restart_only_changes(a, b, buf, sizeof(buf)), 0);
+    assert_int_equal(b->shard_size, a->shard_size);
+    assert_int_equal(b->partitions, 16);
+    assert_string_equal(b->listen.host, "127.0.0.1");
+    assert_string_equal(b->admin.listen.host, "127.0.0.1");
+    assert_string_equal(b->data_dir, a->data_dir);
+    /* the live keys are the file's */
+    assert_string_equal(b->admin.secret_access_key, "other");
+    struct cfg_principal who;
+    assert_true(cfg_find_principal(b, "K", 1, &who));
+    assert_false(cfg_find_principal(b, "AKIDACME", 8, &who));
+    cfg_snapshot_unref(b);
+
+    /* admin on/off stays the file's: it decides whether the admin key is
+     * valid, and that changes live. */
+    b = load("tenants:\n  x:\n    access_key_id: K\n    secret_access_key: s\n");
+    cfg_snapshot_keep_restart_only(b, a);
+    assert_false(b->admin.enabled);
+    assert_false(cfg_find_principal(b, "ADMINKEY", 8, &who));
+    cfg_snapshot_unref(b);
+    cfg_snapshot_unref(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_holder_swap_keeps_references),
         cmocka_unit_test(test_holder_concurrent_readers),
         cmocka_unit_test(test_restart_only_changes),
+        cmocka_unit_test(test_keep_restart_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,7 @@ struct fixture {
     uint64_t now;
     int wakes;
     enum handler_mode mode;
-    int requests, header_calls, cancels;
+    int requests, header_calls, cancels, client_dones;
     struct gw_exchange *held[MAX_HELD];
     int held_count;
     char paths[512]; /* "path,path,..." in dispatch order */
@@ -49,6 +49,14 @@ static void on_cancel(struct gw_exchange *ex, void *data)
     struct fixture *fx = data;
     fx->cancels++;
     assert_true(gw_exchange_cancelled(ex));
+}
+
+static void on_client_done(struct gw_exchange *ex, void *data)
+{
+    struct fixture *fx = data;
+    fx->client_dones++;
+    assert_true(gw_exchange_client_done(ex));
+    assert_false(gw_exchange_cancelled(ex));
 }
 
 static void copy_slice(char *dst, size_t cap, struct sl_slice s)
@@ -72,6 +80,7 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     assert_int_equal(req->request_id[0] != '\0', 1);
     if (fx->mode == HOLD) {
         gw_exchange_on_cancel(ex, on_cancel, fx);
+        gw_exchange_on_client_done(ex, on_client_done, fx);
         fx->held[fx->held_count++] = ex;
         return;
     }
@@ -434,6 +443,44 @@ static void body_too_large(void **state)
     assert_int_equal(refused(fx, GW_HTTP_BODY_TOO_LARGE), 1);
 }
 
+/* A query client (a form POST) cannot parse a JSON error: the refusal
+ * is SQS's XML ErrorResponse; a JSON 1.0 client gets JSON. */
+static void body_too_large_in_the_clients_protocol(void **state)
+{
+    struct fixture *fx = *state;
+    feed(fx, POST_HDR "Content-Type: application/x-www-form-urlencoded; charset=utf-8\r\n"
+                      "Content-Length: 99999999\r\n\r\n");
+    assert_non_null(strstr(got(fx), "HTTP/1.1 413 "));
+    assert_non_null(strstr(got(fx), "content-type: text/xml\r\n"));
+    assert_non_null(strstr(got(fx), "<ErrorResponse xmlns=\"http://queue.amazonaws.com/doc/"
+                                    "2012-11-05/\"><Error><Type>Sender</Type>"
+                                    "<Code>RequestEntityTooLarge</Code><Message>"));
+    assert_non_null(strstr(got(fx), "</Error><RequestId>"));
+    assert_null(strstr(got(fx), "__type"));
+
+    gw__h1c_free(fx->srv);
+    sl_buf_reset(&fx->got);
+    struct gw_proto_env env = {.handler = &fx->handler, .loop_ctx = fx, .counters = fx->counters};
+    fx->srv = gw__h1c_new(&env, fx->now);
+    feed(fx, POST_HDR "Content-Type: application/x-amz-json-1.0\r\n"
+                      "X-Amz-Target: AmazonSQS.SendMessage\r\nContent-Length: 99999999\r\n\r\n");
+    assert_non_null(strstr(got(fx), "HTTP/1.1 413 "));
+    assert_non_null(strstr(got(fx), "content-type: application/x-amz-json-1.0\r\n"));
+    assert_non_null(
+        strstr(got(fx), "\"__type\":\"com.amazon.coral.service#RequestEntityTooLarge\""));
+    assert_non_null(strstr(got(fx), "x-amzn-query-error: RequestEntityTooLarge;Sender\r\n"));
+}
+
+/* A presigned GET carries its Action in the query string. */
+static void refusal_of_presigned_get_is_xml(void **state)
+{
+    struct fixture *fx = *state;
+    feed(fx, "GET /?Action=ListQueues&Version=2012-11-05 HTTP/1.1\r\nHost: q\r\n"
+             "Content-Length: 99999999\r\n\r\n");
+    assert_non_null(strstr(got(fx), "HTTP/1.1 413 "));
+    assert_non_null(strstr(got(fx), "<Code>RequestEntityTooLarge</Code>"));
+}
+
 static void chunked_body_too_large(void **state)
 {
     struct fixture *fx = *state;
@@ -573,6 +620,64 @@ static void disconnect_mid_request_cancels(void **state)
     fx->srv = gw__h1c_new(&env, fx->now); /* for teardown */
 }
 
+/* shutdown(SHUT_WR) after a request: the handler is told (a long poll
+ * ends its wait), the answer still goes out, then the connection closes. */
+static void half_close_is_answered(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    feed(fx, POST_HDR "Content-Length: 2\r\n\r\nhi");
+    assert_int_equal(fx->held_count, 1);
+    assert_false(gw_exchange_client_done(fx->held[0]));
+    gw__h1c_peer_eof(fx->srv);
+    assert_int_equal(fx->client_dones, 1);
+    assert_int_equal(fx->cancels, 0);
+    assert_false(gw__h1c_want_read(fx->srv));
+    assert_false(gw__h1c_done(fx->srv));
+    gw_exchange_respond(fx->held[0], 200, NULL, 0, "answer", 6);
+    fx->held_count = 0;
+    drain(fx);
+    assert_non_null(strstr(got(fx), "HTTP/1.1 200 OK\r\n"));
+    assert_non_null(strstr(got(fx), "connection: close\r\n"));
+    assert_non_null(strstr(got(fx), "\r\n\r\nanswer"));
+    assert_true(gw__h1c_done(fx->srv));
+}
+
+/* Pipelined requests then EOF: every whole request is answered in order,
+ * the ones read before the EOF already marked done; a last, unfinished
+ * one is dropped. */
+static void half_close_after_pipelined_requests(void **state)
+{
+    struct fixture *fx = *state;
+    fx->mode = HOLD;
+    feed(fx, GET("/one") GET("/two") "GET /three HTTP/1.1\r\nHo");
+    assert_int_equal(fx->held_count, 1);
+    gw__h1c_peer_eof(fx->srv);
+    gw_exchange_respond(fx->held[0], 200, NULL, 0, "1", 1);
+    drain(fx);
+    assert_int_equal(fx->held_count, 2);
+    assert_true(gw_exchange_client_done(fx->held[1]));
+    assert_false(gw__h1c_done(fx->srv));
+    gw_exchange_respond(fx->held[1], 200, NULL, 0, "2", 1);
+    fx->held_count = 0;
+    drain(fx);
+    assert_int_equal(count_of(got(fx), "HTTP/1.1 200 OK"), 2);
+    assert_string_equal(fx->paths, "/one,/two,");
+    assert_true(gw__h1c_done(fx->srv));
+}
+
+/* EOF in the middle of a request: nothing to answer, nothing dispatched. */
+static void half_close_mid_request(void **state)
+{
+    struct fixture *fx = *state;
+    feed(fx, POST_HDR "Content-Length: 10\r\n\r\nhalf");
+    gw__h1c_peer_eof(fx->srv);
+    drain(fx);
+    assert_int_equal(fx->requests, 0);
+    assert_string_equal(got(fx), "");
+    assert_true(gw__h1c_done(fx->srv));
+}
+
 static void goaway_closes_idle_and_marks_answers(void **state)
 {
     struct fixture *fx = *state;
@@ -651,6 +756,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(nul_in_header, setup, teardown),
         cmocka_unit_test_setup_teardown(garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(body_too_large, setup, teardown),
+        cmocka_unit_test_setup_teardown(body_too_large_in_the_clients_protocol, setup, teardown),
+        cmocka_unit_test_setup_teardown(refusal_of_presigned_get_is_xml, setup, teardown),
         cmocka_unit_test_setup_teardown(chunked_body_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(headers_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(too_many_headers, setup, teardown),
@@ -661,6 +768,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(budget_spent_gets_503, setup_budget, teardown),
         cmocka_unit_test_setup_teardown(body_over_budget_gets_503, setup_budget, teardown),
         cmocka_unit_test_setup_teardown(disconnect_mid_request_cancels, setup, teardown),
+        cmocka_unit_test_setup_teardown(half_close_is_answered, setup, teardown),
+        cmocka_unit_test_setup_teardown(half_close_after_pipelined_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(half_close_mid_request, setup, teardown),
         cmocka_unit_test_setup_teardown(goaway_closes_idle_and_marks_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(goaway_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(head_has_no_body, setup, teardown),

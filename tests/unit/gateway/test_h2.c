@@ -25,7 +25,8 @@
 /* What the client saw on one stream. */
 struct client_stream {
     int status;
-    char headers[4096]; /* "name: value\n"... */
+    char headers[4096];      /* "name: value\n"... */
+    char never_indexed[256]; /* "name,"... of the fields sent never-indexed */
     struct sl_buf body;
     bool closed;
     uint32_t error_code;
@@ -150,6 +151,11 @@ static int cl_on_header(nghttp2_session *s, const nghttp2_frame *frame, const ui
     if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
         st->status = atoi((const char *)value);
         return 0;
+    }
+    if (flags & NGHTTP2_NV_FLAG_NO_INDEX) {
+        size_t n = strlen(st->never_indexed);
+        snprintf(st->never_indexed + n, sizeof(st->never_indexed) - n, "%.*s,", (int)namelen,
+                 (const char *)name);
     }
     size_t used = strlen(st->headers);
     snprintf(st->headers + used, sizeof(st->headers) - used, "%.*s: %.*s\n", (int)namelen,
@@ -413,6 +419,8 @@ static void request_reaches_handler_and_response_arrives(void **state)
     assert_non_null(strstr(st->headers, "content-type: application/x-amz-json-1.0\n"));
     assert_non_null(strstr(st->headers, "date: "));
     assert_non_null(strstr(st->headers, " GMT\n"));
+    /* A value that never repeats stays out of the HPACK table. */
+    assert_string_equal(st->never_indexed, "x-amzn-requestid,");
     assert_int_equal(gw__h2c_open_streams(fx->srv), 0);
 }
 

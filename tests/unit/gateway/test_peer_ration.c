@@ -6,7 +6,10 @@
  *  - with every slot taken, a new address evicts a meter that is full
  *    again before any that still owes, and otherwise the one charged
  *    least recently; the evicted address starts afresh, the others keep
- *    what they owe.
+ *    what they owe;
+ *  - an IPv6 client is metered by its /64: its other addresses share its
+ *    meter, another /64 does not, and IPv4 addresses (mapped into the
+ *    same first 64 bits) stay apart.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,11 +89,43 @@ static void test_eviction_prefers_full_then_oldest(void **state)
     gw__peer_ration_free(r);
 }
 
+static void v6(uint8_t out[16], uint8_t net, uint8_t host)
+{
+    memset(out, 0, 16);
+    out[0] = 0x20;
+    out[1] = 0x01;
+    out[2] = 0x0d;
+    out[3] = 0xb8;
+    out[7] = net;
+    out[15] = host;
+}
+
+static void test_ipv6_by_prefix(void **state)
+{
+    (void)state;
+    struct gw_peer_ration *r = gw__peer_ration_new(1, 3, 8);
+    uint8_t a1[16], a2[16], other[16], v4a[16], v4b[16];
+    v6(a1, 1, 1);
+    v6(a2, 1, 0xfe);
+    v6(other, 2, 1);
+    spend(r, a1, 3, S(100));
+    assert_false(gw__peer_ration_allowed(r, a1, S(100)));
+    assert_false(gw__peer_ration_allowed(r, a2, S(100))); /* same /64 */
+    assert_true(gw__peer_ration_allowed(r, other, S(100)));
+    addr(v4a, 1);
+    addr(v4b, 2);
+    spend(r, v4a, 3, S(100));
+    assert_false(gw__peer_ration_allowed(r, v4a, S(100)));
+    assert_true(gw__peer_ration_allowed(r, v4b, S(100)));
+    gw__peer_ration_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_address_does_not_ration_another),
         cmocka_unit_test(test_eviction_prefers_full_then_oldest),
+        cmocka_unit_test(test_ipv6_by_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@ struct move_done {
     uint64_t skipped;
     uint64_t cursor;
     bool exhausted;
+    bool held;
 };
 
 static void on_move(struct part_cookie ck, int status, const struct part_result *res)
@@ -29,6 +30,7 @@ static void on_move(struct part_cookie ck, int status, const struct part_result 
     d->skipped = res->move_skipped;
     d->cursor = res->move_cursor;
     d->exhausted = res->move_exhausted;
+    d->held = res->move_held;
 }
 
 static void move_wait(struct t_env *t, struct move_done *d)
@@ -39,19 +41,34 @@ static void move_wait(struct t_env *t, struct move_done *d)
     assert_true(d->done);
 }
 
-/* One move job, run to completion. */
-static struct move_done t_move(struct t_env *t, uint64_t q, uint32_t p, uint64_t dest,
-                               uint64_t after, uint32_t max)
+/* part_move_req.held: the one queue id *arg (0: none) is held. */
+static bool held_queue(void *arg, uint64_t dest_queue_id)
+{
+    return dest_queue_id == *(const uint64_t *)arg;
+}
+
+/* One move job, run to completion; held (NULL: no predicate) names the
+ * destination held_queue holds. */
+static struct move_done t_move_held(struct t_env *t, uint64_t q, uint32_t p, uint64_t dest,
+                                    uint64_t after, uint32_t max, uint64_t *held)
 {
     struct move_done d = {0};
     struct part_move_req req = {.queue_id = q,
                                 .partition = p,
                                 .dest_queue_id = dest,
                                 .after_sequence = after,
-                                .max_messages = max};
+                                .max_messages = max,
+                                .held = held != NULL ? held_queue : NULL,
+                                .held_arg = held};
     assert_int_equal(part_move(t->c, &req, (struct part_cookie){&d, 0, 0}, on_move), SL_OK);
     move_wait(t, &d);
     return d;
+}
+
+static struct move_done t_move(struct t_env *t, uint64_t q, uint32_t p, uint64_t dest,
+                               uint64_t after, uint32_t max)
+{
+    return t_move_held(t, q, p, dest, after, max, NULL);
 }
 
 /* A received message with its attribute blobs (t_on_done keeps bodies
@@ -308,6 +325,59 @@ static void test_cursor_resumes(void **state)
     assert_string_equal(r.msgs[4].body, "m4");
 }
 
+/* A held destination (a queue paused for enqueue) keeps its rows in the
+ * DLQ while the others move, and the cursor stays before the first kept
+ * row so a later job picks them up once it is let go. */
+static void test_held_destination_waits(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t dlq = t_create(t, "acme", "dead", NULL);
+    uint64_t a = make_source(t, "a", dlq);
+    uint64_t b = make_source(t, "b", dlq);
+    send_full(t, a, 0, "a0", NULL);
+    dead_letter_all(t, a);
+    send_full(t, b, 0, "b0", NULL);
+    dead_letter_all(t, b);
+    send_full(t, a, 0, "a1", NULL);
+    dead_letter_all(t, a);
+    assert_int_equal(t_counts(t, dlq).ready, 3);
+
+    /* Each back to its source, b held: a0 and a1 move, b0 waits. */
+    uint64_t held = b;
+    struct move_done m = t_move_held(t, dlq, 0, 0, 0, PART_MAX_MOVE, &held);
+    assert_int_equal(m.status, SL_OK);
+    assert_int_equal(m.moved, 2);
+    assert_true(m.held);
+    assert_false(m.exhausted);
+    assert_int_equal(t_counts(t, a).ready, 2);
+    assert_int_equal(t_counts(t, b).ready, 0);
+    assert_int_equal(t_counts(t, dlq).ready, 1);
+    /* Still held: nothing moves, the cursor stays. */
+    struct move_done again = t_move_held(t, dlq, 0, 0, m.cursor, PART_MAX_MOVE, &held);
+    assert_int_equal(again.moved, 0);
+    assert_true(again.held);
+    assert_int_equal(again.cursor, m.cursor);
+    /* Let go: the rest moves, each message once. */
+    held = 0;
+    again = t_move_held(t, dlq, 0, 0, m.cursor, PART_MAX_MOVE, &held);
+    assert_int_equal(again.moved, 1);
+    assert_false(again.held);
+    assert_true(again.exhausted);
+    assert_int_equal(t_counts(t, a).ready, 2);
+    assert_int_equal(t_counts(t, b).ready, 1);
+    assert_int_equal(t_counts(t, dlq).ready, 0);
+
+    /* An explicit destination held: nothing of the batch moves. */
+    uint64_t dest = t_create(t, "acme", "dest", NULL);
+    t_send(t, dlq, 0, "d0");
+    held = dest;
+    m = t_move_held(t, dlq, 0, dest, 0, PART_MAX_MOVE, &held);
+    assert_int_equal(m.moved, 0);
+    assert_true(m.held);
+    assert_int_equal(t_counts(t, dlq).ready, 1);
+    assert_int_equal(t_counts(t, dest).ready, 0);
+}
+
 /* A failing row rolls the whole batch back: nothing moved, counters as
  * before, and the same batch succeeds once the fault is gone. */
 static void test_batch_is_atomic(void **state)
@@ -424,6 +494,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_to_destination, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_only_ready_messages, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_cursor_resumes, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_held_destination_waits, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_batch_is_atomic, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_destination_deleted_meanwhile, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_client_closed_while_moving, t_setup, t_teardown),

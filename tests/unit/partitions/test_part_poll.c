@@ -1,8 +1,8 @@
 /*
  * test_part_poll.c -- long polling: woken by a send, a delay expiry or a
  * visibility change, in order, one waiter per message; cancellation,
- * timeout, drain, and a deleted queue; a queue paused for dequeue leases
- * nothing, not even to a receive that was waiting before the pause.
+ * an early end (the client half-closed), timeout, drain, and a deleted queue; a queue paused for
+ * dequeue leases nothing, not even to a receive that was waiting before the pause.
  */
 #include "part_test_util.h"
 
@@ -74,6 +74,28 @@ static void test_waiters_in_order_one_per_message(void **state)
     t_sync(t);
     assert_int_equal(t_counts(t, q).ready, 1);
     part_receive_cancel(t->c, ticket[2]); /* finished: ignored */
+}
+
+/* A waiter ended early answers SL_OK with nothing, as its timeout would,
+ * and the message sent after it stays for the next receive. */
+static void test_expire_ends_the_wait(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create(t, "acme", "expire", NULL);
+    struct t_done w;
+    uint64_t ticket;
+    poll_start(t, q, 15000, &w, &ticket);
+    t_sync(t);
+    spin(t);
+    assert_false(w.done);
+    part_receive_expire(t->c, ticket);
+    t_wait(t, &w);
+    assert_int_equal(w.status, SL_OK);
+    assert_int_equal(w.count, 0);
+    t_send(t, q, 0, "after");
+    t_sync(t);
+    assert_int_equal(t_counts(t, q).ready, 1);
+    part_receive_expire(t->c, ticket); /* finished: ignored */
 }
 
 static void test_wake_by_delay_and_visibility(void **state)
@@ -238,6 +260,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_wake_by_send, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_waiters_in_order_one_per_message, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_expire_ends_the_wait, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_wake_by_delay_and_visibility, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_timeout_and_drain, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_queue_deleted_while_waiting, t_setup, t_teardown),
