@@ -593,16 +593,59 @@ void it_response_free(struct it_response *r)
     memset(r, 0, sizeof(*r));
 }
 
+int it_admin_request(const struct it_server *s, const struct it_admin_call *call,
+                     struct it_response *out)
+{
+    size_t extra = 0;
+    while (call->headers != NULL && call->headers[extra] != NULL) {
+        extra++;
+    }
+    /* authorization, content-type, the caller's, the terminating NULL */
+    const char **headers = calloc(extra + 3, sizeof *headers);
+    if (headers == NULL) {
+        memset(out, 0, sizeof *out);
+        return CURLE_OUT_OF_MEMORY;
+    }
+    char authz[256];
+    size_t n = 0;
+    if (call->authorization != NULL) {
+        snprintf(authz, sizeof authz, "authorization: %s", call->authorization);
+        headers[n++] = authz;
+    } else if (call->token != NULL) {
+        snprintf(authz, sizeof authz, "authorization: Bearer %s", call->token);
+        headers[n++] = authz;
+    }
+    if (call->body != NULL) {
+        headers[n++] = "content-type: application/json";
+    }
+    for (size_t i = 0; i < extra; i++) {
+        headers[n++] = call->headers[i];
+    }
+    struct it_request req = {
+        .method = call->method != NULL ? call->method : "GET",
+        .path = call->path,
+        .headers = headers,
+        .body = call->body,
+        .body_len = call->body != NULL ? strlen(call->body) : 0,
+        .access_key = call->key,
+        .secret = call->secret,
+        .http1 = call->http1,
+        .admin = true,
+        .timeout_ms = call->timeout_ms,
+        .source_address = call->source,
+    };
+    int rc = it_request(s, &req, out);
+    free(headers);
+    return rc;
+}
+
 double it_metric(const struct it_server *s, const char *series)
 {
-    struct it_request req = {.method = "GET",
-                             .path = "/metrics",
-                             .access_key = IT_ADMIN_KEY,
-                             .secret = IT_ADMIN_SECRET,
-                             .admin = true};
+    struct it_admin_call call = {
+        .path = "/metrics", .key = IT_ADMIN_KEY, .secret = IT_ADMIN_SECRET};
     struct it_response r;
     double v = -1;
-    if (it_request(s, &req, &r) == 0 && r.status == 200) {
+    if (it_admin_request(s, &call, &r) == 0 && r.status == 200) {
         size_t n = strlen(series);
         for (const char *p = r.body; p != NULL && *p != '\0';
              p = strchr(p, '\n'), p = p ? p + 1 : p) {

@@ -42,6 +42,18 @@
 #define IT_ADMIN_SECRET "admin-secret"
 #define IT_REGION "us-east-1"
 
+/* An it_options.tenants_yaml that gives the admin a bearer token as well
+ * (the harness writes no bearer_token itself): its first line is written
+ * right after the harness's admin section, so it continues that mapping;
+ * then the tenants section with acme (IT_KEY / IT_SECRET). A string
+ * literal: a test's further tenants may follow it. */
+#define IT_TENANTS_YAML_WITH_TOKEN(token)                                                          \
+    "  bearer_token: " token "\n"                                                                  \
+    "tenants:\n"                                                                                   \
+    "  " IT_TENANT ":\n"                                                                           \
+    "    access_key_id: " IT_KEY "\n"                                                              \
+    "    secret_access_key: " IT_SECRET "\n"
+
 struct it_options {
     bool tls;                 /* h2 over TLS with a fresh self-signed cert */
     bool admin;               /* also an admin listener on another free port */
@@ -178,6 +190,32 @@ void it_response_free(struct it_response *r);
 
 /* Sleeps ms milliseconds. */
 void it_sleep_ms(int ms);
+
+/* One request to the admin listener (start the server with
+ * it_options.admin). The credentials are what the call names: a bearer
+ * token, another authorization header, a SigV4 signature, or nothing. */
+struct it_admin_call {
+    const char *method; /* NULL = "GET" */
+    const char *path;   /* "/api/queues", "/metrics" */
+    const char *body;   /* JSON text, sent as application/json; NULL = none */
+    const char *token;  /* "authorization: Bearer <token>"; NULL = none */
+    /* The whole authorization header value instead of token (another
+     * scheme: "Basic ..."); NULL = as token says. */
+    const char *authorization;
+    const char *key; /* with secret: signed with SigV4 as this key; NULL = not */
+    const char *secret;
+    /* More "name: value" headers (a cookie, Origin...), NULL-terminated;
+     * may be NULL. */
+    const char *const *headers;
+    bool http1;         /* HTTP/1.1 instead of HTTP/2 */
+    const char *source; /* the client's address, as it_request.source_address */
+    long timeout_ms;    /* 0 = 30000 */
+};
+
+/* Performs call. Returns the CURLcode as it_request does (0 = a response
+ * arrived); out is always initialised, free it with it_response_free. */
+int it_admin_request(const struct it_server *s, const struct it_admin_call *call,
+                     struct it_response *out);
 
 /* The value of one /metrics sample, asked as the admin (start the server
  * with it_options.admin): series is the whole name with its labels, e.g.

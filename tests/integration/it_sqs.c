@@ -101,6 +101,22 @@ int it_call_many(const struct it_server *s, unsigned window, it_next_call_fn nex
     return it_request_many(s, window, next_call, call_done, &cm);
 }
 
+struct it_reply it_admin_as(const struct it_server *s, const struct it_admin_call *call)
+{
+    struct it_response r;
+    it_admin_request(s, call, &r);
+    struct it_reply out = reply_of(&r);
+    it_response_free(&r);
+    return out;
+}
+
+struct it_reply it_admin(const struct it_server *s, const char *method, const char *path,
+                         const char *body, const char *token)
+{
+    struct it_admin_call call = {.method = method, .path = path, .body = body, .token = token};
+    return it_admin_as(s, &call);
+}
+
 struct it_reply it_call_raw(const struct it_server *s, const char *action, const char *json)
 {
     return call_text(s, IT_KEY, IT_SECRET, action, json);

@@ -3,7 +3,8 @@
  * one signed JSON 1.0 call with the request built by jansson and the reply
  * parsed by jansson, checks of SQS's error shape (status, query code,
  * __type, exact message), and the few calls every test repeats (create a
- * queue, send, receive).
+ * queue, send, receive). An admin-API request comes back in the same
+ * struct it_reply.
  *
  * Expected values in the tests come from Amazon SQS's documented and
  * observed behaviour (docs/api.md), never from sluice's code.
@@ -38,6 +39,15 @@ struct it_reply it_call(const struct it_server *s, const char *action, json_t *r
 /* Same with a raw JSON text body (for inputs jansson would not build). */
 struct it_reply it_call_raw(const struct it_server *s, const char *action, const char *json);
 void it_reply_free(struct it_reply *r);
+
+/* An admin-API request (it_admin_request) as a reply: status 0 when no
+ * answer came, json the parsed body (NULL when empty or not JSON), body
+ * the raw text; query_error is "". The caller frees it with
+ * it_reply_free. */
+struct it_reply it_admin_as(const struct it_server *s, const struct it_admin_call *call);
+/* The same with the bearer token: method path, body NULL for none. */
+struct it_reply it_admin(const struct it_server *s, const char *method, const char *path,
+                         const char *body, const char *token);
 
 /* Many calls at once, as streams of one HTTP/2 connection
  * (it_request_many), at most window outstanding. next(user, call) fills in

@@ -29,38 +29,24 @@
 #define TINY_KEY "AKIDTINY"
 #define TINY_SECRET "tiny-secret"
 
-/* Written right after the harness's admin section, so its first line
- * continues that mapping (the harness has no key for bearer_token). */
-static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
-                                   "tenants:\n"
-                                   "  " IT_TENANT ":\n"
-                                   "    access_key_id: " IT_KEY "\n"
-                                   "    secret_access_key: " IT_SECRET "\n"
-                                   "  tiny:\n"
-                                   "    access_key_id: " TINY_KEY "\n"
-                                   "    secret_access_key: " TINY_SECRET "\n"
-                                   "    limits:\n"
-                                   "      requests_per_second: 0.001\n"
-                                   "      burst: 2\n"
-                                   "      max_long_polls: 3\n"
-                                   "      max_concurrent_requests: 7\n";
+static const char tenants_yaml[] = IT_TENANTS_YAML_WITH_TOKEN(TOKEN) /* acme, and: */
+    "  tiny:\n"
+    "    access_key_id: " TINY_KEY "\n"
+    "    secret_access_key: " TINY_SECRET "\n"
+    "    limits:\n"
+    "      requests_per_second: 0.001\n"
+    "      burst: 2\n"
+    "      max_long_polls: 3\n"
+    "      max_concurrent_requests: 7\n";
 
 static struct it_server srv;
 
-static struct it_response admin_get(const char *path, const char *key, const char *secret,
-                                    const char *authz)
+/* One GET on the admin listener as call says (its method is GET); an
+ * answer must come. */
+static struct it_response admin_get(const struct it_admin_call *call)
 {
-    const char *headers[] = {authz, NULL};
-    struct it_request req = {
-        .method = "GET",
-        .path = path,
-        .headers = authz != NULL ? headers : NULL,
-        .access_key = key,
-        .secret = secret,
-        .admin = true,
-    };
     struct it_response r;
-    IT_CHECK(it_request(&srv, &req, &r) == 0);
+    IT_CHECK(it_admin_request(&srv, call, &r) == 0);
     return r;
 }
 
@@ -120,33 +106,36 @@ static bool lines_well_formed(const char *body)
 
 static void check_refusals(void)
 {
-    struct it_response r = admin_get("/healthz", NULL, NULL, NULL);
+    struct it_response r = admin_get(&(struct it_admin_call){.path = "/healthz"});
     IT_CHECK(r.status == 200 && strcmp(r.body, "ok") == 0);
     it_response_free(&r);
 
-    r = admin_get("/metrics", NULL, NULL, NULL);
+    r = admin_get(&(struct it_admin_call){.path = "/metrics"});
     IT_CHECK(r.status == 401);
     IT_CHECK(strstr(r.body, "\"error\"") != NULL && strstr(r.body, "sluice_") == NULL);
     it_response_free(&r);
 
-    r = admin_get("/tenants", IT_KEY, IT_SECRET, NULL); /* a tenant's own valid signature */
+    /* a tenant's own valid signature */
+    r = admin_get(&(struct it_admin_call){.path = "/tenants", .key = IT_KEY, .secret = IT_SECRET});
     IT_CHECK(r.status == 403);
     IT_CHECK(strstr(r.body, "AccessDenied") != NULL);
     it_response_free(&r);
 
-    r = admin_get("/metrics", IT_ADMIN_KEY, "not-the-secret", NULL);
+    r = admin_get(&(struct it_admin_call){
+        .path = "/metrics", .key = IT_ADMIN_KEY, .secret = "not-the-secret"});
     IT_CHECK(r.status == 403);
     it_response_free(&r);
 
-    r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer " TOKEN "x");
+    r = admin_get(&(struct it_admin_call){.path = "/metrics", .token = TOKEN "x"});
     IT_CHECK(r.status == 403);
     it_response_free(&r);
 
-    r = admin_get("/metrics", NULL, NULL, "Authorization: Basic YWRtaW46YWRtaW4=");
+    r = admin_get(
+        &(struct it_admin_call){.path = "/metrics", .authorization = "Basic YWRtaW46YWRtaW4="});
     IT_CHECK(r.status == 401);
     it_response_free(&r);
 
-    r = admin_get("/nothing", NULL, NULL, "Authorization: Bearer " TOKEN);
+    r = admin_get(&(struct it_admin_call){.path = "/nothing", .token = TOKEN});
     IT_CHECK(r.status == 404);
     it_response_free(&r);
 }
@@ -291,7 +280,7 @@ static void check_partitions(const json_t *tenant, const char *name, const uint8
 
 static void check_tenants(void)
 {
-    struct it_response r = admin_get("/tenants", NULL, NULL, "Authorization: Bearer " TOKEN);
+    struct it_response r = admin_get(&(struct it_admin_call){.path = "/tenants", .token = TOKEN});
     IT_CHECK(r.status == 200);
     json_t *root = json_loads(r.body != NULL ? r.body : "", 0, NULL);
     IT_REQUIRE(root != NULL);
@@ -330,7 +319,8 @@ static void guessing_is_throttled(void)
 {
     int refused = 0, throttled = 0;
     for (int i = 0; i < 80; i++) {
-        struct it_response r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer wrong");
+        struct it_response r =
+            admin_get(&(struct it_admin_call){.path = "/metrics", .token = "wrong"});
         refused += r.status == 403;
         throttled += r.status == 429;
         it_response_free(&r);
@@ -349,14 +339,14 @@ static void guessing_is_throttled(void)
     bool shown = false;
     for (int round = 0; round < 20 && !shown; round++) {
         for (int i = 0; i < 100; i++) {
-            r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer wrong");
+            r = admin_get(&(struct it_admin_call){.path = "/metrics", .token = "wrong"});
             bool is_429 = r.status == 429;
             it_response_free(&r);
             if (is_429) {
                 break;
             }
         }
-        r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer " TOKEN);
+        r = admin_get(&(struct it_admin_call){.path = "/metrics", .token = TOKEN});
         if (r.status == 429) {
             char v[16];
             IT_CHECK(it_response_header(&r, "retry-after", v, sizeof(v)) && strcmp(v, "1") == 0);
@@ -371,7 +361,7 @@ static void guessing_is_throttled(void)
 
     struct timespec ts = {1, 500 * 1000 * 1000}; /* ten failures a second come back */
     nanosleep(&ts, NULL);
-    r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer " TOKEN);
+    r = admin_get(&(struct it_admin_call){.path = "/metrics", .token = TOKEN});
     IT_CHECK(r.status == 200);
     IT_CHECK(sample_value(r.body, "sluice_admin_auth_failures_total{outcome=\"throttled\"}") >=
              (double)throttled);
@@ -388,10 +378,11 @@ int main(void)
     check_refusals();
     make_traffic();
 
-    struct it_response r = admin_get("/metrics", IT_ADMIN_KEY, IT_ADMIN_SECRET, NULL);
+    struct it_response r = admin_get(&(struct it_admin_call){
+        .path = "/metrics", .key = IT_ADMIN_KEY, .secret = IT_ADMIN_SECRET});
     check_metrics(&r);
     it_response_free(&r);
-    r = admin_get("/metrics", NULL, NULL, "Authorization: Bearer " TOKEN);
+    r = admin_get(&(struct it_admin_call){.path = "/metrics", .token = TOKEN});
     check_metrics(&r);
     it_response_free(&r);
     check_tenants();

@@ -32,83 +32,27 @@
 #include "it_sqs.h"
 
 #define TOKEN "ops-token_1"
-#define BEARER "authorization: Bearer " TOKEN
 
-static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
-                                   "tenants:\n"
-                                   "  " IT_TENANT ":\n"
-                                   "    access_key_id: " IT_KEY "\n"
-                                   "    secret_access_key: " IT_SECRET "\n"
-                                   "  other:\n"
-                                   "    access_key_id: AKIDOTHER\n"
-                                   "    secret_access_key: other-secret\n";
+static const char tenants_yaml[] = IT_TENANTS_YAML_WITH_TOKEN(TOKEN) /* acme, and: */
+    "  other:\n"
+    "    access_key_id: AKIDOTHER\n"
+    "    secret_access_key: other-secret\n";
 
 static struct it_server srv;
-
-struct answer {
-    long status;
-    json_t *json;
-};
-
-/* One admin request: the bearer token unless key is given (SigV4), or
- * no credentials at all when key is "". */
-static struct answer admin_as(const char *method, const char *path, const char *body,
-                              const char *key, const char *secret)
-{
-    const char *bearer[] = {BEARER, "content-type: application/json", NULL};
-    const char *plain[] = {"content-type: application/json", NULL};
-    struct it_request req = {
-        .method = method,
-        .path = path,
-        .headers = key == NULL ? bearer : plain,
-        .body = body,
-        .body_len = body != NULL ? strlen(body) : 0,
-        .access_key = key != NULL && key[0] != '\0' ? key : NULL,
-        .secret = secret,
-        .admin = true,
-    };
-    struct it_response r;
-    struct answer a = {0, NULL};
-    if (it_request(&srv, &req, &r) == 0) {
-        a.status = r.status;
-        a.json = json_loads(r.body, 0, NULL);
-        if (a.json == NULL && r.status != 0) {
-            fprintf(stderr, "not JSON (%ld): %s\n", r.status, r.body);
-        }
-    }
-    it_response_free(&r);
-    return a;
-}
-
-static struct answer admin(const char *method, const char *path, const char *body)
-{
-    return admin_as(method, path, body, NULL, NULL);
-}
-
-static void answer_free(struct answer *a)
-{
-    json_decref(a->json);
-    a->json = NULL;
-}
-
-static const char *error_of(const struct answer *a)
-{
-    return json_string_value(json_object_get(a->json, "error"));
-}
 
 static bool expect(const char *method, const char *path, const char *body, long status,
                    const char *code)
 {
-    struct answer a = admin(method, path, body);
-    bool ok = a.status == status &&
-              (code == NULL || (error_of(&a) != NULL && strcmp(error_of(&a), code) == 0));
+    struct it_reply a = it_admin(&srv, method, path, body, TOKEN);
+    const char *error = it_str(&a, "error");
+    bool ok = a.status == status && (code == NULL || (error != NULL && strcmp(error, code) == 0));
     if (!ok) {
         char *text = a.json != NULL ? json_dumps(a.json, JSON_COMPACT) : NULL;
         fprintf(stderr, "%s %s: want %ld %s, got %ld %s\n", method, path, status, code ? code : "",
                 a.status, text ? text : "(no JSON)");
         free(text);
     }
-    answer_free(&a);
+    it_reply_free(&a);
     return ok;
 }
 
@@ -116,7 +60,7 @@ static bool expect(const char *method, const char *path, const char *body, long 
  * NULL. */
 static json_t *queue_entry(const char *name)
 {
-    struct answer a = admin("GET", "/api/queues?tenant=" IT_TENANT, NULL);
+    struct it_reply a = it_admin(&srv, "GET", "/api/queues?tenant=" IT_TENANT, NULL, TOKEN);
     json_t *found = NULL;
     size_t i;
     json_t *q;
@@ -126,7 +70,7 @@ static json_t *queue_entry(const char *name)
             found = json_incref(q);
         }
     }
-    answer_free(&a);
+    it_reply_free(&a);
     return found;
 }
 
@@ -148,21 +92,29 @@ static void sleep_ms(long ms)
 
 static void check_authorisation(void)
 {
-    struct answer a = admin_as("GET", "/api/queues", NULL, "", NULL);
+    struct it_reply a = it_admin_as(&srv, &(struct it_admin_call){.path = "/api/queues"});
     IT_CHECK(a.status == 401);
-    answer_free(&a);
-    a = admin_as("GET", "/api/queues", NULL, IT_KEY, IT_SECRET);
-    IT_CHECK(a.status == 403 && strcmp(error_of(&a), "AccessDenied") == 0);
-    answer_free(&a);
-    a = admin_as("POST", "/api/queues/acme/src/pause", "{}", IT_KEY, IT_SECRET);
+    it_reply_free(&a);
+    a = it_admin_as(
+        &srv, &(struct it_admin_call){.path = "/api/queues", .key = IT_KEY, .secret = IT_SECRET});
+    IT_CHECK(a.status == 403 && strcmp(it_str(&a, "error"), "AccessDenied") == 0);
+    it_reply_free(&a);
+    a = it_admin_as(&srv, &(struct it_admin_call){.method = "POST",
+                                                  .path = "/api/queues/acme/src/pause",
+                                                  .body = "{}",
+                                                  .key = IT_KEY,
+                                                  .secret = IT_SECRET});
     IT_CHECK(a.status == 403);
-    answer_free(&a);
-    a = admin_as("POST", "/api/reload", "{}", "", NULL);
+    it_reply_free(&a);
+    a = it_admin_as(&srv,
+                    &(struct it_admin_call){.method = "POST", .path = "/api/reload", .body = "{}"});
     IT_CHECK(a.status == 401);
-    answer_free(&a);
-    a = admin_as("GET", "/api/partitions", NULL, IT_ADMIN_KEY, IT_ADMIN_SECRET);
+    it_reply_free(&a);
+    a = it_admin_as(&srv, &(struct it_admin_call){.path = "/api/partitions",
+                                                  .key = IT_ADMIN_KEY,
+                                                  .secret = IT_ADMIN_SECRET});
     IT_CHECK(a.status == 200);
-    answer_free(&a);
+    it_reply_free(&a);
     /* nothing was paused by the refused write */
     json_t *q = queue_entry("src");
     IT_CHECK(q != NULL && json_is_false(json_object_get(json_object_get(q, "paused"), "enqueue")));
@@ -188,26 +140,26 @@ static void check_reads(void)
     IT_CHECK(q != NULL && strcmp(it_jstr(q, "redrive_target"), "dlq") == 0);
     json_decref(q);
 
-    struct answer a = admin("GET", "/api/queues/acme/src", NULL);
+    struct it_reply a = it_admin(&srv, "GET", "/api/queues/acme/src", NULL, TOKEN);
     IT_CHECK(a.status == 200);
     json_t *attrs = json_object_get(a.json, "attributes");
     IT_CHECK(json_string_value(json_object_get(attrs, "RedrivePolicy")) != NULL);
     IT_CHECK(strcmp(json_string_value(json_object_get(attrs, "VisibilityTimeout")), "30") == 0);
-    answer_free(&a);
+    it_reply_free(&a);
     IT_CHECK(expect("GET", "/api/queues/acme/nope", NULL, 404, "NotFound"));
     IT_CHECK(expect("GET", "/api/queues/nobody/src", NULL, 404, "NotFound"));
 
-    a = admin("GET", "/api/partitions", NULL);
+    a = it_admin(&srv, "GET", "/api/partitions", NULL, TOKEN);
     IT_CHECK(a.status == 200 && json_array_size(json_object_get(a.json, "partitions")) == 2);
     json_t *p0 = json_array_get(json_object_get(a.json, "partitions"), 0);
     IT_CHECK(json_is_true(json_object_get(p0, "ok")));
     IT_CHECK(json_integer_value(json_object_get(p0, "commits")) > 0 ||
              json_integer_value(json_object_get(
                  json_array_get(json_object_get(a.json, "partitions"), 1), "commits")) > 0);
-    answer_free(&a);
-    a = admin("GET", "/tenants", NULL);
+    it_reply_free(&a);
+    a = it_admin(&srv, "GET", "/tenants", NULL, TOKEN);
     IT_CHECK(a.status == 200 && json_array_size(json_object_get(a.json, "tenants")) == 2);
-    answer_free(&a);
+    it_reply_free(&a);
 }
 
 /* The ref of the peeked message with this body, into ref. */
@@ -216,7 +168,7 @@ static bool peek_ref(const char *queue, const char *body, char *ref, size_t cap,
 {
     char path[128];
     snprintf(path, sizeof path, "/api/queues/acme/%s/messages?max=100", queue);
-    struct answer a = admin("GET", path, NULL);
+    struct it_reply a = it_admin(&srv, "GET", path, NULL, TOKEN);
     bool found = false;
     size_t i;
     json_t *m;
@@ -230,7 +182,7 @@ static bool peek_ref(const char *queue, const char *body, char *ref, size_t cap,
             found = true;
         }
     }
-    answer_free(&a);
+    it_reply_free(&a);
     return found;
 }
 
@@ -243,7 +195,7 @@ static void check_peek(const char *dlq_url)
     IT_CHECK(count == 1);
     IT_CHECK(peek_ref("dlq", "m0", ref, sizeof ref, &count) && count == 1);
 
-    struct answer a = admin("GET", "/api/queues/acme/dlq/messages?max=2", NULL);
+    struct it_reply a = it_admin(&srv, "GET", "/api/queues/acme/dlq/messages?max=2", NULL, TOKEN);
     IT_CHECK(a.status == 200 && json_array_size(json_object_get(a.json, "messages")) == 2);
     json_t *m = json_array_get(json_object_get(a.json, "messages"), 0);
     json_t *attrs = json_object_get(m, "attributes");
@@ -254,7 +206,7 @@ static void check_peek(const char *dlq_url)
     IT_CHECK(strcmp(it_jstr(m, "source_queue"), "src") == 0);
     json_t *ma = json_object_get(json_object_get(m, "message_attributes"), "colour");
     IT_CHECK(ma != NULL && strcmp(it_jstr(ma, "StringValue"), "blue") == 0);
-    answer_free(&a);
+    it_reply_free(&a);
     IT_CHECK(expect("GET", "/api/queues/acme/dlq/messages?max=0", NULL, 400, "BadRequest"));
     IT_CHECK(expect("GET", "/api/queues/acme/dlq/messages?max=x", NULL, 400, "BadRequest"));
     IT_CHECK(queue_count("dlq", "inflight") == 0);
@@ -310,14 +262,15 @@ static void check_pause(const char *src_url)
         expect("POST", "/api/queues/acme/src/pause", "{\"enqueue\":\"yes\"}", 400, "BadRequest"));
     IT_CHECK(expect("POST", "/api/queues/acme/src/pause", "[1]", 400, "BadRequest"));
     IT_CHECK(expect("POST", "/api/queues/acme/src/pause", "{\"enqueue\":true", 400, "BadRequest"));
-    struct answer a = admin("POST", "/api/queues/acme/src/pause",
-                            "{\"enqueue\":true,"
-                            "\"dequeue\":false}");
+    struct it_reply a = it_admin(&srv, "POST", "/api/queues/acme/src/pause",
+                                 "{\"enqueue\":true,"
+                                 "\"dequeue\":false}",
+                                 TOKEN);
     IT_CHECK(a.status == 200);
     json_t *paused = json_object_get(a.json, "paused");
     IT_CHECK(json_is_true(json_object_get(paused, "enqueue")) &&
              json_is_false(json_object_get(paused, "dequeue")));
-    answer_free(&a);
+    it_reply_free(&a);
 
     struct it_reply r = it_call(&srv, "SendMessage",
                                 json_pack("{s:s, s:s}", "QueueUrl", src_url, "MessageBody", "x"));
@@ -415,9 +368,9 @@ static void check_pause_waiting(void)
 static long write_paced(const char *path, const char *body)
 {
     for (int i = 0; i < 100; i++) {
-        struct answer a = admin("POST", path, body);
+        struct it_reply a = it_admin(&srv, "POST", path, body, TOKEN);
         long status = a.status;
-        answer_free(&a);
+        it_reply_free(&a);
         if (status != 429) {
             return status;
         }
@@ -480,13 +433,15 @@ static json_t *wait_task(const char *id)
     char path[128];
     snprintf(path, sizeof path, "/api/redrives/%s", id);
     for (int i = 0; i < 200; i++) {
-        struct answer a = admin("GET", path, NULL);
+        struct it_reply a = it_admin(&srv, "GET", path, NULL, TOKEN);
         const char *st = json_string_value(json_object_get(a.json, "status"));
         if (a.status != 200 || st == NULL ||
             (strcmp(st, "RUNNING") != 0 && strcmp(st, "CANCELLING") != 0)) {
-            return a.json;
+            json_t *task = json_incref(a.json);
+            it_reply_free(&a);
+            return task;
         }
-        answer_free(&a);
+        it_reply_free(&a);
         sleep_ms(50);
     }
     return NULL;
@@ -502,14 +457,14 @@ static void check_redrive(char *task_id, size_t cap)
         expect("POST", "/api/redrives", "{\"source\":\"acme/dlq\",\"x\":1}", 400, "BadRequest"));
     long long before = queue_count("parking", "ready");
     long long pending = queue_count("dlq", "ready");
-    struct answer a = admin("POST", "/api/redrives",
-                            "{\"source\":\"acme/dlq\",\"destination\":\"acme/parking\",\"rate\":"
-                            "100}");
+    struct it_reply a =
+        it_admin(&srv, "POST", "/api/redrives",
+                 "{\"source\":\"acme/dlq\",\"destination\":\"acme/parking\",\"rate\":100}", TOKEN);
     IT_REQUIRE(a.status == 201);
     snprintf(task_id, cap, "%s", it_jstr(a.json, "id"));
     IT_CHECK(strcmp(it_jstr(a.json, "source"), "acme/dlq") == 0);
     IT_CHECK(strcmp(it_jstr(a.json, "destination"), "acme/parking") == 0);
-    answer_free(&a);
+    it_reply_free(&a);
     json_t *t = wait_task(task_id);
     IT_CHECK(t != NULL && strcmp(it_jstr(t, "status"), "COMPLETED") == 0);
     IT_CHECK(t != NULL && json_integer_value(json_object_get(t, "moved")) == pending &&
@@ -522,40 +477,40 @@ static void check_redrive(char *task_id, size_t cap)
     snprintf(path, sizeof path, "/api/redrives/%s/cancel", task_id);
     IT_CHECK(expect("POST", path, NULL, 404, "NotFound"));
     IT_CHECK(expect("GET", "/api/redrives/no-such-task", NULL, 404, "NotFound"));
-    a = admin("GET", "/api/redrives?tenant=acme", NULL);
+    a = it_admin(&srv, "GET", "/api/redrives?tenant=acme", NULL, TOKEN);
     IT_CHECK(json_array_size(json_object_get(a.json, "tasks")) == 1);
-    answer_free(&a);
-    a = admin("GET", "/api/redrives?tenant=other", NULL);
+    it_reply_free(&a);
+    a = it_admin(&srv, "GET", "/api/redrives?tenant=other", NULL, TOKEN);
     IT_CHECK(json_array_size(json_object_get(a.json, "tasks")) == 0);
-    answer_free(&a);
+    it_reply_free(&a);
 }
 
 static void check_purge(void)
 {
-    struct answer a = admin("POST", "/api/queues/acme/parking/purge", NULL);
+    struct it_reply a = it_admin(&srv, "POST", "/api/queues/acme/parking/purge", NULL, TOKEN);
     IT_CHECK(a.status == 200 && json_integer_value(json_object_get(a.json, "purged")) >= 1);
-    answer_free(&a);
+    it_reply_free(&a);
     IT_CHECK(queue_count("parking", "ready") == 0);
     IT_CHECK(expect("POST", "/api/queues/acme/missing/purge", NULL, 404, "NotFound"));
 }
 
 static void check_reload(void)
 {
-    struct answer a = admin("POST", "/api/reload", NULL);
+    struct it_reply a = it_admin(&srv, "POST", "/api/reload", NULL, TOKEN);
     IT_CHECK(a.status == 200 && json_is_true(json_object_get(a.json, "ok")) &&
              json_array_size(json_object_get(a.json, "diagnostics")) == 0);
-    answer_free(&a);
+    it_reply_free(&a);
     IT_CHECK(it_wait_log(&srv, "reload: configuration from", 5000));
 
     char yaml[4096];
     struct it_options opt = {.admin = true, .tenants_yaml = tenants_yaml};
     it_config_yaml(&srv, &opt, yaml, sizeof yaml);
     IT_REQUIRE(it_server_write_config(&srv, "listen: [unclosed\n") == 0);
-    a = admin("POST", "/api/reload", NULL);
+    a = it_admin(&srv, "POST", "/api/reload", NULL, TOKEN);
     IT_CHECK(a.status == 200 && json_is_false(json_object_get(a.json, "ok")));
     json_t *d = json_array_get(json_object_get(a.json, "diagnostics"), 0);
     IT_CHECK(d != NULL && strstr(json_string_value(d), "sluice.yaml:") != NULL);
-    answer_free(&a);
+    it_reply_free(&a);
     IT_REQUIRE(it_server_write_config(&srv, yaml) == 0);
     /* the server still serves under the old configuration */
     json_t *still = queue_entry("src");
@@ -608,9 +563,9 @@ static void check_write_rate(void)
 {
     int limited = 0;
     for (int i = 0; i < 40 && limited == 0; i++) {
-        struct answer a = admin("POST", "/api/redrives/x/cancel", NULL);
+        struct it_reply a = it_admin(&srv, "POST", "/api/redrives/x/cancel", NULL, TOKEN);
         limited += a.status == 429;
-        answer_free(&a);
+        it_reply_free(&a);
     }
     IT_CHECK(limited == 1);
     IT_CHECK(it_wait_log(&srv, "status=429", 5000));
@@ -664,9 +619,9 @@ int main(void)
     IT_REQUIRE(it_server_restart(&srv) == 0);
     char path[128];
     snprintf(path, sizeof path, "/api/redrives/%s", task_id);
-    struct answer a = admin("GET", path, NULL);
+    struct it_reply a = it_admin(&srv, "GET", path, NULL, TOKEN);
     IT_CHECK(a.status == 200 && strcmp(it_jstr(a.json, "status"), "COMPLETED") == 0);
-    answer_free(&a);
+    it_reply_free(&a);
 
     check_reload();
     check_routes_and_methods();

@@ -24,11 +24,7 @@
 
 #define TOKEN "ops-token_1"
 
-static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
-                                   "tenants:\n"
-                                   "  " IT_TENANT ":\n"
-                                   "    access_key_id: " IT_KEY "\n"
-                                   "    secret_access_key: " IT_SECRET "\n";
+static const char tenants_yaml[] = IT_TENANTS_YAML_WITH_TOKEN(TOKEN);
 
 static struct it_server srv;
 
@@ -37,21 +33,11 @@ static struct it_server srv;
 static long admin_status(const char *method, const char *path, const char *body, const char *token,
                          const char *source)
 {
-    char authz[128];
-    snprintf(authz, sizeof authz, "authorization: Bearer %s", token);
-    const char *headers[] = {authz, "content-type: application/json", NULL};
-    struct it_request req = {
-        .method = method,
-        .path = path,
-        .headers = headers,
-        .body = body,
-        .body_len = body != NULL ? strlen(body) : 0,
-        .admin = true,
-        .source_address = source,
-    };
-    struct it_response r;
-    long status = it_request(&srv, &req, &r) == 0 ? r.status : 0;
-    it_response_free(&r);
+    struct it_admin_call call = {
+        .method = method, .path = path, .body = body, .token = token, .source = source};
+    struct it_reply r = it_admin_as(&srv, &call);
+    long status = r.status;
+    it_reply_free(&r);
     return status;
 }
 

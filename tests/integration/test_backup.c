@@ -31,42 +31,38 @@
 #include "it_sqs.h"
 
 #define TOKEN "backup-token_1"
-#define BEARER "authorization: Bearer " TOKEN
 #define KEPT 300   /* sent and kept before the backup */
 #define DELETED 60 /* of them, deleted before the backup */
 
-static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
-                                   "tenants:\n"
-                                   "  " IT_TENANT ":\n"
-                                   "    access_key_id: " IT_KEY "\n"
-                                   "    secret_access_key: " IT_SECRET "\n";
+static const char tenants_yaml[] = IT_TENANTS_YAML_WITH_TOKEN(TOKEN);
 
 static struct it_server srv;
 static char *queue_url;
 static atomic_bool stop_load;
 static atomic_int load_sent;
 
+/* POST path with body on the admin listener, with the bearer token, or
+ * signed with key (a tenant's: IT_SECRET) when it is not NULL; a backup
+ * answers when its copy is done, hence the long timeout. The status; the
+ * parsed answer into *out (the caller's) unless out is NULL. */
 static long admin_post(const char *path, const char *body, json_t **out, const char *key)
 {
-    const char *bearer[] = {BEARER, NULL};
-    struct it_request req = {.method = "POST",
-                             .path = path,
-                             .headers = key == NULL ? bearer : NULL,
-                             .body = body,
-                             .body_len = strlen(body),
-                             .access_key = key,
-                             .secret = key != NULL ? IT_SECRET : NULL,
-                             .admin = true,
-                             .timeout_ms = 120000};
-    struct it_response r;
-    long status = it_request(&srv, &req, &r) == 0 ? r.status : 0;
+    struct it_admin_call call = {.method = "POST",
+                                 .path = path,
+                                 .body = body,
+                                 .token = key == NULL ? TOKEN : NULL,
+                                 .key = key,
+                                 .secret = key != NULL ? IT_SECRET : NULL,
+                                 .timeout_ms = 120000};
+    struct it_reply r = it_admin_as(&srv, &call);
+    long status = r.status;
     if (out != NULL) {
-        *out = json_loads(r.body, 0, NULL);
+        *out = json_incref(r.json);
     }
     if (status != 200 && out == NULL) {
         fprintf(stderr, "POST %s: %ld %s\n", path, status, r.body);
     }
-    it_response_free(&r);
+    it_reply_free(&r);
     return status;
 }
 
@@ -383,16 +379,10 @@ int main(void)
 
     /* the ops.db of the backup: paused queue (above), the task started
      * before the backup and not the one after */
-    doc = NULL;
-    const char *bearer[] = {BEARER, NULL};
-    struct it_request req = {
-        .method = "GET", .path = "/api/redrives", .headers = bearer, .admin = true};
-    struct it_response resp;
-    IT_CHECK(it_request(&srv, &req, &resp) == 0 && resp.status == 200);
-    doc = json_loads(resp.body, 0, NULL);
-    IT_CHECK(json_array_size(json_object_get(doc, "tasks")) == 1);
-    json_decref(doc);
-    it_response_free(&resp);
+    struct it_reply tasks = it_admin(&srv, "GET", "/api/redrives", NULL, TOKEN);
+    IT_CHECK(tasks.status == 200);
+    IT_CHECK(json_array_size(json_object_get(tasks.json, "tasks")) == 1);
+    it_reply_free(&tasks);
 
     free(queue_url);
     free(dlq);

@@ -42,11 +42,7 @@
 
 #define TOKEN "ops-token_1"
 
-static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
-                                   "tenants:\n"
-                                   "  " IT_TENANT ":\n"
-                                   "    access_key_id: " IT_KEY "\n"
-                                   "    secret_access_key: " IT_SECRET "\n";
+static const char tenants_yaml[] = IT_TENANTS_YAML_WITH_TOKEN(TOKEN);
 
 static struct it_server srv;
 

@@ -57,7 +57,7 @@ struct call {
 static struct it_response call(const struct it_server *s, const struct call *c)
 {
     char cookie[200], csrf[120], origin[120];
-    const char *headers[6];
+    const char *headers[5];
     size_t n = 0;
     if (c->cookie != NULL) {
         snprintf(cookie, sizeof(cookie), "cookie: theme=dark; %s", c->cookie);
@@ -71,27 +71,22 @@ static struct it_response call(const struct it_server *s, const struct call *c)
         snprintf(origin, sizeof(origin), "origin: %s", c->origin);
         headers[n++] = origin;
     }
-    if (c->body != NULL) {
-        headers[n++] = "content-type: application/json";
-    }
     if (c->extra != NULL) {
         headers[n++] = c->extra;
     }
     headers[n] = NULL;
-    struct it_request req = {
+    struct it_admin_call admin = {
         .method = c->method,
         .path = c->path,
-        .headers = headers,
         .body = c->body,
-        .body_len = c->body != NULL ? strlen(c->body) : 0,
-        .access_key = c->key,
+        .key = c->key,
         .secret = c->secret,
-        .admin = true,
+        .headers = headers,
         .http1 = c->http1,
-        .source_address = c->source,
+        .source = c->source,
     };
     struct it_response r;
-    IT_CHECK(it_request(s, &req, &r) == 0);
+    IT_CHECK(it_admin_request(s, &admin, &r) == 0);
     return r;
 }
 

@@ -445,11 +445,9 @@ static void version_from_split_first_bytes(void)
 
 static char *metrics(void)
 {
-    const char *headers[] = {"Authorization: Bearer " TOKEN, NULL};
-    struct it_request req = {
-        .method = "GET", .path = "/metrics", .headers = headers, .admin = true, .http1 = true};
+    struct it_admin_call call = {.path = "/metrics", .token = TOKEN, .http1 = true};
     struct it_response r;
-    if (it_request(&srv, &req, &r) != 0 || r.status != 200) {
+    if (it_admin_request(&srv, &call, &r) != 0 || r.status != 200) {
         it_response_free(&r);
         return NULL;
     }
@@ -667,14 +665,9 @@ static void shutdown_over_http1(void)
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    /* Written right after the harness's admin section (see test_admin.c). */
     struct it_options opt = {
         .admin = true,
-        .tenants_yaml = "  bearer_token: " TOKEN "\n"
-                        "tenants:\n"
-                        "  " IT_TENANT ":\n"
-                        "    access_key_id: " IT_KEY "\n"
-                        "    secret_access_key: " IT_SECRET "\n",
+        .tenants_yaml = IT_TENANTS_YAML_WITH_TOKEN(TOKEN),
     };
     IT_REQUIRE(it_server_start(&srv, &opt) == 0);
     keep_alive_one_connection();

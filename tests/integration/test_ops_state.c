@@ -24,41 +24,10 @@
 #include "it_sqs.h"
 
 #define TOKEN "ops-token_1"
-#define BEARER "authorization: Bearer " TOKEN
 
-static const char tenants_yaml[] = "  bearer_token: " TOKEN "\n"
-                                   "tenants:\n"
-                                   "  " IT_TENANT ":\n"
-                                   "    access_key_id: " IT_KEY "\n"
-                                   "    secret_access_key: " IT_SECRET "\n";
+static const char tenants_yaml[] = IT_TENANTS_YAML_WITH_TOKEN(TOKEN);
 
 static struct it_server srv;
-
-struct answer {
-    long status;
-    json_t *json;
-};
-
-static struct answer admin(const char *method, const char *path, const char *body)
-{
-    const char *headers[] = {BEARER, "content-type: application/json", NULL};
-    struct it_request req = {
-        .method = method,
-        .path = path,
-        .headers = headers,
-        .body = body,
-        .body_len = body != NULL ? strlen(body) : 0,
-        .admin = true,
-    };
-    struct it_response r;
-    struct answer a = {0, NULL};
-    if (it_request(&srv, &req, &r) == 0) {
-        a.status = r.status;
-        a.json = json_loads(r.body, 0, NULL);
-    }
-    it_response_free(&r);
-    return a;
-}
 
 /* The task at path (/api/redrives/ID) once it is no longer RUNNING (the
  * last answer after five seconds), with its status in *status. The
@@ -69,7 +38,9 @@ static json_t *task_when_ended(const char *path, const char **status)
     *status = NULL;
     for (int i = 0; i < 50; i++) {
         json_decref(task);
-        task = admin("GET", path, NULL).json;
+        struct it_reply r = it_admin(&srv, "GET", path, NULL, TOKEN);
+        task = json_incref(r.json);
+        it_reply_free(&r);
         *status = it_jstr(task, "status");
         if (*status != NULL && strcmp(*status, "RUNNING") != 0) {
             break;
@@ -82,10 +53,22 @@ static json_t *task_when_ended(const char *path, const char **status)
 /* Starts a redrive (POST /api/redrives with body); its path into path. */
 static void start_redrive(const char *body, char path[128])
 {
-    struct answer a = admin("POST", "/api/redrives", body);
+    struct it_reply a = it_admin(&srv, "POST", "/api/redrives", body, TOKEN);
     IT_REQUIRE(a.status == 201);
     snprintf(path, 128, "/api/redrives/%s", it_jstr(a.json, "id"));
-    json_decref(a.json);
+    it_reply_free(&a);
+}
+
+/* POST /api/queues/acme/NAME/OP (pause, resume) with body (NULL: none);
+ * the status. */
+static long queue_op(const char *name, const char *op, const char *body)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/api/queues/acme/%s/%s", name, op);
+    struct it_reply r = it_admin(&srv, "POST", path, body, TOKEN);
+    long status = r.status;
+    it_reply_free(&r);
+    return status;
 }
 
 /* acme's queue NAME whose dead-letter queue is acme's DLQ (after three
@@ -129,14 +112,14 @@ static void check_redrive_of_deleted_dlq(void)
     IT_CHECK(r.status == 200);
     it_reply_free(&r);
     const char *status;
-    struct answer a = {200, task_when_ended(path, &status)};
-    char *text = json_dumps(a.json, JSON_COMPACT);
+    json_t *task = task_when_ended(path, &status);
+    char *text = json_dumps(task, JSON_COMPACT);
     fprintf(stderr, "redrive after its DLQ was deleted: %s\n", text ? text : "(none)");
     free(text);
     IT_CHECK(status != NULL && strcmp(status, "FAILED") == 0);
-    const char *error = it_jstr(a.json, "error");
+    const char *error = it_jstr(task, "error");
     IT_CHECK(error != NULL && strcmp(error, "AWS.SimpleQueueService.NonExistentQueue") == 0);
-    json_decref(a.json);
+    json_decref(task);
     free(dlq);
     free(src);
 }
@@ -145,9 +128,7 @@ static void check_redrive_into_paused_queue(void)
 {
     char *dlq, *src;
     dlq_pair("pz", 5, &dlq, &src);
-    struct answer a = admin("POST", "/api/queues/acme/pz-src/pause", "{\"enqueue\": true}");
-    IT_CHECK(a.status == 200);
-    json_decref(a.json);
+    IT_CHECK(queue_op("pz-src", "pause", "{\"enqueue\": true}") == 200);
     char path[128];
     start_redrive("{\"source\": \"acme/pz-dlq\", \"destination\": \"acme/pz-src\"}", path);
     it_sleep_ms(1000);
@@ -155,21 +136,20 @@ static void check_redrive_into_paused_queue(void)
     fprintf(stderr, "redrive into a queue paused for enqueue: %lld of 5 landed\n", landed);
     IT_CHECK(landed == 0);
     /* The task waits (docs/operations.md): RUNNING, held, nothing taken. */
-    a = admin("GET", path, NULL);
+    struct it_reply a = it_admin(&srv, "GET", path, NULL, TOKEN);
     const char *status = it_jstr(a.json, "status");
     IT_CHECK(status != NULL && strcmp(status, "RUNNING") == 0);
     IT_CHECK(json_is_true(json_object_get(a.json, "held")));
-    json_decref(a.json);
+    it_reply_free(&a);
     IT_CHECK(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == 5);
 
     /* Resumed, it carries on: every message lands once, none is lost. */
-    a = admin("POST", "/api/queues/acme/pz-src/resume", NULL);
-    json_decref(a.json);
-    a.json = task_when_ended(path, &status);
+    queue_op("pz-src", "resume", NULL);
+    json_t *task = task_when_ended(path, &status);
     IT_CHECK(status != NULL && strcmp(status, "COMPLETED") == 0);
-    IT_CHECK(json_integer_value(json_object_get(a.json, "moved")) == 5);
-    IT_CHECK(!json_is_true(json_object_get(a.json, "held")));
-    json_decref(a.json);
+    IT_CHECK(json_integer_value(json_object_get(task, "moved")) == 5);
+    IT_CHECK(!json_is_true(json_object_get(task, "held")));
+    json_decref(task);
     IT_CHECK(it_queue_attr_int(&srv, src, "ApproximateNumberOfMessages") == 5);
     IT_CHECK(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == 0);
     free(dlq);
@@ -203,9 +183,7 @@ static void check_redrive_to_sources_one_paused(void)
     char *b = dlq_source("ps-dlq", "ps-b");
     dead_letter(b, dlq, 3, 3); /* b's first: a's move past them */
     dead_letter(a, dlq, 3, 6);
-    struct answer ans = admin("POST", "/api/queues/acme/ps-b/pause", "{\"enqueue\": true}");
-    IT_CHECK(ans.status == 200);
-    json_decref(ans.json);
+    IT_CHECK(queue_op("ps-b", "pause", "{\"enqueue\": true}") == 200);
     char path[128];
     start_redrive("{\"source\": \"acme/ps-dlq\"}", path);
     for (int i = 0; i < 50 && it_queue_attr_int(&srv, a, "ApproximateNumberOfMessages") < 3; i++) {
@@ -217,12 +195,11 @@ static void check_redrive_to_sources_one_paused(void)
     fprintf(stderr, "redrive to sources, ps-b paused: %lld in ps-a, %lld in ps-b\n", in_a, in_b);
     IT_CHECK(in_a == 3 && in_b == 0);
     IT_CHECK(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == 3);
-    ans = admin("GET", path, NULL);
+    struct it_reply ans = it_admin(&srv, "GET", path, NULL, TOKEN);
     IT_CHECK(json_is_true(json_object_get(ans.json, "held")));
-    json_decref(ans.json);
+    it_reply_free(&ans);
 
-    ans = admin("POST", "/api/queues/acme/ps-b/resume", NULL);
-    json_decref(ans.json);
+    queue_op("ps-b", "resume", NULL);
     const char *status;
     json_t *task = task_when_ended(path, &status);
     IT_CHECK(status != NULL && strcmp(status, "COMPLETED") == 0);
@@ -239,10 +216,10 @@ static void check_redrive_to_sources_one_paused(void)
 /* acme's shard as /tenants shows it: how many partitions. */
 static size_t shard_width(void)
 {
-    struct answer a = admin("GET", "/tenants", NULL);
+    struct it_reply a = it_admin(&srv, "GET", "/tenants", NULL, TOKEN);
     json_t *t = json_array_get(json_object_get(a.json, "tenants"), 0);
     size_t n = json_array_size(json_object_get(t, "partitions"));
-    json_decref(a.json);
+    it_reply_free(&a);
     return n;
 }
 
@@ -253,13 +230,13 @@ static void check_reload_of_restart_only_key(struct it_options *opt)
     opt->shard_size = 2;
     it_config_yaml(&srv, opt, yaml, sizeof yaml);
     IT_REQUIRE(it_server_write_config(&srv, yaml) == 0);
-    struct answer a = admin("POST", "/api/reload", NULL);
+    struct it_reply a = it_admin(&srv, "POST", "/api/reload", NULL, TOKEN);
     IT_CHECK(a.status == 200 && json_is_true(json_object_get(a.json, "ok")));
     char *text = json_dumps(json_object_get(a.json, "restart_needed"), JSON_COMPACT);
     bool says_restart = text != NULL && strstr(text, "shard_size") != NULL;
     fprintf(stderr, "reload of shard_size 1 -> 2: restart_needed %s\n", text ? text : "-");
     free(text);
-    json_decref(a.json);
+    it_reply_free(&a);
     IT_CHECK(it_wait_log(&srv, "is live", 5000));
     size_t width = shard_width();
     fprintf(stderr, "acme's shard after the reload: %zu partition(s)\n", width);
@@ -268,11 +245,11 @@ static void check_reload_of_restart_only_key(struct it_options *opt)
     IT_CHECK(says_restart);
     /* The running value is what a second reload compares with. */
     int reloads = it_log_count(&srv, "is live");
-    a = admin("POST", "/api/reload", NULL);
+    a = it_admin(&srv, "POST", "/api/reload", NULL, TOKEN);
     text = json_dumps(json_object_get(a.json, "restart_needed"), JSON_COMPACT);
     IT_CHECK(text != NULL && strstr(text, "shard_size changed from 1 to 2") != NULL);
     free(text);
-    json_decref(a.json);
+    it_reply_free(&a);
     for (int i = 0; i < 50 && it_log_count(&srv, "is live") == reloads; i++) {
         it_sleep_ms(100);
     }

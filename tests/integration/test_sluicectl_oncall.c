@@ -28,12 +28,7 @@
 #define TOKEN "ctl-token_1"
 #define HASH_SECRET "s3cr#t-with-hash"
 
-static const char tenants_yaml[] =
-    "  bearer_token: " TOKEN "\n"
-    "tenants:\n"
-    "  " IT_TENANT ":\n"
-    "    access_key_id: " IT_KEY "\n"
-    "    secret_access_key: " IT_SECRET "\n"
+static const char tenants_yaml[] = IT_TENANTS_YAML_WITH_TOKEN(TOKEN) /* acme, and: */
     "  slow:\n"
     "    access_key_id: AKIDSLOW\n"
     "    secret_access_key: slow-secret\n"
