@@ -160,6 +160,14 @@ static uint64_t make_source(struct t_env *t, const char *name, uint64_t dlq)
     return t_create(t, "acme", name, &cfg);
 }
 
+/* The DLQ "dead" and two sources, "a" and "b", that dead-letter into it. */
+static void make_two_sources(struct t_env *t, uint64_t *dlq, uint64_t *a, uint64_t *b)
+{
+    *dlq = t_create(t, "acme", "dead", NULL);
+    *a = make_source(t, "a", *dlq);
+    *b = make_source(t, "b", *dlq);
+}
+
 /* Receives src's messages twice (lease 0 in between), which moves every
  * one of them to its DLQ. */
 static void dead_letter_all(struct t_env *t, uint64_t src)
@@ -176,9 +184,8 @@ static void dead_letter_all(struct t_env *t, uint64_t src)
 static void test_back_to_each_source(void **state)
 {
     struct t_env *t = *state;
-    uint64_t dlq = t_create(t, "acme", "dead", NULL);
-    uint64_t a = make_source(t, "a", dlq);
-    uint64_t b = make_source(t, "b", dlq);
+    uint64_t dlq, a, b;
+    make_two_sources(t, &dlq, &a, &b);
     send_full(t, a, 0, "a0", NULL);
     send_full(t, a, 1, "a1", "g1");
     send_full(t, b, 0, "b0", NULL);
@@ -331,9 +338,8 @@ static void test_cursor_resumes(void **state)
 static void test_held_destination_waits(void **state)
 {
     struct t_env *t = *state;
-    uint64_t dlq = t_create(t, "acme", "dead", NULL);
-    uint64_t a = make_source(t, "a", dlq);
-    uint64_t b = make_source(t, "b", dlq);
+    uint64_t dlq, a, b;
+    make_two_sources(t, &dlq, &a, &b);
     send_full(t, a, 0, "a0", NULL);
     dead_letter_all(t, a);
     send_full(t, b, 0, "b0", NULL);
