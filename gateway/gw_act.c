@@ -312,11 +312,27 @@ static void throttle(struct gw_act_ctx *ctx, const struct gw_sqs_err *err, uint6
     answer_error(ctx, err, retry_after_ns);
 }
 
+/* How long until a tenant that owes `owed` tokens owes less than a burst,
+ * the wait before the precheck lets it in again; 0 (no hint) without a
+ * rate. */
+static uint64_t debt_wait_ns(const struct cfg_limits *lim, uint64_t owed)
+{
+    if (lim->requests_per_second <= 0 || owed < lim->burst) {
+        return 0;
+    }
+    double tokens = (double)(owed - lim->burst + 1);
+    return (uint64_t)(tokens / lim->requests_per_second * 1e9);
+}
+
 int gw__act_precheck(struct gw_act_ctx *ctx)
 {
     struct pol_tenant_state *state = tenant_state(ctx);
-    if (state == NULL ||
-        pol_gcra_owed(&state->rate, sl_mono_ns()) < ctx->principal.tenant->limits.burst) {
+    if (state == NULL) {
+        return SL_OK;
+    }
+    const struct cfg_limits *lim = &ctx->principal.tenant->limits;
+    uint64_t owed = pol_gcra_owed(&state->rate, sl_mono_ns());
+    if (owed < lim->burst) {
         return SL_OK;
     }
     bool send =
@@ -327,7 +343,7 @@ int gw__act_precheck(struct gw_act_ctx *ctx)
     struct gw_sqs_err err;
     gw_sqs_err_set(&err, GW_SQS_E_REQUEST_THROTTLED, "Rate exceeded for tenant %s.",
                    ctx->principal.tenant->name);
-    throttle(ctx, &err, 0);
+    throttle(ctx, &err, debt_wait_ns(lim, owed));
     return SL_EBUSY;
 }
 
