@@ -312,12 +312,12 @@ static void throttle(struct gw_act_ctx *ctx, const struct gw_sqs_err *err, uint6
     answer_error(ctx, err, retry_after_ns);
 }
 
-/* How long until a tenant that owes `owed` tokens owes less than a burst,
- * the wait before the precheck lets it in again; 0 (no hint) without a
- * rate. */
+/* How long until a tenant that owes `owed` tokens, at least a burst,
+ * owes less than a burst: the wait before the precheck lets it in again;
+ * 0 (no hint) without a rate. */
 static uint64_t debt_wait_ns(const struct cfg_limits *lim, uint64_t owed)
 {
-    if (lim->requests_per_second <= 0 || owed < lim->burst) {
+    if (lim->requests_per_second <= 0) {
         return 0;
     }
     double tokens = (double)(owed - lim->burst + 1);

@@ -210,10 +210,11 @@ void gw__act_queue_arn(const struct gw_act_ctx *ctx, const char *tenant, const c
 
 /* Before the body is parsed: a tenant that owes a whole burst (malformed
  * requests are charged a token each, pol_gcra_charge) is answered
- * RequestThrottled at once, so that a flood costs an authentication, not
- * a decode. Like every throttled answer it is not charged. A spill-mode tenant's sends go
- * on, to be spilled at admission. Returns SL_OK, or SL_EBUSY when it ended
- * the request. */
+ * RequestThrottled at once, with Retry-After for its debt, so that a
+ * flood costs an authentication, not a decode. Like every throttled
+ * answer it is not charged. A spill-mode tenant's sends go on, to be
+ * spilled at admission. Returns SL_OK, or SL_EBUSY when it ended the
+ * request. */
 int gw__act_precheck(struct gw_act_ctx *ctx);
 
 /* Right after authentication: takes one of the tenant's concurrent

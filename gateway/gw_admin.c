@@ -400,7 +400,6 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     bool admitted = admit(l->base.api, l, snap, ex, req, &cv); /* else answered */
     if (!admitted || gw__console_serve(l->base.api->console, snap, ex, req)) {
         /* answered: rationed, refused, or a console route */
-        /* a console route */
     } else if (sl_slice_eq_cstr(path, "/metrics")) {
         if (get) {
             answer_metrics(l, snap, ex);

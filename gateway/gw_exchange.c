@@ -435,8 +435,9 @@ void gw__exchange_respond_error(struct gw_exchange *ex, int status, const char *
     }
     for (size_t i = 0; i < extra_count && n < SL_ARRAY_LEN(headers); i++)
         headers[n++] = extra[i];
-    gw__exchange_submit(ex, status, headers, n, body.p != NULL ? body.p : "", body.n);
-    sl_buf_free(&body);
+    size_t len;
+    char *owned = sl_buf_take(&body, &len); /* never empty: no second copy */
+    gw__exchange_submit_owned(ex, status, headers, n, owned, len);
 }
 
 /* Both responds end the handler's hold on ex. Returns the owner to wake

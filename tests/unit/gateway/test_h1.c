@@ -444,7 +444,7 @@ static void body_too_large(void **state)
 }
 
 /* A query client (a form POST) cannot parse a JSON error: the refusal
- * is SQS's XML ErrorResponse; a JSON 1.0 client gets JSON. */
+ * is SQS's XML ErrorResponse; a JSON 1.0 client gets JSON (below). */
 static void body_too_large_in_the_clients_protocol(void **state)
 {
     struct fixture *fx = *state;
@@ -457,11 +457,11 @@ static void body_too_large_in_the_clients_protocol(void **state)
                                     "<Code>RequestEntityTooLarge</Code><Message>"));
     assert_non_null(strstr(got(fx), "</Error><RequestId>"));
     assert_null(strstr(got(fx), "__type"));
+}
 
-    gw__h1c_free(fx->srv);
-    sl_buf_reset(&fx->got);
-    struct gw_proto_env env = {.handler = &fx->handler, .loop_ctx = fx, .counters = fx->counters};
-    fx->srv = gw__h1c_new(&env, fx->now);
+static void body_too_large_for_a_json_client(void **state)
+{
+    struct fixture *fx = *state;
     feed(fx, POST_HDR "Content-Type: application/x-amz-json-1.0\r\n"
                       "X-Amz-Target: AmazonSQS.SendMessage\r\nContent-Length: 99999999\r\n\r\n");
     assert_non_null(strstr(got(fx), "HTTP/1.1 413 "));
@@ -757,6 +757,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(body_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(body_too_large_in_the_clients_protocol, setup, teardown),
+        cmocka_unit_test_setup_teardown(body_too_large_for_a_json_client, setup, teardown),
         cmocka_unit_test_setup_teardown(refusal_of_presigned_get_is_xml, setup, teardown),
         cmocka_unit_test_setup_teardown(chunked_body_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(headers_too_large, setup, teardown),
