@@ -2,7 +2,7 @@
  * gw_api.h -- (gateway-internal) the API layer: authentication (SigV4),
  * the SQS JSON 1.0 and query protocols, and the actions, which ask policy
  * and then the partitions. gw_main builds one struct gw_api and hands its
- * handlers to the listeners (see gw_http.h).
+ * handlers to the listeners (see gw_transport.h).
  *
  * Threading: gw_api_new/free/config_changed run on the main thread; the
  * handlers run on the I/O threads, one loop context each.
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "gw_http.h"
+#include "gw_transport.h"
 
 struct gw_connlimit;
 

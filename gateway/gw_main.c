@@ -27,8 +27,8 @@
 #include "gw.h"
 #include "gw_act.h" /* struct gw_api: the engine, for the disk watermark */
 #include "gw_api.h"
-#include "gw_backup.h"
-#include "gw_server.h"
+#include "gw_admin.h"
+#include "gw_transport.h"
 
 #define SHUTDOWN_GRACE_MS 10000 /* in-flight exchanges get this long to finish */
 /* From the stop signal to exit, whatever happens: the loops' grace and

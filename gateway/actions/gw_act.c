@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gw_metrics.h"
-
 #define LOG_MODULE "api"
 
 /* ---- ending a request ---------------------------------------------------- */

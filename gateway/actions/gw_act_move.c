@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gw_act_move.h"
-#include "gw_move.h"
+#include "gw_act.h"
 
 /* ---- resolving ARNs -------------------------------------------------------- */
 

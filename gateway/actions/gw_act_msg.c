@@ -13,12 +13,9 @@
  *
  * Threading: loop threads.
  */
-#include "gw_act_msg.h"
+#include "gw_act.h"
 
 #include "gw_act_fifo.h"
-#include "gw_attrs.h"
-#include "gw_pause.h"
-#include "gw_metrics.h"
 
 #include <jansson.h>
 #include <stddef.h>

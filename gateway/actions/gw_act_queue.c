@@ -11,8 +11,7 @@
  * Threading: loop threads. Catalog reads are in-memory and synchronous;
  * catalog writes are partition jobs finished from their completion.
  */
-#include "gw_act_queue.h"
-#include "gw_pause.h"
+#include "gw_act.h"
 
 #include <jansson.h>
 #include <stdio.h>

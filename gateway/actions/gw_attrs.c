@@ -1,9 +1,9 @@
 /*
- * gw_attrs.c -- the stored form of message attributes (gw_attrs.h): the
+ * gw_attrs.c -- the stored form of message attributes (gw_act.h): the
  * byte layout SQS hashes for MD5OfMessageAttributes, written at send and
  * read back at receive.
  */
-#include "gw_attrs.h"
+#include "gw_act.h"
 
 #include <string.h>
 

@@ -5,9 +5,7 @@
  * botocore) or ":authority" (AWS SDK for JavaScript v3) that is not among
  * the headers from sreq.authority.
  */
-#include "gw_auth.h"
-
-#include "gw_h2.h"
+#include "gw_act.h"
 
 int gw__auth_sigv4(const struct gw_request *req, const struct sigv4_verifier *v,
                    enum sigv4_failure *failure, const char **why)

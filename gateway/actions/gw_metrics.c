@@ -1,6 +1,6 @@
 /*
  * gw_metrics.c -- request counters per tenant (lock-free on the hot path)
- * and the Prometheus text rendering of GET /metrics. See gw_metrics.h.
+ * and the Prometheus text rendering of GET /metrics. See gw_act.h.
  *
  * The tenant and queue tables are open addressing over atomic pointers. A lookup
  * probes without a lock; a miss takes grow_lock, probes again and inserts.
@@ -25,9 +25,7 @@
 #include <string.h>
 
 #include "cfg.h"
-#include "gw_budget.h"
-#include "gw_connlimit.h"
-#include "gw_metrics.h"
+#include "gw_act.h"
 #include "part.h"
 #include "pol.h"
 

@@ -1,5 +1,5 @@
 /*
- * gw_move.c -- message move tasks (gw_move.h): the registry of every
+ * gw_move.c -- message move tasks (gw_act.h): the registry of every
  * task, the runner that moves a DLQ's ready messages in part_move
  * batches, and the durable history in ops.db.
  *
@@ -17,7 +17,7 @@
  *   RUNNING --queue deleted / storage failure--> FAILED (failure reason)
  *   RUNNING or CANCELLING at a stop --restart--> FAILED ("Interrupted")
  *
- * A destination paused for enqueue (gw_pause.h) takes no message from a
+ * A destination paused for enqueue (gw_act.h) takes no message from a
  * redrive either: the task stays RUNNING and waits ("held"), moving what
  * goes elsewhere, and carries on where it stopped once the pause is
  * lifted. It does not fail: a pause is the operator's brake, usually
@@ -57,9 +57,7 @@
 
 #include <uv.h>
 
-#include "gw_move.h"
-#include "gw_opstore.h"
-#include "gw_pause.h"
+#include "gw_act.h"
 
 #define LOG_MOD "move"
 #define MOVE_TICK_MS 100           /* pacing granularity with a rate, and cancel latency */

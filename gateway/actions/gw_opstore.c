@@ -1,6 +1,6 @@
 /*
  * gw_opstore.c -- data_dir/ops.db: move-task history and paused queues
- * (gw_opstore.h).
+ * (gw_act.h).
  *
  * One connection under a mutex. With durability fsync each commit is
  * synced (synchronous=FULL): these writes are rare, and an operator who
@@ -21,7 +21,7 @@
 
 #include <sqlite3.h>
 
-#include "gw_opstore.h"
+#include "gw_act.h"
 
 #define LOG_MOD "opstore"
 #define OPSTORE_BUSY_MS 5000

@@ -1,5 +1,5 @@
 /*
- * gw_pause.c -- paused queues (gw_pause.h): the set the send and receive
+ * gw_pause.c -- paused queues (gw_act.h): the set the send and receive
  * paths consult, its durable copy in ops.db, and the receives held on a
  * queue paused for dequeue.
  *
@@ -16,8 +16,7 @@
 
 #include <uv.h>
 
-#include "gw_opstore.h"
-#include "gw_pause.h"
+#include "gw_act.h"
 
 #define LOG_MOD "pause"
 

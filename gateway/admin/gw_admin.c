@@ -37,14 +37,10 @@
 #include <openssl/sha.h>
 
 #include "cfg.h"
-#include "gw.h"
 #include "gw_act.h"
 #include "gw_admin.h"
 #include "gw_admin_routes.h"
-#include "gw_auth.h"
 #include "gw_console.h"
-#include "gw_metrics.h"
-#include "gw_move.h"
 #include "gw_peer_ration.h"
 
 #define ADMIN_KEY_CACHE_SLOTS 16

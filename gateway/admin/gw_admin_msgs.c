@@ -20,7 +20,7 @@
 #include <uv.h>
 
 #include "gw_admin_routes.h"
-#include "gw_attrs.h"
+#include "gw_act.h"
 
 /* ---- peek ------------------------------------------------------------------------ */
 

@@ -27,7 +27,7 @@
 
 #include "gw_admin_routes.h"
 #include "gw_backup.h"
-#include "gw_pause.h"
+#include "gw_act.h"
 
 /* ---- pause / resume ------------------------------------------------------------- */
 

@@ -14,8 +14,7 @@
 #include <string.h>
 
 #include "gw_admin_routes.h"
-#include "gw_metrics.h"
-#include "gw_pause.h"
+#include "gw_act.h"
 
 /* ---- GET /tenants ------------------------------------------------------------------ */
 

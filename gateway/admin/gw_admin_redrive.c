@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "gw_admin_routes.h"
-#include "gw_move.h"
+#include "gw_act.h"
 
 #define REDRIVE_RATE_MAX 500 /* SQS's MaxNumberOfMessagesPerSecond bound */
 

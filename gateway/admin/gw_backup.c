@@ -36,7 +36,7 @@
 #include <openssl/evp.h>
 
 #include "gw_backup.h"
-#include "gw_opstore.h"
+#include "gw_act.h"
 
 #define LOG_MOD "backup"
 #define BACKUP_FORMAT 1

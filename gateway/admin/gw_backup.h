@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "gw_act.h"
+#include "gw_admin.h"
 
 #define GW_BACKUP_MANIFEST "manifest.json"
 
@@ -48,19 +49,4 @@ void gw__backup_abandon(const char *why);
  * it runs), "error" (failed, stopped), "manifest" (done)}; {"state":
  * "none"} before the first. Owned by the caller. Any thread. */
 json_t *gw__backup_status(void);
-
-/* Stops the backup under way within milliseconds (its partial copy is
- * removed) and refuses new ones: for shutdown, which must not wait for a
- * copy of many GB. Any thread; async-signal-unsafe (call it from the
- * loop, not a handler). */
-void gw_backup_stop(void);
-
-/* Checks dir's manifest.json and every file it lists (size, SHA-256),
- * then copies them into data_dir, which must not hold a sluice data
- * directory yet (no manifest, no catalog.db). Each file is written to a
- * temporary name, fsync'd and renamed. Returns SL_OK, or SL_EINVAL /
- * SL_EIO with a sentence in err. Main thread, gateway not running on
- * data_dir. */
-int gw_backup_restore(const char *dir, const char *data_dir, char *err, size_t errlen);
-
 #endif

@@ -29,11 +29,10 @@
 #include <openssl/sha.h>
 
 #include "cfg.h"
-#include "gw.h"
 #include "gw_console.h"
 #include "gw_console_assets.h"
 #include "gw_console_history.h"
-#include "gw_metrics.h"
+#include "gw_act.h"
 #include "gw_peer_ration.h"
 
 #define COOKIE_NAME "sluice_session"

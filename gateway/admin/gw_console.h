@@ -25,7 +25,8 @@
 #include <stdbool.h>
 
 #include "gw_console_session.h"
-#include "gw_http.h"
+#include "gw_admin.h"
+#include "gw_transport.h"
 
 struct cfg_snapshot;
 struct gw_console;
@@ -41,14 +42,6 @@ struct part_engine;
 /* The header a console write carries its session's CSRF token in. */
 #define GW_CONSOLE_CSRF_HEADER "x-sluice-csrf"
 
-/* The console over engine (borrowed; it must outlive the console), whose
- * queues it starts sampling for the charts (gw_console_history.h), and
- * metrics (borrowed, likewise), where refused logins are counted as the
- * admin listener's failed authentications. Either may be NULL: no history,
- * no counting. */
-struct gw_console *gw__console_new(struct part_engine *engine, struct gw_metrics *metrics);
-void gw__console_free(struct gw_console *c);
-
 /* The value of the session cookie among req's Cookie headers (any of
  * them: HTTP/2 may split one into several, RFC 9113 §8.2.3), under either
  * of its names. Borrows from req. */
@@ -59,7 +52,7 @@ bool gw__console_cookie(const struct gw_request *req, struct sl_slice *value);
  * lets its body in. */
 bool gw__console_is_public(const struct gw_request *req);
 
-/* The on_headers verdict (gw_http.h) for such a request: a login whose
+/* The on_headers verdict (gw_transport.h) for such a request: a login whose
  * Content-Length says it is too large is answered 413 before its body
  * is read, since anyone may send one. */
 enum gw_headers_verdict gw__console_public_headers(struct gw_exchange *ex,

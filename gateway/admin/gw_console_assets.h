@@ -1,7 +1,7 @@
 /*
  * gw_console_assets.h -- (gateway-internal) the web console's static files
- * (gateway/console/), compiled into sluiced: CMake runs
- * gateway/console/embed.cmake at build time, which writes the table below
+ * (gateway/admin/console/), compiled into sluiced: CMake runs
+ * gateway/admin/console/embed.cmake at build time, which writes the table below
  * into a generated C file. Serving them needs no file system and no
  * network, and the binary is the whole console.
  */
@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 struct gw_console_asset {
-    const char *name;           /* file name in gateway/console/, e.g. "console.js" */
+    const char *name;           /* file name in gateway/admin/console/, e.g. "console.js" */
     const char *media_type;     /* Content-Type */
     const unsigned char *bytes; /* the file */
     size_t len;

@@ -15,12 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct gw_peer_ration;
-
-/* A table of `slots` meters of `burst` events refilled at `per_second`.
- * Never fails (control-plane memory); free with gw__peer_ration_free. */
-struct gw_peer_ration *gw__peer_ration_new(double per_second, uint32_t burst, uint32_t slots);
-void gw__peer_ration_free(struct gw_peer_ration *r);
+#include "gw_admin.h"
 
 /* True when peer (16 bytes, as struct gw_request's) has an event left at
  * now_ns. Spends nothing. */

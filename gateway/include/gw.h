@@ -20,12 +20,4 @@
  * process exit status. */
 int gw_main(int argc, char **argv);
 
-/* ---- HTTP headers ------------------------------------------------------ */
-
-/* A header as the request carries it. HTTP/2 names are lower-case. */
-struct gw_header {
-    struct sl_slice name;
-    struct sl_slice value;
-};
-
 #endif

@@ -8,7 +8,7 @@
  * take the error name from it.
  *
  * Every reply is typed: each gw_sqs_reply_<shape>() writes its body
- * straight into the reply with gw_json.h, or, when the reply's protocol is
+ * straight into the reply with the JSON writer (gw_text.h), or, when the reply's protocol is
  * the query protocol, hands it to the XML encoder of the same shape
  * (gw_sqs_xml.c). tests/unit/gateway/test_sqs_encode.c and
  * test_sqs_query_xml.c pin the exact bytes of each shape.
@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gw_json.h"
+#include "gw_text.h"
 #include "gw_sqs.h"
 #include "gw_sqs_xml.h"
 

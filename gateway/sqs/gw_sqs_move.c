@@ -1,10 +1,10 @@
 /*
  * gw_sqs_move.c -- the TaskHandle of SQS message move tasks (see
- * gw_sqs_move.h).
+ * gw_sqs.h).
  *
  * Threading: any thread.
  */
-#include "gw_sqs_move.h"
+#include "gw_sqs.h"
 
 #include <stdlib.h>
 #include <string.h>

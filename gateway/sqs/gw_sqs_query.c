@@ -39,7 +39,7 @@
 
 #include <jansson.h>
 
-#include "gw_json.h"
+#include "gw_text.h"
 #include "gw_sqs.h"
 
 /* ---- the members of each action ------------------------------------------------ */

@@ -17,7 +17,7 @@
  *   <RequestId>ID</RequestId></ErrorResponse>
  *
  * with the query code and HTTP status of gw_errors.def. Everything is
- * written straight into r->body (gw_xml.h); no document tree.
+ * written straight into r->body (gw_text.h); no document tree.
  *
  * Threading: pure; any thread.
  */
@@ -25,7 +25,7 @@
 
 #include <string.h>
 
-#include "gw_xml.h"
+#include "gw_text.h"
 
 #define XMLNS "http://queue.amazonaws.com/doc/2012-11-05/"
 #define PROLOG "<?xml version=\"1.0\"?>"

@@ -1,5 +1,5 @@
 /*
- * gw_json.c -- the reply writer of gw_json.h: compact JSON appended to an
+ * gw_json.c -- the JSON writer of gw_text.h: compact JSON appended to an
  * sl_buf, escaped as jansson escapes it.
  *
  * Strings are copied in runs: the bytes that pass as they are (printable
@@ -9,7 +9,7 @@
  *
  * Threading: pure; any thread.
  */
-#include "gw_json.h"
+#include "gw_text.h"
 
 #include <inttypes.h>
 #include <stdio.h>

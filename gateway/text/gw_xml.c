@@ -1,18 +1,16 @@
 /*
- * gw_xml.c -- the XML writer of gw_xml.h. Text is copied in runs: bytes
+ * gw_xml.c -- the XML writer of gw_text.h. Text is copied in runs: bytes
  * that pass as they are (printable ASCII but '&', '<', '>') are found
  * with a table, so an ASCII message body costs one scan and one memcpy;
  * multi-byte sequences are checked with the JSON writer's UTF-8 rules.
  *
  * Threading: pure; any thread.
  */
-#include "gw_xml.h"
+#include "gw_text.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "gw_json.h"
 
 #define REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD */
 

@@ -12,48 +12,12 @@
 #ifndef SLUICE_GW_BUDGET_H
 #define SLUICE_GW_BUDGET_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
-#include "sl.h"
+#include "gw_transport.h"
 
-enum gw_budget_kind {
-    GW_BUDGET_BODY,     /* request bodies being received or held by a handler */
-    GW_BUDGET_RESPONSE, /* response bodies submitted and not yet sent */
-    GW_BUDGET_KIND_COUNT
-};
-
-/* Why a stream was refused or cut. */
-enum gw_budget_refusal {
-    GW_BUDGET_REFUSED_STREAM_BODY,     /* new stream while the body budget is spent */
-    GW_BUDGET_REFUSED_STREAM_RESPONSE, /* new stream while the response budget is spent */
-    GW_BUDGET_REFUSED_BODY,            /* a body that would take the body budget past it */
-    GW_BUDGET_STALLED,                 /* an answer that made no progress (gw_h2.h) */
-    GW_BUDGET_REFUSAL_COUNT
-};
-
-/* Labels for logs and /metrics ("request_body", "stream_body", ...). */
-const char *gw__budget_kind_name(enum gw_budget_kind k);
-const char *gw__budget_refusal_name(enum gw_budget_refusal r);
-
-/* The limit used when the configuration says 0: a fraction of physical
- * memory (sysconf(_SC_PHYS_PAGES)), clamped to [GW_BUDGET_MIN_DEFAULT,
- * GW_BUDGET_MAX_DEFAULT]. */
-#define GW_BUDGET_MIN_DEFAULT ((uint64_t)64 << 20)
-#define GW_BUDGET_MAX_DEFAULT ((uint64_t)1 << 30)
-uint64_t gw__budget_default(enum gw_budget_kind k);
-
-struct gw_budget;
-
-/* A budget with both limits (0 = gw__budget_default). Never fails
- * (control-plane memory); free with gw__budget_free once no connection
- * can charge it. */
-struct gw_budget *gw__budget_new(uint64_t body_limit, uint64_t response_limit);
-void gw__budget_free(struct gw_budget *b);
-
-/* New limits (0 = default), effective at the next charge (SIGHUP). Bytes
- * already held above a lowered limit stay; new streams wait for them. */
-void gw__budget_set(struct gw_budget *b, uint64_t body_limit, uint64_t response_limit);
+/* What the protocol layers do with the budgets; gw_transport.h has what
+ * the process and /metrics see. */
 
 /* Charges n bytes of kind. Returns SL_OK, or SL_EBUSY (nothing charged)
  * when that would pass the limit. Thread-safe. */
@@ -73,13 +37,5 @@ int gw__budget_admit(struct gw_budget *b, enum gw_budget_refusal *why);
 /* Counts a refusal decided by the caller (a body over the budget, a
  * stalled answer). */
 void gw__budget_count(struct gw_budget *b, enum gw_budget_refusal why);
-
-/* A snapshot for /metrics and tests (relaxed atomics). */
-struct gw_budget_stats {
-    uint64_t used[GW_BUDGET_KIND_COUNT];
-    uint64_t limit[GW_BUDGET_KIND_COUNT];
-    uint64_t refused[GW_BUDGET_REFUSAL_COUNT];
-};
-void gw__budget_stats(struct gw_budget *b, struct gw_budget_stats *out);
 
 #endif

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "gw_connlimit.h"
-#include "gw_http.h"
+#include "gw_transport.h"
 #include "gw_runq.h"
 
 struct gw_tls_ctx;

@@ -2,7 +2,7 @@
  * gw_exchange.c -- one request and its answer, independent of the HTTP
  * version that carried it: header and body storage within the limits,
  * budget charges, the handler's hold, cancellation, and the response body
- * it owns until the protocol layer has sent it. Implements gw_http.h.
+ * it owns until the protocol layer has sent it. Implements gw_transport.h.
  *
  * Threading: everything runs on the loop thread that owns the connection.
  *
@@ -27,7 +27,7 @@
 
 #include "gw_budget.h"
 #include "gw_exchange.h"
-#include "gw_xml.h"
+#include "gw_text.h"
 
 #define JSON_CT "application/x-amz-json-1.0"
 #define XML_CT "text/xml"

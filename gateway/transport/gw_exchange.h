@@ -3,7 +3,7 @@
  * HTTP version carried it (gw_exchange.c): the request's stored headers and
  * body, its request id, its charges against the memory budgets, the
  * handler's hold (loop_inflight, cancel hook) and the response body it owns
- * until sent. It implements the API side of gw_http.h.
+ * until sent. It implements the API side of gw_transport.h.
  *
  * The protocol layers (gw_h2.c, gw_h1.c) sit above it: they create
  * exchanges, feed them headers and body, and are told through a small ops
@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gw_http.h"
+#include "gw_transport.h"
 #include "gw_runq.h"
 #include "sl.h"
 
@@ -36,7 +36,6 @@
 #define GW_MAX_REQUEST_BODY ((size_t)3 * 1024 * 1024 + (size_t)64 * 1024)
 #define GW_MAX_REQUEST_BODY_TEXT "3211264"
 #define GW_MAX_HEADER_LIST_BYTES ((size_t)64 * 1024) /* RFC 9113 §6.5.2 accounting */
-#define GW_MAX_HEADER_COUNT 128u
 /* Output backlog (bytes produced but not yet written to the socket) above
  * which the connection stops reading and the protocol layer stops
  * producing; reading resumes below the low mark. */

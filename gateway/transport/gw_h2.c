@@ -4,9 +4,9 @@
  * an output buffer (nghttp2_session_mem_send). No sockets here, so unit
  * tests and the fuzzer drive it from byte arrays.
  *
- * It assembles whole requests within the limits of gw_server.h, answers
+ * It assembles whole requests within the limits of gw_exchange.h, answers
  * GET /healthz itself, and hands every other request to the listener's
- * handler as a struct gw_exchange (gw_http.h).
+ * handler as a struct gw_exchange (gw_transport.h).
  *
  * Threading: everything runs on the loop thread that owns the connection.
  *

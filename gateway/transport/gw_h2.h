@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "gw_exchange.h"
-#include "gw_http.h"
+#include "gw_transport.h"
 #include "sl.h"
 
 /* ---- limits of HTTP/2 (the others are gw_exchange.h's) -------------------- */

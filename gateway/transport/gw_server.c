@@ -41,7 +41,7 @@
 #include <uv.h>
 
 #include "gw_conn.h"
-#include "gw_server.h"
+#include "gw_transport.h"
 
 #define MAX_LISTENERS 4
 #define ACCEPT_BATCH 64

@@ -189,7 +189,7 @@ int gw__tls_send(struct gw_tls_conn *t, const uint8_t *plain, size_t n, size_t *
     if (!t->handshake_done || n == 0)
         return SL_OK;
     /* The write BIO is memory and grows, so SSL_write takes everything;
-     * the connection bounds how much it asks to send (gw_server.h). */
+     * the connection bounds how much it asks to send (gw_exchange.h). */
     if (SSL_write_ex(t->ssl, plain, n, accepted) != 1) {
         ERR_clear_error();
         return SL_EIO;

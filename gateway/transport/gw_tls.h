@@ -13,19 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sl.h"
+#include "gw_transport.h"
 
-/* ---- TLS over memory BIOs (gw_tls.c) ------------------------------------- */
+/* ---- TLS over memory BIOs (gw_tls.c); the context is in gw_transport.h ---- */
 
-struct gw_tls_ctx;
 struct gw_tls_conn;
-
-/* TLS 1.2+ server context with cert and key files and ALPN "h2" and
- * "http/1.1".
- * Returns NULL with a sentence in err on failure. Thread-safe once built. */
-struct gw_tls_ctx *gw__tls_ctx_new(const char *cert_file, const char *key_file, char *err,
-                                   size_t errlen);
-void gw__tls_ctx_free(struct gw_tls_ctx *ctx);
 
 struct gw_tls_conn *gw__tls_conn_new(struct gw_tls_ctx *ctx);
 void gw__tls_conn_free(struct gw_tls_conn *t);

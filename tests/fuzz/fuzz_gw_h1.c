@@ -6,7 +6,7 @@
  *
  * The handler answers every other request at once and holds the rest (long
  * polls); held ones are answered while the connection lives, or after it
- * is freed (the cancelled path of gw_http.h). Every third request is
+ * is freed (the cancelled path of gw_transport.h). Every third request is
  * refused at headers time, as an unauthenticated one would be.
  *
  * Corpus: corpora/gw_h1/ holds hand-written requests (keep-alive,
@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gw_server.h"
+#include "gw_budget.h"
+#include "gw_h1.h"
 
 #define MAX_HELD 64
 

@@ -5,7 +5,7 @@
  *
  * The handler answers every other request at once and holds the rest; some
  * held ones are answered while the connection lives, the others after it is
- * freed (the cancelled path of gw_http.h). The SQS API layer has its own
+ * freed (the cancelled path of gw_transport.h). The SQS API layer has its own
  * fuzz target for what comes after the protocol layer.
  *
  * Corpus: corpora/gw_h2/ holds recorded nghttp2 client sessions.
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gw_server.h"
+#include "gw_h2.h"
 
 #define MAX_HELD 256
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_json_load.c -- gw__json_load (gateway/gw_json_load.c) against
+ * fuzz_json_load.c -- gw__json_load (gateway/sqs/gw_json_load.c) against
  * jansson's own json_loadb(JSON_ALLOW_NUL) on the same bytes: both NULL,
  * or two equal documents. json-c's tokenizer takes the bodies it can
  * read exactly and jansson the rest, so any difference here -- a

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gw.h"
+#include "gw_transport.h"
 #include "sl.h"
 
 struct json_t; /* jansson's json_t; no <jansson.h> here */
@@ -673,9 +673,10 @@ void gw_sqs_reply_moved(struct gw_sqs_reply *r, int64_t moved);
 /* ---- success replies written directly (the hot message actions) ---------- */
 
 /* Each makes r a 200 reply whose body is written straight into r->body
- * (gw_json.h, or gw_xml.h for the query protocol), with no tree in between. Members are in SQS's
- * order and optional ones are left out when empty. (A string that is not valid UTF-8, which nothing
- * decoded can hold, is written with U+FFFD per bad byte.) */
+ * (gw_text.h: JSON, or XML for the query protocol), with no tree in
+ * between. Members are in SQS's order and optional ones are left out when
+ * empty. (A string that is not valid UTF-8, which nothing decoded can
+ * hold, is written with U+FFFD per bad byte.) */
 
 /* SendMessage: {MessageId, MD5OfMessageBody, MD5OfMessageAttributes?,
  * MD5OfMessageSystemAttributes?, SequenceNumber?}. */
@@ -691,5 +692,24 @@ void gw_sqs_reply_id_batch(struct gw_sqs_reply *r, const struct sl_slice *ok_ids
 /* ReceiveMessage: {"Messages": [...]}, or {} when n is 0 (SQS omits the
  * member). */
 void gw_sqs_reply_messages(struct gw_sqs_reply *r, const struct gw_sqs_received *msgs, size_t n);
+
+/* ---- message move tasks' TaskHandle (gw_sqs_move.c) -------------------- */
+
+/*
+ * TaskHandle: standard base64 of {"taskId":"<uuid>","sourceArn":"<arn>"},
+ * the shape SQS uses (LocalStack and moto decode it the same way), so a
+ * handle names its source queue and Cancel can answer "no such source"
+ * apart from "no such task".
+ */
+#define GW_SQS_TASK_ID_LEN 36
+
+/* Appends the handle of (task_id, source_arn) to out. */
+void gw_sqs_move_handle_encode(const char *task_id, const char *source_arn, struct sl_buf *out);
+/* Splits a handle. False for anything that is not base64 of a JSON object
+ * with a UUID-length taskId and a non-empty sourceArn (SQS then answers
+ * InvalidParameterValue). On success task_id holds the id and source_arn
+ * (reset first) the ARN. */
+bool gw_sqs_move_handle_decode(struct sl_slice handle, char task_id[GW_SQS_TASK_ID_LEN + 1],
+                               struct sl_buf *source_arn);
 
 #endif

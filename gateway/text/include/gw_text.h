@@ -1,31 +1,42 @@
 /*
- * gw_json.h -- (gateway-internal) a small JSON writer that appends compact
- * JSON straight into an sl_buf. The replies of the hot SQS actions are
- * written with it in one pass over their bytes, instead of being built as a
- * jansson tree and dumped (docs/design.md, dependencies). Requests are
- * parsed into jansson's tree (gw_json_load.h).
+ * gw_text.h -- (gateway-internal) the text room: writers that append JSON
+ * and XML straight into an sl_buf, one pass over the bytes, no document
+ * tree. They know neither HTTP nor SQS: the transport writes its refusals
+ * with them and the SQS protocol its replies (docs/design.md, "Why each
+ * dependency": replies are written, requests are parsed).
  *
- * Output is RFC 8259 JSON, byte for byte what jansson's
+ * JSON (gw_json.c) is RFC 8259, byte for byte what jansson's
  * json_dumpb(JSON_COMPACT) writes for the same values in the same order:
  *  - in strings, '"', '\\' and U+0000..U+001F are escaped (\b \f \n \r \t,
  *    the others as \u00XX with upper-case hex digits); everything else,
  *    valid multi-byte UTF-8 included, is copied as is ('/' is not escaped);
  *  - invalid UTF-8 (which jansson refuses to hold at all) is written as one
  *    U+FFFD per offending byte, so the output is always valid JSON.
- *
  * The writer inserts the commas; the caller opens and closes containers in
  * order and writes a key before each member of an object. Nesting is not
  * checked.
  *
- * Threading: pure; any thread. Ownership: the writer borrows out.
+ * XML (gw_xml.c), for the SQS query protocol's replies, escapes text for
+ * XML 1.0 element content:
+ *  - '&', '<' and '>' as &amp; &lt; &gt; ('>' too, so "]]>" never appears);
+ *  - '\r' as &#xD;, so a message body's carriage returns survive the
+ *    parser's line-end normalisation and round-trip;
+ *  - tab and line feed as they are;
+ *  - what XML 1.0 cannot hold at all, even as a character reference (the
+ *    other C0 controls, U+FFFE, U+FFFF), and bytes that are not UTF-8, as
+ *    one U+FFFD each, so the output is always well-formed.
+ *
+ * Threading: pure; any thread. Ownership: the writers borrow out.
  */
-#ifndef SLUICE_GW_JSON_H
-#define SLUICE_GW_JSON_H
+#ifndef SLUICE_GW_TEXT_H
+#define SLUICE_GW_TEXT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "sl.h"
+
+/* ---- JSON ------------------------------------------------------------------ */
 
 struct json_t; /* jansson's json_t; no <jansson.h> here */
 
@@ -71,5 +82,22 @@ size_t gw_utf8_sequence(const uint8_t *p, size_t n);
 /* True if s is well-formed UTF-8 (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF). */
 bool gw_json_utf8_valid(struct sl_slice s);
+
+/* ---- XML ------------------------------------------------------------------- */
+
+/* "<name>" and "</name>"; name is a literal tag name, never escaped. */
+void gw_xml_open(struct sl_buf *out, const char *name);
+void gw_xml_close(struct sl_buf *out, const char *name);
+
+/* s as escaped element content. */
+void gw_xml_text(struct sl_buf *out, struct sl_slice s);
+
+/* "<name>text</name>", and the same for a C string, an integer, a
+ * boolean ("true"/"false") and standard base64 of bytes. */
+void gw_xml_elem(struct sl_buf *out, const char *name, struct sl_slice text);
+void gw_xml_elem_cstr(struct sl_buf *out, const char *name, const char *text);
+void gw_xml_elem_int(struct sl_buf *out, const char *name, int64_t v);
+void gw_xml_elem_bool(struct sl_buf *out, const char *name, bool v);
+void gw_xml_elem_base64(struct sl_buf *out, const char *name, struct sl_slice bytes);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test_json.c -- the reply writer (gw_json.h): string escaping per RFC 8259
+ * test_json.c -- the reply writer (gw_text.h): string escaping per RFC 8259
  * (control characters, '"', '\\', UTF-8 passed through, invalid UTF-8
  * replaced), structure and commas, and the promise that it writes what
  * jansson's json_dumpb(JSON_COMPACT) writes, checked against jansson
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "gw_json.h"
+#include "gw_text.h"
 
 /* The writer's text for one string, NUL-terminated in *b. */
 static const char *quoted(struct sl_buf *b, const char *s, size_t n)

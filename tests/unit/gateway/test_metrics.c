@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "cfg.h"
-#include "gw_metrics.h"
+#include "gw_act.h"
 #include "part.h"
 #include "pol.h"
 

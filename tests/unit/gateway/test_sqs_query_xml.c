@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "gw_sqs.h"
-#include "gw_xml.h"
+#include "gw_text.h"
 
 #define PROLOG "<?xml version=\"1.0\"?>"
 #define NS " xmlns=\"http://queue.amazonaws.com/doc/2012-11-05/\""
