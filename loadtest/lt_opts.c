@@ -114,6 +114,7 @@ void lt_opts_usage(FILE *out)
         "usage: sluice-load SCENARIO [options]\n"
         "       sluice-load raw-action ACTION JSON|FORM [options]\n"
         "       sluice-load --print-signed-headers ACTION JSON [--target H:P] [--tenants K:S]\n"
+        "       sluice-load --version\n"
         "scenarios: send | receive-delete | roundtrip | longpoll | noisy | raw-action\n"
         "  --target HOST:PORT     gateway (default 127.0.0.1:9324); loopback only unless\n"
         "  --allow-remote         is given\n"
