@@ -161,7 +161,8 @@ void lt_opts_usage(FILE *out)
         "  --json FILE            write the JSON record\n"
         "  --plot FILE.png        latency over time and histogram (gnuplot)\n"
         "  --server-pid PID       report the gateway's CPU time per request and message\n"
-        "  -q, --quiet            no progress on stderr\n",
+        "  -q, --quiet            no progress on stderr\n"
+        "  -h, --help             this text\n",
         out);
 }
 
