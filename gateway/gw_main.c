@@ -61,7 +61,7 @@ struct process {
 
 static const char usage[] =
     "usage: sluiced [--config FILE | --check-config FILE | [--config FILE] --restore DIR |\n"
-    "                --help]\n"
+    "                --version | --help]\n"
     "\n"
     "  --config FILE        run with the YAML configuration in FILE\n"
     "  --check-config FILE  validate FILE: each problem as FILE:LINE:COLUMN: message;\n"
@@ -70,6 +70,7 @@ static const char usage[] =
     "                       against its manifest and put it in place as the\n"
     "                       configuration's data_dir, which must not hold data yet;\n"
     "                       then exit (start sluiced as usual afterwards)\n"
+    "  --version            the version and the git commit this binary was built from\n"
     "  --help               this text\n"
     "\n"
     "Without arguments sluiced runs the embedded default configuration\n"
@@ -253,18 +254,19 @@ static void log_runtime_restart_changes(const struct cfg_snapshot *o, const stru
         sl_log(SL_LOG_WARN, "main", "reload: io_threads changed; this needs a restart");
 }
 
-static void reload(struct process *p)
+/* Returns SL_OK when the file is live, SL_EINVAL when it was refused. */
+static int reload(struct process *p)
 {
     if (p->config_path == NULL) {
         sl_log(SL_LOG_WARN, "main", "SIGHUP: running the embedded default, nothing to re-read");
-        return;
+        return SL_OK;
     }
     sl_log(SL_LOG_INFO, "main", "SIGHUP: re-reading %s", p->config_path);
     struct cfg_snapshot *next = load_config(p->config_path);
     if (next == NULL) {
         sl_log(SL_LOG_ERROR, "main", "reload refused: %s is invalid; the old configuration stays",
                p->config_path);
-        return;
+        return SL_EINVAL;
     }
     struct cfg_snapshot *cur = cfg_holder_get(p->holder);
     char restart[2048];
@@ -307,6 +309,7 @@ static void reload(struct process *p)
     cfg_snapshot_unref(live);
     sl_log(SL_LOG_INFO, "main", "reload: configuration from %s is live (%zu tenants)",
            p->config_path, next->tenant_count);
+    return SL_OK;
 }
 
 /* ---- signals ------------------------------------------------------------ */
@@ -315,9 +318,17 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct process *p = h->data;
     if (signum == SIGHUP) {
-        reload(p);
+        /* systemd shows the unit "reloading" until READY=1; STATUS= keeps
+         * a refusal visible in systemctl status, not only in the log. */
+        sl_notify("RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)(sl_mono_ns() / 1000));
+        if (reload(p) == SL_OK)
+            sl_notify("READY=1\nSTATUS=serving; configuration reloaded");
+        else
+            sl_notify("READY=1\nSTATUS=serving; last reload refused (invalid file), old "
+                      "configuration kept");
         return;
     }
+    sl_notify("STOPPING=1");
     /* The handlers stay installed while the server drains: a second
      * SIGTERM must not kill the process before storage is committed. */
     p->signum_stop = signum;
@@ -345,8 +356,8 @@ static int run(struct process *p)
                p->config_path != NULL ? p->config_path : "<embedded default>");
         return 1;
     }
-    sl_log(SL_LOG_INFO, "main", "sluiced starting with %s (%zu tenants)", snap->source,
-           snap->tenant_count);
+    sl_log(SL_LOG_INFO, "main", "sluiced %s (commit %s) starting with %s (%zu tenants)",
+           sl_version(), sl_build_commit(), snap->source, snap->tenant_count);
 
     struct gw_tls_ctx *tls = NULL;
     if (snap->tls.enabled) {
@@ -415,6 +426,9 @@ static int run(struct process *p)
         close_signals(&loop, handles, SL_ARRAY_LEN(handles));
         goto out_api;
     }
+    /* Ready only now: gw_api_new recovered the partitions and the listeners
+     * accept, so a unit ordered after this one finds the gateway serving. */
+    sl_notify("READY=1\nSTATUS=serving");
     uv_run(&loop, UV_RUN_DEFAULT); /* until SIGTERM or SIGINT */
 
     sl_log(SL_LOG_INFO, "main", "%s: shutting down (grace %d ms)",
@@ -453,6 +467,10 @@ int gw_main(int argc, char **argv)
     struct process p = {0};
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(usage, stdout);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("sluiced %s (commit %s)\n", sl_version(), sl_build_commit());
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "--check-config") == 0)

@@ -114,6 +114,7 @@ void lt_opts_usage(FILE *out)
         "usage: sluice-load SCENARIO [options]\n"
         "       sluice-load raw-action ACTION JSON|FORM [options]\n"
         "       sluice-load --print-signed-headers ACTION JSON [--target H:P] [--tenants K:S]\n"
+        "       sluice-load --version\n"
         "scenarios: send | receive-delete | roundtrip | longpoll | noisy | raw-action\n"
         "  --target HOST:PORT     gateway (default 127.0.0.1:9324); loopback only unless\n"
         "  --allow-remote         is given\n"
@@ -160,7 +161,8 @@ void lt_opts_usage(FILE *out)
         "  --json FILE            write the JSON record\n"
         "  --plot FILE.png        latency over time and histogram (gnuplot)\n"
         "  --server-pid PID       report the gateway's CPU time per request and message\n"
-        "  -q, --quiet            no progress on stderr\n",
+        "  -q, --quiet            no progress on stderr\n"
+        "  -h, --help             this text\n",
         out);
 }
 

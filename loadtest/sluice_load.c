@@ -51,6 +51,10 @@ int main(int argc, char **argv)
      * written (an HTTP/1.1 "Connection: close", a GOAWAY) must fail those
      * requests with EPIPE, not end the run. */
     signal(SIGPIPE, SIG_IGN);
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("sluice-load %s (commit %s)\n", sl_version(), sl_build_commit());
+        return 0;
+    }
     lt_opts_init(&o);
     if (lt_opts_parse(&o, argc, argv, err, sizeof(err)) != SL_OK) {
         bool help = strcmp(err, "help") == 0;

@@ -25,8 +25,12 @@
 
 #include "ctl_cmd.h"
 #include "ctl_config.h"
+#include "sl.h"
 
-#define SLUICECTL_VERSION "0.3.0"
+static void print_version(void)
+{
+    printf("sluicectl %s (commit %s)\n", sl_version(), sl_build_commit());
+}
 
 static void usage(FILE *out)
 {
@@ -79,7 +83,7 @@ static void usage(FILE *out)
           "                             manifest and checksums (see docs/operations.md);\n"
           "                             follows it to its end with a progress line\n"
           "      sluicectl backup /var/backups/sluice/2026-11-27\n"
-          "  version                    print the version\n"
+          "  version                    the version and the git commit it was built from\n"
           "\n",
           out);
     fputs("QUEUE and DLQ: an ARN (arn:aws:sqs:REGION:TENANT:NAME), a queue URL, or\n"
@@ -102,6 +106,7 @@ static void usage(FILE *out)
           "                           secret_access_key, admin_token, region, cacert\n"
           "  --json                   print the reply documents instead of tables\n"
           "  --yes                    confirm a destructive command\n"
+          "  --version                the version and the git commit it was built from\n"
           "  -h, --help               this text\n"
           "\n"
           "exit status: 0 done, 1 the call failed (error: <Code>: <message>), 2 usage or\n"
@@ -242,6 +247,9 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return CTL_EXIT_OK;
+        } else if (strcmp(a, "--version") == 0) {
+            print_version();
+            return CTL_EXIT_OK;
         } else if (strcmp(a, "--json") == 0) {
             c.json = true;
             continue;
@@ -309,7 +317,7 @@ int main(int argc, char **argv)
     const char *cmd = words[0];
     const char *sub = nwords > 1 ? words[1] : "";
     if (strcmp(cmd, "version") == 0) {
-        printf("sluicectl %s\n", SLUICECTL_VERSION);
+        print_version();
         return CTL_EXIT_OK;
     }
     if (c.enqueue_only && c.dequeue_only) {

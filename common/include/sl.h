@@ -208,4 +208,19 @@ void sl_uuid4(char out[37]);
  * call for many ids: each RAND_bytes call costs far more than its bytes). */
 void sl_uuid4_from(const uint8_t random[16], char out[37]);
 
+/* ---- build identity and the service manager ----------------------------- */
+
+/* The release sluice was built as ("0.3.0") and the git commit it was built
+ * from (12 hex digits, "-dirty" when the tree had uncommitted changes,
+ * "unknown" outside a git checkout). Stamped at every build by
+ * common/version.cmake, so a binary never reports a stale commit. */
+const char *sl_version(void);
+const char *sl_build_commit(void);
+
+/* Tells the service manager about the process (sd_notify(3): "READY=1",
+ * "STOPPING=1", "STATUS=..."), formatted as printf. Best-effort by design:
+ * without systemd (no NOTIFY_SOCKET) it does nothing, and a failure to
+ * notify must never stop the gateway, so there is nothing to return. */
+void sl_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

@@ -1056,6 +1056,11 @@ static void render_disk(struct sl_buf *out, struct part_engine *e)
 void gw_metrics_render(struct gw_metrics *m, const struct gw_metrics_sources *src,
                        struct sl_buf *out)
 {
+    /* Constant 1 with the build in its labels, as Prometheus exporters do:
+     * a join on it tells which build produced any other series. */
+    family(out, "sluice_build_info", "gauge", "The sluiced build: version and git commit.");
+    sl_buf_printf(out, "sluice_build_info{version=\"%s\",commit=\"%s\"} 1\n", sl_version(),
+                  sl_build_commit());
     size_t n = 0;
     struct tenant_block **v = blocks_sorted(m, &n);
     render_requests(out, m, v, n);
