@@ -10,6 +10,7 @@
  * Ownership: the snapshot owns every string and array it points at.
  */
 #include "cfg_int.h"
+#include "cfg_value.h"
 
 #include "sl.h"
 
@@ -223,14 +224,6 @@ static bool endpoint_eq(const struct cfg_endpoint *a, const struct cfg_endpoint 
     return a->port == b->port && str_eq(a->host, b->host);
 }
 
-/* "[::1]:9324" or "127.0.0.1:9324" into out (at least 300 bytes). */
-static const char *endpoint_str(const struct cfg_endpoint *e, char *out, size_t cap)
-{
-    bool v6 = e->host != NULL && strchr(e->host, ':') != NULL;
-    snprintf(out, cap, v6 ? "[%s]:%u" : "%s:%u", e->host ? e->host : "", (unsigned)e->port);
-    return out;
-}
-
 int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_snapshot *new_s,
                              char *buf, size_t cap)
 {
@@ -241,8 +234,9 @@ int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_
     char a[320];
     char b[320];
     if (!endpoint_eq(&old_s->listen, &new_s->listen)) {
-        add_change(&cl, "listen changed from %s to %s", endpoint_str(&old_s->listen, a, sizeof(a)),
-                   endpoint_str(&new_s->listen, b, sizeof(b)));
+        add_change(&cl, "listen changed from %s to %s",
+                   cfg__endpoint_str(&old_s->listen, a, sizeof(a)),
+                   cfg__endpoint_str(&new_s->listen, b, sizeof(b)));
     }
     if (!str_eq(old_s->data_dir, new_s->data_dir)) {
         add_change(&cl, "data_dir changed from %s to %s", old_s->data_dir, new_s->data_dir);
@@ -266,8 +260,8 @@ int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_
         add_change(&cl, "admin was %s", new_s->admin.enabled ? "enabled" : "disabled");
     } else if (new_s->admin.enabled && !endpoint_eq(&old_s->admin.listen, &new_s->admin.listen)) {
         add_change(&cl, "admin.listen changed from %s to %s",
-                   endpoint_str(&old_s->admin.listen, a, sizeof(a)),
-                   endpoint_str(&new_s->admin.listen, b, sizeof(b)));
+                   cfg__endpoint_str(&old_s->admin.listen, a, sizeof(a)),
+                   cfg__endpoint_str(&new_s->admin.listen, b, sizeof(b)));
     }
     if (cap > 0 && cl.used >= cap) {
         buf[cap - 1] = '\0';
