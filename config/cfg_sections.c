@@ -11,9 +11,10 @@
 
 #include "sl.h"
 
-static const char *const top_keys[] = {
-    "listen",     "tls",          "region", "data_dir", "partitions", "shard_size", "durability",
-    "io_threads", "log_requests", "server", "admin",    "defaults",   "tenants",    NULL};
+static const char *const top_keys[] = {"listen",       "tls",        "region",     "data_dir",
+                                       "partitions",   "shard_size", "durability", "io_threads",
+                                       "log_requests", "server",     "admin",      "defaults",
+                                       "tenants",      "cluster",    NULL};
 static const char *const tls_keys[] = {"cert_file", "key_file", NULL};
 static const char *const admin_keys[] = {"listen", "access_key_id", "secret_access_key",
                                          "bearer_token", NULL};
@@ -29,17 +30,29 @@ static const char *const rate_keys[] = {"requests_per_second", "burst", NULL};
 static const char *const server_keys[] = {"max_connections",       "max_connections_per_peer",
                                           "min_free_disk_bytes",   "request_body_budget_bytes",
                                           "response_budget_bytes", NULL};
+static const char *const cluster_keys[] = {
+    "node_id",          "raft", "peer", "secret_file", "replication", "nodes", "memory_budget",
+    "snapshot_entries", NULL};
+static const char *const cluster_node_keys[] = {"id", "raft", "peer", "api", NULL};
 
 static const char *const *const section_keys[CFG__SEC_N] = {
-    top_keys,    tls_keys,   admin_keys, defaults_keys, tenant_keys,
-    limits_keys, spill_keys, rate_keys,  server_keys,
+    top_keys,   tls_keys,  admin_keys,  defaults_keys, tenant_keys,       limits_keys,
+    spill_keys, rate_keys, server_keys, cluster_keys,  cluster_node_keys,
 };
 
 /* Where a key of each section may be written, as a reader would say it. */
 static const char *const section_where[CFG__SEC_N] = {
-    "at the top level", "in tls",    "in admin", "in defaults",
-    "in a tenant",      "in limits", "in spill", "in a queue or action limit",
+    "at the top level",
+    "in tls",
+    "in admin",
+    "in defaults",
+    "in a tenant",
+    "in limits",
+    "in spill",
+    "in a queue or action limit",
     "in server",
+    "in cluster",
+    "in an entry of cluster.nodes",
 };
 
 static bool section_has(enum cfg__section sec, const struct cfg__node *k)

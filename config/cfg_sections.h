@@ -21,6 +21,8 @@ enum cfg__section {
     CFG__SEC_SPILL,
     CFG__SEC_RATE, /* one entry of limits.queues or limits.actions */
     CFG__SEC_SERVER,
+    CFG__SEC_CLUSTER,
+    CFG__SEC_CLUSTER_NODE, /* one entry of cluster.nodes */
     CFG__SEC_N
 };
 

@@ -9,6 +9,7 @@
  * sees every write made before the other threads' last unref).
  * Ownership: the snapshot owns every string and array it points at.
  */
+#include "cfg_cluster.h"
 #include "cfg_int.h"
 #include "cfg_value.h"
 
@@ -62,6 +63,7 @@ void cfg__snapshot_free(struct cfg_snapshot *s)
         free(s->tenants[i].secret_access_key);
     }
     free(s->tenants);
+    cfg__cluster_fini(&s->cluster);
     free(s->_principals);
     free(s);
 }
@@ -263,6 +265,12 @@ int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_
                    cfg__endpoint_str(&old_s->admin.listen, a, sizeof(a)),
                    cfg__endpoint_str(&new_s->admin.listen, b, sizeof(b)));
     }
+    if (old_s->cluster.enabled != new_s->cluster.enabled) {
+        add_change(&cl, "cluster was %s", new_s->cluster.enabled ? "added" : "removed");
+    } else if (new_s->cluster.enabled &&
+               cfg__cluster_changed_keys(&old_s->cluster, &new_s->cluster, a, sizeof(a)) > 0) {
+        add_change(&cl, "cluster changed (%s)", a);
+    }
     if (cap > 0 && cl.used >= cap) {
         buf[cap - 1] = '\0';
     }
@@ -300,4 +308,5 @@ void cfg_snapshot_keep_restart_only(struct cfg_snapshot *next, const struct cfg_
     if (running->admin.enabled && next->admin.enabled) {
         keep_endpoint(&next->admin.listen, &running->admin.listen);
     }
+    cfg__cluster_copy(&next->cluster, &running->cluster);
 }

@@ -15,6 +15,7 @@
  * "env:NAME" secrets and the file system for the TLS files.
  * Ownership: the snapshot being built is freed on any problem.
  */
+#include "cfg_cluster.h"
 #include "cfg_int.h"
 #include "cfg_sections.h"
 #include "cfg_value.h"
@@ -594,6 +595,8 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
         } else if (cfg__key_is(key, "tenants")) {
             tenants[0] = key;
             tenants[1] = val;
+        } else if (cfg__key_is(key, "cluster")) {
+            cfg__load_cluster(v, key, val);
         } else {
             cfg__report_unknown(v, CFG__SEC_TOP, "at the top level", key);
         }
