@@ -9,7 +9,9 @@
  * sees every write made before the other threads' last unref).
  * Ownership: the snapshot owns every string and array it points at.
  */
+#include "cfg_cluster.h"
 #include "cfg_int.h"
+#include "cfg_value.h"
 
 #include "sl.h"
 
@@ -61,6 +63,7 @@ void cfg__snapshot_free(struct cfg_snapshot *s)
         free(s->tenants[i].secret_access_key);
     }
     free(s->tenants);
+    cfg__cluster_fini(&s->cluster);
     free(s->_principals);
     free(s);
 }
@@ -223,14 +226,6 @@ static bool endpoint_eq(const struct cfg_endpoint *a, const struct cfg_endpoint 
     return a->port == b->port && str_eq(a->host, b->host);
 }
 
-/* "[::1]:9324" or "127.0.0.1:9324" into out (at least 300 bytes). */
-static const char *endpoint_str(const struct cfg_endpoint *e, char *out, size_t cap)
-{
-    bool v6 = e->host != NULL && strchr(e->host, ':') != NULL;
-    snprintf(out, cap, v6 ? "[%s]:%u" : "%s:%u", e->host ? e->host : "", (unsigned)e->port);
-    return out;
-}
-
 int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_snapshot *new_s,
                              char *buf, size_t cap)
 {
@@ -241,8 +236,9 @@ int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_
     char a[320];
     char b[320];
     if (!endpoint_eq(&old_s->listen, &new_s->listen)) {
-        add_change(&cl, "listen changed from %s to %s", endpoint_str(&old_s->listen, a, sizeof(a)),
-                   endpoint_str(&new_s->listen, b, sizeof(b)));
+        add_change(&cl, "listen changed from %s to %s",
+                   cfg__endpoint_str(&old_s->listen, a, sizeof(a)),
+                   cfg__endpoint_str(&new_s->listen, b, sizeof(b)));
     }
     if (!str_eq(old_s->data_dir, new_s->data_dir)) {
         add_change(&cl, "data_dir changed from %s to %s", old_s->data_dir, new_s->data_dir);
@@ -266,8 +262,14 @@ int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_
         add_change(&cl, "admin was %s", new_s->admin.enabled ? "enabled" : "disabled");
     } else if (new_s->admin.enabled && !endpoint_eq(&old_s->admin.listen, &new_s->admin.listen)) {
         add_change(&cl, "admin.listen changed from %s to %s",
-                   endpoint_str(&old_s->admin.listen, a, sizeof(a)),
-                   endpoint_str(&new_s->admin.listen, b, sizeof(b)));
+                   cfg__endpoint_str(&old_s->admin.listen, a, sizeof(a)),
+                   cfg__endpoint_str(&new_s->admin.listen, b, sizeof(b)));
+    }
+    if (old_s->cluster.enabled != new_s->cluster.enabled) {
+        add_change(&cl, "cluster was %s", new_s->cluster.enabled ? "added" : "removed");
+    } else if (new_s->cluster.enabled &&
+               cfg__cluster_changed_keys(&old_s->cluster, &new_s->cluster, a, sizeof(a)) > 0) {
+        add_change(&cl, "cluster changed (%s)", a);
     }
     if (cap > 0 && cl.used >= cap) {
         buf[cap - 1] = '\0';
@@ -306,4 +308,5 @@ void cfg_snapshot_keep_restart_only(struct cfg_snapshot *next, const struct cfg_
     if (running->admin.enabled && next->admin.enabled) {
         keep_endpoint(&next->admin.listen, &running->admin.listen);
     }
+    cfg__cluster_copy(&next->cluster, &running->cluster);
 }

@@ -15,7 +15,9 @@
  * "env:NAME" secrets and the file system for the TLS files.
  * Ownership: the snapshot being built is freed on any problem.
  */
+#include "cfg_cluster.h"
 #include "cfg_int.h"
+#include "cfg_sections.h"
 #include "cfg_value.h"
 
 #include "sl.h"
@@ -38,7 +40,9 @@
 #define IO_THREADS_MAX 256
 #define CONNECTIONS_MAX 1000000
 #define MAX_QUEUES_MAX 1000000
-#define BUDGET_MIN ((uint64_t)4 << 20) /* server.*_budget_bytes */
+/* server.*_budget_bytes: below the floor one largest request body (2 MiB
+ * and change) could not be taken. */
+#define BUDGET_MIN ((uint64_t)4 << 20)
 #define BUDGET_MAX ((uint64_t)1 << 40)
 #define RPS_MAX 1000000.0
 #define BURST_MAX 100000000
@@ -50,52 +54,6 @@
 #define SPILL_AGED_AFTER_MAX 1209600 /* 14 days, SQS's longest retention */
 #define REGION_MAX 64
 
-/* ---- sections and the keys they allow ------------------------------------ */
-
-enum section {
-    SEC_TOP,
-    SEC_TLS,
-    SEC_ADMIN,
-    SEC_DEFAULTS,
-    SEC_TENANT,
-    SEC_LIMITS,
-    SEC_SPILL,
-    SEC_RATE, /* one entry of limits.queues or limits.actions */
-    SEC_SERVER,
-    SEC_N
-};
-
-static const char *const top_keys[] = {
-    "listen",     "tls",          "region", "data_dir", "partitions", "shard_size", "durability",
-    "io_threads", "log_requests", "server", "admin",    "defaults",   "tenants",    NULL};
-static const char *const tls_keys[] = {"cert_file", "key_file", NULL};
-static const char *const admin_keys[] = {"listen", "access_key_id", "secret_access_key",
-                                         "bearer_token", NULL};
-static const char *const defaults_keys[] = {"limits", "on_excess", "spill", NULL};
-static const char *const tenant_keys[] = {
-    "access_key_id", "secret_access_key", "limits", "on_excess", "spill", NULL};
-static const char *const limits_keys[] = {
-    "requests_per_second",     "burst",      "max_inflight", "max_backlog",
-    "max_long_polls",          "max_queues", "queues",       "actions",
-    "max_concurrent_requests", NULL};
-static const char *const spill_keys[] = {"delay_seconds", "aged_after_seconds", NULL};
-static const char *const rate_keys[] = {"requests_per_second", "burst", NULL};
-static const char *const server_keys[] = {"max_connections",       "max_connections_per_peer",
-                                          "min_free_disk_bytes",   "request_body_budget_bytes",
-                                          "response_budget_bytes", NULL};
-
-static const char *const *const section_keys[SEC_N] = {
-    top_keys,    tls_keys,   admin_keys, defaults_keys, tenant_keys,
-    limits_keys, spill_keys, rate_keys,  server_keys,
-};
-
-/* Where a key of each section may be written, as a reader would say it. */
-static const char *const section_where[SEC_N] = {
-    "at the top level", "in tls",    "in admin", "in defaults",
-    "in a tenant",      "in limits", "in spill", "in a queue or action limit",
-    "in server",
-};
-
 /* ---- the walk's state ------------------------------------------------------ */
 
 /* The settings a tenant inherits from defaults: and may override. */
@@ -104,42 +62,6 @@ struct tenant_settings {
     enum cfg_on_excess on_excess;
     struct cfg_spill spill;
 };
-
-/* ---- unknown keys ---------------------------------------------------------- */
-
-static bool section_has(enum section sec, const struct cfg__node *k)
-{
-    for (const char *const *p = section_keys[sec]; *p != NULL; p++) {
-        if (cfg__key_is(k, *p)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Says where the key would be allowed, or which keys are allowed here. */
-static void report_unknown(struct vctx *v, enum section sec, const char *where,
-                           const struct cfg__node *k)
-{
-    struct sl_buf hint;
-    sl_buf_init(&hint);
-    int places = 0;
-    for (int other = 0; other < SEC_N; other++) {
-        /* A rate entry's keys are limits' keys too: "in limits" says it. */
-        if (other != (int)sec && other != SEC_RATE && section_has((enum section)other, k)) {
-            sl_buf_printf(&hint, "%s%s", places++ ? " or " : "", section_where[other]);
-        }
-    }
-    if (places > 0) {
-        REPORT(v, k, "key %s is not allowed %s; it belongs %s", cfg__qnode(k), where, hint.p);
-    } else {
-        for (const char *const *p = section_keys[sec]; *p != NULL; p++) {
-            sl_buf_printf(&hint, "%s%s", p == section_keys[sec] ? "" : ", ", *p);
-        }
-        REPORT(v, k, "unknown key %s %s (allowed: %s)", cfg__qnode(k), where, hint.p);
-    }
-    sl_buf_free(&hint);
-}
 
 static void set_rps(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
                     double *out)
@@ -181,7 +103,7 @@ static void load_rate(struct vctx *v, const char *path, const struct cfg__node *
             cfg__set_u32(v, key, val, 1, BURST_MAX, &r->burst);
             have_burst = true;
         } else {
-            report_unknown(v, SEC_RATE, where, key);
+            cfg__report_unknown(v, CFG__SEC_RATE, where, key);
         }
     }
     if (!have_rps) {
@@ -330,7 +252,7 @@ static void load_limits(struct vctx *v, const char *section, const struct cfg__n
         } else if (cfg__key_is(key, "actions")) {
             load_action_rates(v, section, key, val, l);
         } else {
-            report_unknown(v, SEC_LIMITS, where, key);
+            cfg__report_unknown(v, CFG__SEC_LIMITS, where, key);
         }
     }
 }
@@ -349,7 +271,7 @@ static void load_spill(struct vctx *v, const char *where, const struct cfg__node
         } else if (cfg__key_is(key, "aged_after_seconds")) {
             cfg__set_u32(v, key, val, 1, SPILL_AGED_AFTER_MAX, &sp->aged_after_seconds);
         } else {
-            report_unknown(v, SEC_SPILL, where, key);
+            cfg__report_unknown(v, CFG__SEC_SPILL, where, key);
         }
     }
 }
@@ -386,7 +308,7 @@ static void load_defaults(struct vctx *v, const struct cfg__node *k, const struc
     }
     for (size_t i = 0; i < m->count; i++) {
         if (!load_setting(v, "defaults", m->pairs[i].key, m->pairs[i].value, ts)) {
-            report_unknown(v, SEC_DEFAULTS, "in defaults", m->pairs[i].key);
+            cfg__report_unknown(v, CFG__SEC_DEFAULTS, "in defaults", m->pairs[i].key);
         }
     }
 }
@@ -427,7 +349,7 @@ static void load_tenant(struct vctx *v, const struct cfg__node *name, const stru
                 t.secret_access_key = sl_xstrdup(""); /* reported; not missing */
             }
         } else if (!load_setting(v, prefix, key, val, &ts)) {
-            report_unknown(v, SEC_TENANT, where, key);
+            cfg__report_unknown(v, CFG__SEC_TENANT, where, key);
         }
     }
     if (akid_node == NULL) {
@@ -499,7 +421,7 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
                 REPORT(v, val, "bearer_token may only hold A-Z a-z 0-9 - . _ ~ + / =");
             }
         } else {
-            report_unknown(v, SEC_ADMIN, "in admin", key);
+            cfg__report_unknown(v, CFG__SEC_ADMIN, "in admin", key);
         }
     }
     if (akid_node == NULL) {
@@ -511,23 +433,6 @@ static void load_admin(struct vctx *v, const struct cfg__node *k, const struct c
     if (a->access_key_id != NULL) {
         cfg__note_key_use(v, a->access_key_id, akid_node, sl_xstrdup("admin"));
     }
-}
-
-/* A memory budget: 0 (derived), or BUDGET_MIN..BUDGET_MAX bytes. Below the
- * floor one largest request body (2 MiB and change) could not be taken. */
-static void set_budget(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
-                       uint64_t *out)
-{
-    uint64_t x;
-    if (cfg__get_uint(v, k, val, 0, BUDGET_MAX, &x) != SL_OK) {
-        return;
-    }
-    if (x != 0 && x < BUDGET_MIN) {
-        REPORT(v, val, "%s must be 0 (derived) or at least %llu, not %s", k->value,
-               (unsigned long long)BUDGET_MIN, cfg__qnode(val));
-        return;
-    }
-    *out = x;
 }
 
 /* server: process-wide limits that protect the gateway from its clients. */
@@ -547,53 +452,27 @@ static void load_server(struct vctx *v, const struct cfg__node *k, const struct 
         } else if (cfg__key_is(key, "min_free_disk_bytes")) {
             cfg__get_uint(v, key, val, 0, UINT64_MAX, &srv->min_free_disk_bytes);
         } else if (cfg__key_is(key, "request_body_budget_bytes")) {
-            set_budget(v, key, val, &srv->request_body_budget_bytes);
+            cfg__set_budget(v, key, val, BUDGET_MIN, BUDGET_MAX, &srv->request_body_budget_bytes);
         } else if (cfg__key_is(key, "response_budget_bytes")) {
-            set_budget(v, key, val, &srv->response_budget_bytes);
+            cfg__set_budget(v, key, val, BUDGET_MIN, BUDGET_MAX, &srv->response_budget_bytes);
         } else {
-            report_unknown(v, SEC_SERVER, "in server", key);
+            cfg__report_unknown(v, CFG__SEC_SERVER, "in server", key);
         }
     }
 }
 
-/* Resolves a TLS file against base_dir and checks it can be read now, so
- * that a bad path is found by --check-config and not at the first
- * handshake. */
+/* A TLS file is opened now, so that a bad path is found by --check-config
+ * and not at the first handshake. */
 static void set_tls_file(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
                          char **out)
 {
-    const char *s = cfg__get_string(v, k, val);
-    if (s == NULL) {
-        return;
-    }
-    struct sl_buf path;
-    sl_buf_init(&path);
-    if (s[0] != '/' && v->base_dir != NULL) {
-        sl_buf_printf(&path, "%s/", v->base_dir);
-    }
-    sl_buf_append_cstr(&path, s);
-    int fd = open(path.p, O_RDONLY | O_CLOEXEC);
-    int err = errno;
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
-        err = EISDIR;
-        close(fd);
-        fd = -1;
-    }
-    if (fd < 0) {
-        char reason[128];
-        snprintf(reason, sizeof(reason), "%s", strerror(err));
-        reason[0] = (char)tolower((unsigned char)reason[0]);
-        if (err == EISDIR) {
-            snprintf(reason, sizeof(reason), "not a regular file");
-        }
-        REPORT(v, val, "cannot read %s %s (%s)", k->value, cfg__quote(path.p, path.n), reason);
-    } else {
+    char *path = NULL;
+    int fd = cfg__open_file(v, k, val, &path);
+    if (fd >= 0) {
         close(fd);
         free(*out);
-        *out = sl_buf_take(&path, NULL);
+        *out = path;
     }
-    sl_buf_free(&path);
 }
 
 static void load_tls(struct vctx *v, const struct cfg__node *k, const struct cfg__node *m)
@@ -615,7 +494,7 @@ static void load_tls(struct vctx *v, const struct cfg__node *k, const struct cfg
             set_tls_file(v, key, val, &t->key_file);
             have_key = true;
         } else {
-            report_unknown(v, SEC_TLS, "in tls", key);
+            cfg__report_unknown(v, CFG__SEC_TLS, "in tls", key);
         }
     }
     if (!have_cert) {
@@ -716,8 +595,10 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
         } else if (cfg__key_is(key, "tenants")) {
             tenants[0] = key;
             tenants[1] = val;
+        } else if (cfg__key_is(key, "cluster")) {
+            cfg__load_cluster(v, key, val);
         } else {
-            report_unknown(v, SEC_TOP, "at the top level", key);
+            cfg__report_unknown(v, CFG__SEC_TOP, "at the top level", key);
         }
     }
 

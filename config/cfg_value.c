@@ -300,6 +300,64 @@ void cfg__set_endpoint(struct vctx *v, const struct cfg__node *k, const struct c
     out->port = (uint16_t)port;
 }
 
+void cfg__set_budget(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
+                     uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t x;
+    if (cfg__get_uint(v, k, val, 0, max, &x) != SL_OK) {
+        return;
+    }
+    if (x != 0 && x < min) {
+        REPORT(v, val, "%s must be 0 (derived) or at least %llu, not %s", k->value,
+               (unsigned long long)min, cfg__qnode(val));
+        return;
+    }
+    *out = x;
+}
+
+const char *cfg__endpoint_str(const struct cfg_endpoint *e, char *out, size_t cap)
+{
+    bool v6 = e->host != NULL && strchr(e->host, ':') != NULL;
+    snprintf(out, cap, v6 ? "[%s]:%u" : "%s:%u", e->host ? e->host : "", (unsigned)e->port);
+    return out;
+}
+
+int cfg__open_file(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
+                   char **path_out)
+{
+    const char *s = cfg__get_string(v, k, val);
+    if (s == NULL) {
+        return -1;
+    }
+    struct sl_buf path;
+    sl_buf_init(&path);
+    if (s[0] != '/' && v->base_dir != NULL) {
+        sl_buf_printf(&path, "%s/", v->base_dir);
+    }
+    sl_buf_append_cstr(&path, s);
+    int fd = open(path.p, O_RDONLY | O_CLOEXEC);
+    int err = errno;
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        err = EISDIR;
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        char reason[128];
+        snprintf(reason, sizeof(reason), "%s", strerror(err));
+        reason[0] = (char)tolower((unsigned char)reason[0]);
+        if (err == EISDIR) {
+            snprintf(reason, sizeof(reason), "not a regular file");
+        }
+        REPORT(v, val, "cannot read %s %s (%s)", k->value, cfg__quote(path.p, path.n), reason);
+        sl_buf_free(&path);
+        return -1;
+    }
+    *path_out = sl_buf_take(&path, NULL);
+    return fd;
+}
+
 void cfg__set_secret(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
                      char **out)
 {

@@ -1,9 +1,10 @@
 /*
  * cfg_value.h -- (config-internal) typed values out of the YAML tree, each
  * problem reported at its node (cfg_value.c): integers and numbers in
- * ranges, booleans, strings, enums, endpoints, secrets and access key ids,
- * and the quoting that puts user text into messages safely. cfg_validate.c
- * walks the sections with them.
+ * ranges, booleans, strings, enums, endpoints, memory budgets, files,
+ * secrets and access key ids, and the quoting that puts user text into
+ * messages safely. cfg_validate.c and cfg_cluster.c walk the sections with
+ * them.
  *
  * Threading: the loading thread only.
  */
@@ -91,6 +92,22 @@ int cfg__get_enum(struct vctx *v, const struct cfg__node *k, const struct cfg__n
 /* "host:port" or "[ipv6]:port"; a host name is letters, digits, '.', '-'. */
 void cfg__set_endpoint(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
                        struct cfg_endpoint *out);
+
+/* A memory budget in bytes: 0 (derived from physical memory by whoever
+ * uses it), or min..max. Left unchanged on a problem (reported). */
+void cfg__set_budget(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
+                     uint64_t min, uint64_t max, uint64_t *out);
+
+/* e as the file spells it, "127.0.0.1:9324" or "[::1]:9324", into out
+ * (300 bytes hold any); returns out. */
+const char *cfg__endpoint_str(const struct cfg_endpoint *e, char *out, size_t cap);
+
+/* Opens the file that val names (relative to v->base_dir unless absolute),
+ * which must be a regular file. Returns the descriptor, which the caller
+ * closes, and sets *path_out to the resolved path, which the caller frees;
+ * or returns -1 after reporting "cannot read KEY PATH (reason)". */
+int cfg__open_file(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
+                   char **path_out);
 
 /* A secret, read from the environment when written "env:NAME". */
 void cfg__set_secret(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,

@@ -144,6 +144,34 @@ struct cfg_server {
     uint64_t response_budget_bytes;
 };
 
+/* One member of the cluster (cluster.nodes). */
+struct cfg_cluster_node {
+    uint16_t id;              /* 1..65535, unique in the cluster */
+    struct cfg_endpoint raft; /* its Raft port, shared by every group it holds */
+    struct cfg_endpoint peer; /* its peer (job forwarding) port */
+    struct cfg_endpoint api;  /* its SQS API, as clients reach it */
+};
+
+/* cluster: replication over Raft (docs/design.md "Cluster"). Every key is
+ * restart-only. This version validates the section but does not run a
+ * cluster: sluiced refuses to start with one. */
+struct cfg_cluster {
+    bool enabled; /* false when the section is absent: one node, as ever */
+    uint16_t node_id;
+    struct cfg_endpoint raft;
+    struct cfg_endpoint peer;
+    char *secret_file; /* as resolved against the file's directory */
+    /* The secret_file's bytes, exactly (32..4096 of them): the key of the
+     * nodes' handshake. Never log or print them. Wiped when freed. */
+    unsigned char *secret;
+    size_t secret_len;
+    uint32_t replication; /* voters of each group: odd, 1..node_count */
+    size_t node_count;
+    struct cfg_cluster_node *nodes; /* sorted by id; this node is one of them */
+    uint64_t memory_budget;         /* bytes; 0 = half of physical memory */
+    uint32_t snapshot_entries;      /* log entries between a group's snapshots */
+};
+
 struct cfg__principal_entry; /* private, see _principals */
 
 struct cfg_snapshot {
@@ -164,6 +192,7 @@ struct cfg_snapshot {
     struct cfg_spill default_spill;
     size_t tenant_count;
     struct cfg_tenant *tenants; /* sorted by name */
+    struct cfg_cluster cluster;
     /* private */
     int _refs; /* atomic; use cfg_snapshot_ref/unref */
     /* Access-key index for cfg_find_principal, sorted by key and built by
@@ -236,10 +265,11 @@ const struct cfg_tenant *cfg_find_tenant(const struct cfg_snapshot *s, const cha
 bool cfg_tenant_name_valid(const char *name, size_t len);
 
 /* Keys that SIGHUP cannot change: listen, data_dir, partitions,
- * shard_size, io_threads, tls (on/off and file paths), admin on/off and
- * admin.listen. Writes one short sentence per difference into buf, joined
- * by "; " (NUL-terminated, empty when none, truncated to cap) and returns
- * how many differences there were. */
+ * shard_size, io_threads, tls (on/off and file paths), admin on/off,
+ * admin.listen, and every key of cluster (a change of the secret file's
+ * bytes too, which are never written out). Writes one short sentence per
+ * difference into buf, joined by "; " (NUL-terminated, empty when none,
+ * truncated to cap) and returns how many differences there were. */
 int cfg_restart_only_changes(const struct cfg_snapshot *old_s, const struct cfg_snapshot *new_s,
                              char *buf, size_t cap);
 

@@ -17,9 +17,11 @@
 #include "sl.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *data_path(const char *rel)
 {
@@ -82,6 +84,41 @@ static const struct bad_case bad_cases[] = {
      {"1:1: missing access_key_id in admin", "1:1: missing secret_access_key in admin",
       "2:11: admin.listen must differ from listen (127.0.0.1:9324 by default)"}},
     {"alias.yaml", {"8:13: yaml aliases are not supported"}},
+    {"cluster_addresses.yaml",
+     {"6:3: replication (3 by default) must not exceed the number of nodes in cluster.nodes (2)",
+      "8:21: raft address \"127.0.0.1:7101\" is already used by the peer of the entry on line 7",
+      "8:64: api address \"127.0.0.1:9324\" is already used by the api of the entry on line 7"}},
+    {"cluster_duplicate_id.yaml", {"9:12: node id 2 is already used by the entry on line 8"}},
+    {"cluster_missing.yaml",
+     {"1:1: missing node_id in cluster", "1:1: missing raft in cluster",
+      "1:1: missing peer in cluster", "1:1: missing secret_file in cluster",
+      "2:16: replication (1) must not exceed the number of nodes in cluster.nodes (0)"}},
+    {"cluster_not_listed.yaml",
+     {"2:12: node_id 4 is not in cluster.nodes, which must list every node, this one included",
+      "3:16: replication (5) must not exceed the number of nodes in cluster.nodes (3)"}},
+    {"cluster_secret.yaml",
+     {"5:16: secret_file \"@DIR@/cluster_short.secret\" holds 31 bytes; the cluster secret "
+      "needs at least 32",
+      "6:10: nodes must be a list of {id, raft, peer, api}, not a mapping"}},
+    {"cluster_self.yaml",
+     {"8:21: node 2 is this node (node_id), but its raft \"127.0.0.1:7009\" differs from "
+      "cluster.raft \"127.0.0.1:7002\" (line 3)",
+      "8:43: node 2 is this node (node_id), but its peer \"127.0.0.1:7109\" differs from "
+      "cluster.peer \"127.0.0.1:7102\" (line 4)"}},
+    {"cluster_values.yaml",
+     {"2:12: node_id must be between 1 and 65535, not \"0\"",
+      "3:9: raft must be an address other machines can reach, not the wildcard \"0.0.0.0:7001\"",
+      "4:9: peer must be host:port, not \"localhost\"", "6:16: replication must be odd, not 2",
+      "7:18: memory_budget must be 0 (derived) or at least 67108864, not \"1000\"",
+      "8:21: snapshot_entries must be between 64 and 16777216, not \"10\"",
+      "9:3: unknown key \"secret\" in cluster (allowed: node_id, raft, peer, secret_file, "
+      "replication, nodes, memory_budget, snapshot_entries)",
+      "11:12: id must be between 1 and 65535, not \"70000\"",
+      "11:47: peer must be an address other machines can reach, not the wildcard \"[::]:7101\"",
+      "12:7: an entry of cluster.nodes must be a mapping {id, raft, peer, api}, not "
+      "\"just-a-string\"",
+      "13:7: missing api in this entry of cluster.nodes",
+      "13:59: unknown key \"port\" in an entry of cluster.nodes (allowed: id, raft, peer, api)"}},
     {"comment_only.yaml", {"1:1: the configuration is empty"}},
     {"duplicate_access_key.yaml",
      {"6:20: access key id \"SHARED\" is already used by admin (line 2)",
@@ -163,7 +200,7 @@ static const struct bad_case bad_cases[] = {
     {"unknown_key.yaml",
      {"2:1: unknown key \"colour\" at the top level (allowed: listen, tls, region, data_dir, "
       "partitions, shard_size, durability, io_threads, log_requests, server, admin, defaults, "
-      "tenants)"}},
+      "tenants, cluster)"}},
     {"wrong_type.yaml",
      {"1:13: partitions must be an integer, not the quoted string \"x\"",
       "2:13: io_threads must be an integer, not \"many\"",
@@ -588,6 +625,135 @@ static void test_yaml_level_problems(void **state)
     expect_one(nul, strlen(nul), "mem.yaml:1:8: region must be a string, not empty");
 }
 
+/* ---- cluster ------------------------------------------------------------- */
+
+static void assert_endpoint(const struct cfg_endpoint *e, const char *host, uint16_t port)
+{
+    assert_string_equal(e->host, host);
+    assert_int_equal(e->port, port);
+}
+
+static void test_cluster(void **state)
+{
+    (void)state;
+    struct cfg_snapshot *s = load_good("good/cluster.yaml");
+    const struct cfg_cluster *c = &s->cluster;
+    assert_true(c->enabled);
+    assert_int_equal(c->node_id, 2);
+    assert_endpoint(&c->raft, "127.0.0.1", 7002);
+    assert_endpoint(&c->peer, "127.0.0.1", 7102);
+    assert_int_equal(c->replication, 3);
+    assert_int_equal(c->memory_budget, 1073741824ull);
+    assert_int_equal(c->snapshot_entries, 8192);
+
+    /* The secret is the file's bytes, newline included, read at load. */
+    char *secret = data_path("good/cluster.secret");
+    assert_string_equal(c->secret_file, secret);
+    FILE *f = fopen(secret, "rb");
+    assert_non_null(f);
+    unsigned char want[128];
+    size_t n = fread(want, 1, sizeof(want), f);
+    fclose(f);
+    assert_int_equal(n, 44);
+    assert_int_equal(c->secret_len, n);
+    assert_memory_equal(c->secret, want, n);
+    free(secret);
+
+    /* Sorted by id, whatever the file's order and style of entry. */
+    assert_int_equal(c->node_count, 3);
+    assert_int_equal(c->nodes[0].id, 1);
+    assert_endpoint(&c->nodes[0].raft, "127.0.0.1", 7001);
+    assert_endpoint(&c->nodes[0].peer, "127.0.0.1", 7101);
+    assert_endpoint(&c->nodes[0].api, "127.0.0.1", 9324);
+    assert_int_equal(c->nodes[1].id, 2);
+    assert_endpoint(&c->nodes[1].api, "::1", 9334);
+    assert_int_equal(c->nodes[2].id, 3);
+    assert_endpoint(&c->nodes[2].peer, "127.0.0.1", 7103);
+    cfg_snapshot_unref(s);
+
+    /* Without the section: one node, nothing of a cluster. */
+    s = load_good("good/minimal.yaml");
+    assert_false(s->cluster.enabled);
+    assert_int_equal(s->cluster.node_count, 0);
+    assert_null(s->cluster.secret);
+    cfg_snapshot_unref(s);
+}
+
+/* A cluster section with the secret at secret (absolute) and extra keys
+ * after node_id; one node, replication 1. */
+static int cluster_yaml(char *buf, size_t cap, const char *secret, const char *extra)
+{
+    return snprintf(buf, cap,
+                    "cluster:\n"
+                    "  node_id: 7\n"
+                    "%s"
+                    "  raft: 127.0.0.1:7007\n"
+                    "  peer: 127.0.0.1:7107\n"
+                    "  secret_file: %s\n"
+                    "  nodes:\n"
+                    "    - {id: 7, raft: 127.0.0.1:7007, peer: 127.0.0.1:7107, api: "
+                    "127.0.0.1:9324}\n",
+                    extra, secret);
+}
+
+static void test_cluster_defaults_and_secrets(void **state)
+{
+    (void)state;
+    char *secret = data_path("good/cluster.secret");
+    char yaml[1024];
+    int n = cluster_yaml(yaml, sizeof(yaml), secret, "  replication: 1\n");
+    struct cfg_snapshot *s = NULL;
+    struct cfg_diags d;
+    assert_int_equal(cfg_load_string("mem.yaml", yaml, (size_t)n, &s, &d), SL_OK);
+    assert_int_equal(s->cluster.replication, 1);
+    assert_int_equal(s->cluster.snapshot_entries, 4096);
+    assert_int_equal(s->cluster.memory_budget, 0);
+    cfg_snapshot_unref(s);
+    cfg_diags_free(&d);
+
+    /* The default replication is 3: one node is too few for it. */
+    n = cluster_yaml(yaml, sizeof(yaml), secret, "");
+    expect_one(yaml, (size_t)n,
+               "mem.yaml:6:3: replication (3 by default) must not exceed the number of nodes in "
+               "cluster.nodes (1)");
+    free(secret);
+
+    n = cluster_yaml(yaml, sizeof(yaml), "/nonexistent/cluster.secret", "  replication: 1\n");
+    expect_one(yaml, (size_t)n,
+               "mem.yaml:6:16: cannot read secret_file \"/nonexistent/cluster.secret\" (no such "
+               "file or directory)");
+
+    char long_path[] = "/tmp/sluice-test-secret-XXXXXX";
+    int fd = mkstemp(long_path);
+    assert_true(fd >= 0);
+    char big[4097];
+    memset(big, 'x', sizeof(big));
+    assert_int_equal(write(fd, big, sizeof(big)), (ssize_t)sizeof(big));
+    close(fd);
+    n = cluster_yaml(yaml, sizeof(yaml), long_path, "  replication: 1\n");
+    char want[256];
+    snprintf(want, sizeof(want), "mem.yaml:6:16: secret_file \"%s\" is longer than 4096 bytes",
+             long_path);
+    expect_one(yaml, (size_t)n, want);
+    /* Exactly at the bound is fine. */
+    fd = open(long_path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, big, 4096), 4096);
+    close(fd);
+    assert_int_equal(cfg_load_string("mem.yaml", yaml, (size_t)n, &s, &d), SL_OK);
+    assert_int_equal(s->cluster.secret_len, 4096);
+    cfg_snapshot_unref(s);
+    cfg_diags_free(&d);
+    unlink(long_path);
+
+    const char *scalar = "cluster: 5\n";
+    expect_one(scalar, strlen(scalar), "mem.yaml:1:10: cluster must be a mapping, not \"5\"");
+    const char *misplaced = "replication: 3\n";
+    expect_one(misplaced, strlen(misplaced),
+               "mem.yaml:1:1: key \"replication\" is not allowed at the top level; it belongs in "
+               "cluster");
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -619,6 +785,8 @@ int main(void)
         cmocka_unit_test(test_embedded_default),
         cmocka_unit_test(test_yaml_level_problems),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_cluster),
+        cmocka_unit_test(test_cluster_defaults_and_secrets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * test_cfg_snapshot.c -- what other modules ask a loaded snapshot: access
  * key -> principal, tenant by name, tenant name syntax; the holder's
  * reference discipline across a swap (also with reader threads running);
- * and the keys a reload cannot move.
+ * and the keys a reload cannot move, the cluster section's among them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char base_yaml[] = "admin:\n"
                                 "  access_key_id: ADMINKEY\n"
@@ -339,6 +340,83 @@ static void test_keep_restart_only(void **state)
     cfg_snapshot_unref(a);
 }
 
+/* A one-node cluster section (replication 1) with its secret in the file
+ * at secret, and node id and raft port as given. */
+static struct cfg_snapshot *load_cluster(const char *secret, unsigned id, unsigned raft_port)
+{
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml),
+             "cluster:\n  node_id: %u\n  raft: 127.0.0.1:%u\n  peer: 127.0.0.1:7100\n"
+             "  secret_file: %s\n  replication: 1\n  nodes:\n"
+             "    - {id: %u, raft: 127.0.0.1:%u, peer: 127.0.0.1:7100, api: 127.0.0.1:9324}\n",
+             id, raft_port, secret, id, raft_port);
+    return load(yaml);
+}
+
+static void write_secret(const char *path, const char *bytes)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_true(fputs(bytes, f) >= 0);
+    fclose(f);
+}
+
+/* Every cluster key is restart-only, the secret's bytes too; a reload
+ * reports the change by key name, never the secret, and keeps the running
+ * section until the restart. */
+static void test_cluster_restart_only(void **state)
+{
+    (void)state;
+    char secret[] = "/tmp/sluice-test-secret-XXXXXX";
+    int fd = mkstemp(secret);
+    assert_true(fd >= 0);
+    close(fd);
+    const char *first = "first-secret-first-secret-first-secret";
+    write_secret(secret, first);
+    struct cfg_snapshot *single = load("region: us-east-1\n");
+    struct cfg_snapshot *a = load_cluster(secret, 1, 7001);
+    char buf[512];
+    assert_int_equal(cfg_restart_only_changes(single, a, buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "cluster was added");
+    assert_int_equal(cfg_restart_only_changes(a, single, buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "cluster was removed");
+
+    struct cfg_snapshot *b = load_cluster(secret, 1, 7001);
+    assert_int_equal(cfg_restart_only_changes(a, b, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "");
+    cfg_snapshot_unref(b);
+
+    /* Same path, other bytes. */
+    const char *second = "second-secret-second-secret-second-secret";
+    write_secret(secret, second);
+    b = load_cluster(secret, 2, 7009);
+    assert_int_equal(cfg_restart_only_changes(a, b, buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "cluster changed (node_id, raft, secret_file, nodes)");
+    assert_null(strstr(buf, "second-secret"));
+
+    cfg_snapshot_keep_restart_only(b, a);
+    assert_int_equal(cfg_restart_only_changes(a, b, buf, sizeof(buf)), 0);
+    assert_true(b->cluster.enabled);
+    assert_int_equal(b->cluster.node_id, 1);
+    assert_int_equal(b->cluster.raft.port, 7001);
+    assert_int_equal(b->cluster.nodes[0].raft.port, 7001);
+    assert_int_equal(b->cluster.secret_len, strlen(first));
+    assert_memory_equal(b->cluster.secret, first, strlen(first));
+    cfg_snapshot_unref(b);
+
+    /* A section added by a reload does not apply before the restart. */
+    b = load_cluster(secret, 1, 7001);
+    cfg_snapshot_keep_restart_only(b, single);
+    assert_false(b->cluster.enabled);
+    assert_null(b->cluster.nodes);
+    assert_null(b->cluster.secret);
+    cfg_snapshot_unref(b);
+
+    cfg_snapshot_unref(a);
+    cfg_snapshot_unref(single);
+    unlink(secret);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_holder_concurrent_readers),
         cmocka_unit_test(test_restart_only_changes),
         cmocka_unit_test(test_keep_restart_only),
+        cmocka_unit_test(test_cluster_restart_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
