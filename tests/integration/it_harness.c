@@ -529,7 +529,11 @@ int it_request_many(const struct it_server *s, unsigned window, it_next_request_
             if (msg->msg != CURLMSG_DONE)
                 continue;
             char *priv = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+            if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv) != CURLE_OK ||
+                priv == NULL) {
+                result = -1; /* every handle added carries its transfer */
+                continue;
+            }
             struct transfer *t = (struct transfer *)(void *)priv;
             for (unsigned i = 0; i < window; i++) {
                 if (live[i] == t)

@@ -161,7 +161,7 @@ static void test_kill9_keeps_acknowledged(void **state)
                     assert_int_equal(n, 1); /* acknowledged: present */
                 }
                 /* a batch is one transaction: all or nothing */
-                assert_int_equal(n, seen[s * BATCH]);
+                assert_int_equal(n, seen[(size_t)s * BATCH]);
             }
         }
         struct part_counts c = t_counts(t, q);
