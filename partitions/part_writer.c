@@ -428,7 +428,45 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
  * partitions is ordered by its oldest message, sequence numbers being
  * engine-wide, after the partition that holds one in flight if any; a
  * partition opened later (its disk was full) goes last. */
-static bool rebuild_gdir(struct part_writer *w, bool at_open)
+/* What a rebuild loaded into the group directories, given back if the
+ * open fails after it: the directories are shared, so a failed open must
+ * drop exactly its own counts (sends place theirs there meanwhile). */
+struct gdir_load {
+    struct part_queue *q; /* a reference */
+    char *group;
+    int64_t count;
+};
+
+struct gdir_loads {
+    struct gdir_load *v;
+    size_t n, cap;
+};
+
+static void gdir_loads_free(struct gdir_loads *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        part__queue_unref(l->v[i].q);
+        free(l->v[i].group);
+    }
+    free(l->v);
+    *l = (struct gdir_loads){0};
+}
+
+static void gdir_loads_undo(struct part_writer *w, struct gdir_loads *l)
+{
+    struct part_engine *e = w->engine;
+    for (size_t i = 0; i < l->n; i++) {
+        struct part_queue *q = l->v[i].q;
+        uint32_t first = part__gdir_drop(q->gdir, l->v[i].group, w->index, l->v[i].count);
+        if (first != PART_GDIR_NONE) {
+            part__gdir_handed_over(q, first);
+            e->hooks.wake(e, q, first, 1);
+        }
+    }
+    gdir_loads_free(l);
+}
+
+static bool rebuild_gdir(struct part_writer *w, bool at_open, struct gdir_loads *loads)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(w->db,
@@ -448,8 +486,15 @@ static bool rebuild_gdir(struct part_writer *w, bool at_open)
         if (q != NULL && q->fifo) {
             int64_t rank = sqlite3_column_int64(st, 3) -
                            (sqlite3_column_int(st, 4) != 0 ? GDIR_LEASING_RANK : 0);
-            part__gdir_load(q->gdir, (const char *)sqlite3_column_text(st, 1), w->index,
-                            sqlite3_column_int64(st, 2), rank, at_open);
+            const char *group = (const char *)sqlite3_column_text(st, 1);
+            int64_t count = sqlite3_column_int64(st, 2);
+            if (loads->n == loads->cap) {
+                loads->cap = loads->cap ? 2 * loads->cap : 64;
+                loads->v = sl_xrealloc(loads->v, loads->cap * sizeof *loads->v);
+            }
+            loads->v[loads->n++] =
+                (struct gdir_load){part__queue_ref(w->engine, qid), sl_xstrdup(group), count};
+            part__gdir_load(q->gdir, group, w->index, count, rank, at_open);
         }
     }
     part__queue_unref(q);
@@ -457,9 +502,42 @@ static bool rebuild_gdir(struct part_writer *w, bool at_open)
     return rc == SQLITE_DONE;
 }
 
+/* A failed open gives back this partition's share of a queue's counters:
+ * only its writer ever changes them, after a commit, and none committed
+ * before the open, so the share is exactly what the rebuild added. */
+static void unload_queue(struct part_queue *q, void *arg)
+{
+    struct part_writer *w = arg;
+    struct part_qcount *qc = &q->per[w->index];
+    struct part_qdelta d = {.ready = -atomic_load(&qc->ready),
+                            .inflight = -atomic_load(&qc->inflight),
+                            .delayed = -atomic_load(&qc->delayed),
+                            .overflow_ready = -atomic_load(&qc->overflow_ready),
+                            .overflow_delayed = -atomic_load(&qc->overflow_delayed)};
+    part__counts_add(q, w->index, &d);
+    atomic_store(&qc->head_priority[PART_LANE_MAIN], INT64_MAX);
+    atomic_store(&qc->head_priority[PART_LANE_OVERFLOW], INT64_MAX);
+    qc->age_due = 0;
+    if (qc->groups != NULL) {
+        part__groups_clear(qc->groups);
+        part__groups_publish(q, w->index);
+    }
+}
+
+/* Undoes a rebuild cut short, so that the next open (a full disk is
+ * retried) counts every message once. The timers and the deduplication
+ * index go with the connection (open_db); sequence numbers only rise. */
+static void unload(struct part_writer *w, struct gdir_loads *loads)
+{
+    gdir_loads_undo(w, loads);
+    part__queue_foreach(w->engine, unload_queue, w);
+    atomic_store_explicit(&w->backlog, 0, memory_order_relaxed);
+}
+
 static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whylen)
 {
     struct part_engine *e = w->engine;
+    struct gdir_loads loads = {0};
     sqlite3_stmt *st = NULL;
     /* Messages of queues deleted before a crash finished their purge. */
     if (sqlite3_prepare_v2(w->db, "SELECT DISTINCT queue_id FROM msg", -1, &st, NULL) !=
@@ -549,7 +627,7 @@ static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whyle
     if (rc != SQLITE_DONE) {
         goto fail;
     }
-    if (!rebuild_gdir(w, at_open)) {
+    if (!rebuild_gdir(w, at_open, &loads)) {
         goto fail;
     }
     /* Every queue with rows here, so that aging is scheduled as well. */
@@ -565,9 +643,11 @@ static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whyle
         }
     }
     sqlite3_finalize(st);
+    gdir_loads_free(&loads);
     return true;
 fail:
     snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+    unload(w, &loads);
     return false;
 }
 

@@ -308,10 +308,25 @@ static void backup_progress(FILE *out, bool tty, const json_t *st, double starte
     }
     *last = t;
     char done[32], total[32];
-    size_text(ctl_jint(st, "bytes_done"), done, sizeof done);
-    size_text(ctl_jint(st, "bytes_total"), total, sizeof total);
-    fprintf(out, "%sbackup running: %lld%% (%s of about %s), %.0fs%s", tty ? "\r" : "",
-            ctl_jint(st, "percent"), done, total, t - started, tty ? "   " : "\n");
+    const char *step = ctl_jstr(st, "step");
+    if (step != NULL && strcmp(step, "hashing") == 0) {
+        /* the copies are whole: the manifest's sync and SHA-256 of each
+         * file, which the copies' percent (at 99) cannot show */
+        long long hashed = ctl_jint(st, "hash_bytes_done");
+        long long all = ctl_jint(st, "hash_bytes_total");
+        size_text(hashed, done, sizeof done);
+        size_text(all, total, sizeof total);
+        fprintf(out,
+                "%sbackup running: hashing the copies for manifest.json: %lld%% (%s of %s), "
+                "%.0fs%s",
+                tty ? "\r" : "", all > 0 ? hashed * 100 / all : 0, done, total, t - started,
+                tty ? "   " : "\n");
+    } else {
+        size_text(ctl_jint(st, "bytes_done"), done, sizeof done);
+        size_text(ctl_jint(st, "bytes_total"), total, sizeof total);
+        fprintf(out, "%sbackup running: copying: %lld%% (%s of about %s), %.0fs%s", tty ? "\r" : "",
+                ctl_jint(st, "percent"), done, total, t - started, tty ? "   " : "\n");
+    }
     fflush(out);
 }
 

@@ -622,6 +622,12 @@ static void delete_queue_done(struct part_cookie cookie, int status, const struc
         snprintf(key, sizeof key, "%.*s/%.*s", (int)ref->tenant.n, ref->tenant.p, (int)ref->name.n,
                  ref->name.p);
         mark_recent(ctx->api, 0, key, sl_wall_ms(), true);
+        /* Ids are never reused: a pause left behind would stay in ops.db
+         * and the set for good. A failure to record it is logged there and
+         * undone at the next start (gw_pause.c). */
+        unsigned was, now;
+        (void)gw__pause_set(ctx->api, ctx->queue_id, GW_PAUSE_ENQUEUE | GW_PAUSE_DEQUEUE, false,
+                            &was, &now);
     }
     done_empty(cookie, status, res);
 }

@@ -228,12 +228,36 @@ static void load_one(void *arg, uint64_t queue_id, unsigned flags)
     set_put(arg, queue_id, flags);
 }
 
+/* Drops the pauses of queues the catalog no longer has: a DeleteQueue
+ * that crashed (or could not write ops.db) between the catalog's commit
+ * and its pause's removal. */
+static void forget_deleted(struct gw_api *api, struct gw_pause_set *s)
+{
+    for (size_t i = 0; i < s->count;) {
+        uint64_t id = s->items[i].queue_id;
+        struct part_queue_info *qi = NULL;
+        if (part_queue_get(api->engine, id, &qi) == SL_OK) {
+            part_queue_info_free(qi);
+            i++;
+        } else if (gw_opstore_put_pause(api->ops, id, 0) == SL_OK) {
+            sl_log(SL_LOG_INFO, LOG_MOD, "dropped the pause of deleted queue %llu",
+                   (unsigned long long)id);
+            set_put(s, id, 0); /* the last entry takes slot i */
+        } else {
+            i++;
+        }
+    }
+}
+
 static void pause_api_init(struct gw_api *api)
 {
     api->paused = set_new();
     struct gw_pause_set *s = api->paused;
-    if (api->ops == NULL || gw_opstore_load_pauses(api->ops, load_one, s) != SL_OK ||
-        s->count == 0) {
+    if (api->ops == NULL || gw_opstore_load_pauses(api->ops, load_one, s) != SL_OK) {
+        return;
+    }
+    forget_deleted(api, s);
+    if (s->count == 0) {
         return;
     }
     sl_log(SL_LOG_INFO, LOG_MOD, "%zu queue(s) paused by an operator", s->count);

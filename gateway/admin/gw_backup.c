@@ -45,8 +45,24 @@
 
 static atomic_bool backup_running;
 
-/* SHA-256 (hex) and size of path. */
-static bool file_digest(const char *path, char hex[65], uint64_t *bytes)
+/* The steps of a backup GET /api/backup reports: the copies, then
+ * manifest.json's sync and SHA-256 of every file (a few seconds a GB,
+ * which the copies' percent cannot show), then done. */
+enum backup_step { STEP_COPYING, STEP_HASHING, STEP_DONE };
+
+static const char *const step_names[] = {"copying", "hashing", "done"};
+
+/* The step of the backup under way or the last one, and the hashing's
+ * bytes: written by the backup's thread, read by GET /api/backup. */
+static struct {
+    _Atomic int step; /* enum backup_step */
+    _Atomic uint64_t bytes_done;
+    _Atomic uint64_t bytes_total;
+} hashing;
+
+/* SHA-256 (hex) and size of path; each block read is added to *progress
+ * when that is not NULL. */
+static bool file_digest(const char *path, char hex[65], uint64_t *bytes, _Atomic uint64_t *progress)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
@@ -60,6 +76,9 @@ static bool file_digest(const char *path, char hex[65], uint64_t *bytes)
     while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
         EVP_DigestUpdate(md, buf, n);
         *bytes += n;
+        if (progress != NULL) {
+            atomic_fetch_add_explicit(progress, n, memory_order_relaxed);
+        }
     }
     bool ok = !ferror(f);
     fclose(f);
@@ -137,11 +156,19 @@ static int write_manifest(const char *dir, const struct written *w, uint32_t par
 {
     json_t *files = json_array();
     char path[4096];
+    uint64_t total = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, w->names[i]);
+        total += stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    }
+    atomic_store(&hashing.bytes_total, total);
+    atomic_store(&hashing.step, STEP_HASHING);
     for (size_t i = 0; i < w->n; i++) {
         char hex[65];
         uint64_t bytes;
         snprintf(path, sizeof path, "%s/%s", dir, w->names[i]);
-        if (sl_fsync_path(path) != SL_OK || !file_digest(path, hex, &bytes)) {
+        if (sl_fsync_path(path) != SL_OK || !file_digest(path, hex, &bytes, &hashing.bytes_done)) {
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             json_decref(files);
             return SL_EIO;
@@ -242,6 +269,9 @@ int gw__backup_begin(const char *dir, uint64_t *id, char *err, size_t errlen)
     cur.manifest = NULL;
     atomic_store(&cur.pg.bytes_done, 0);
     atomic_store(&cur.pg.bytes_total, 0);
+    atomic_store(&hashing.step, STEP_COPYING);
+    atomic_store(&hashing.bytes_done, 0);
+    atomic_store(&hashing.bytes_total, 0);
     pthread_mutex_unlock(&cur.mu);
     return SL_OK;
 }
@@ -252,6 +282,9 @@ static void finish(int status, const char *err, json_t *manifest)
     pthread_mutex_lock(&cur.mu);
     cur.ended_ms = sl_wall_ms();
     cur.status = status;
+    if (status == SL_OK) {
+        atomic_store(&hashing.step, STEP_DONE);
+    }
     snprintf(cur.err, sizeof cur.err, "%s", status == SL_OK ? "" : err);
     /* a copy: the caller may hand its own to another thread's reply */
     cur.manifest = manifest != NULL ? json_deep_copy(manifest) : NULL;
@@ -369,10 +402,13 @@ json_t *gw__backup_status(void)
     int percent = !running && cur.status == SL_OK ? 100
                   : total == 0                    ? 0
                                                   : (int)SL_MIN(done * 100 / total, 99);
-    json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:i}", "id", (json_int_t)cur.id, "state",
-                          state_name(running, cur.status), "dir", cur.dir, "started_ms",
-                          (json_int_t)cur.started_ms, "bytes_total", (json_int_t)total,
-                          "bytes_done", (json_int_t)done, "percent", percent);
+    json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:I, s:I}", "id",
+                          (json_int_t)cur.id, "state", state_name(running, cur.status), "dir",
+                          cur.dir, "started_ms", (json_int_t)cur.started_ms, "bytes_total",
+                          (json_int_t)total, "bytes_done", (json_int_t)done, "percent", percent,
+                          "step", step_names[atomic_load(&hashing.step)], "hash_bytes_total",
+                          (json_int_t)atomic_load(&hashing.bytes_total), "hash_bytes_done",
+                          (json_int_t)atomic_load(&hashing.bytes_done));
     if (!running) {
         json_object_set_new(o, "ended_ms", json_integer((json_int_t)cur.ended_ms));
     }
@@ -445,7 +481,7 @@ static int verify(const char *dir, const json_t *files, char *err, size_t errlen
             return SL_EINVAL;
         }
         snprintf(path, sizeof path, "%s/%s", dir, name);
-        if (!file_digest(path, hex, &have)) {
+        if (!file_digest(path, hex, &have, NULL)) {
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             return SL_EIO;
         }

@@ -8,6 +8,7 @@ Run with Debian's /usr/bin/python3 (tests/compat/CMakeLists.txt does): the
 tier tests the clients Debian ships, not whatever pip put first on PATH.
 """
 
+import ctypes
 import hashlib
 import os
 import shutil
@@ -19,6 +20,23 @@ import sys
 import tempfile
 import time
 import traceback
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def dies_with_us():
+    """A preexec_fn for subprocess.Popen: the child gets SIGKILL when this
+    process (the thread that started it) dies, so a killed test leaves no
+    server or worker running. A parent that died before the prctl is
+    caught by the getppid() check after it."""
+    parent = os.getpid()
+
+    def preexec():
+        if _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
+            os._exit(124)
+    return preexec
+
 
 REGION = "us-east-1"
 TENANTS = {
@@ -128,7 +146,8 @@ class Sluiced:
             f.write(self._config())
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([binary, "--config", config], stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     preexec_fn=dies_with_us())
         try:
             self._wait_healthy()
         except BaseException:

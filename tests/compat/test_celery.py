@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from harness import REGION, TENANTS, Sluiced, Steps, eq, fail, ok, require_module
+from harness import REGION, TENANTS, Sluiced, Steps, dies_with_us, eq, fail, ok, require_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TASKS = 6
@@ -101,7 +101,8 @@ def body(steps):
                 [sys.executable, "-m", "celery", "-A", "celery_tasks", "worker", "--pool", "solo",
                  "--loglevel", "INFO", "--without-gossip", "--without-mingle",
                  "--without-heartbeat", "--hostname", "compat@%h"],
-                cwd=out, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+                cwd=out, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=dies_with_us())
         try:
             steps.step(f"send {TASKS} tasks through kombu's producer")
             sent = {}

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -215,12 +216,20 @@ int it_server_restart(struct it_server *s)
     for (size_t i = 0; i < n_extra; i++)
         envp[i] = (char *)s->env[i];
     memcpy(envp + n_extra, environ, n_inherited * sizeof *envp);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0)
         free(envp);
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        /* A test killed (a timeout, ^C, SIGKILL) must not leave its
+         * server running: the kernel kills sluiced when the thread that
+         * forked it ends (it survives execve), so the harness must
+         * start servers from a thread that outlives them. A parent that
+         * died before the prctl is caught by the check after it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(124);
         int fd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -520,7 +529,11 @@ int it_request_many(const struct it_server *s, unsigned window, it_next_request_
             if (msg->msg != CURLMSG_DONE)
                 continue;
             char *priv = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+            if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv) != CURLE_OK ||
+                priv == NULL) {
+                result = -1; /* every handle added carries its transfer */
+                continue;
+            }
             struct transfer *t = (struct transfer *)(void *)priv;
             for (unsigned i = 0; i < window; i++) {
                 if (live[i] == t)

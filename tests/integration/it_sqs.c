@@ -314,14 +314,14 @@ void it_md5_hex(const void *data, size_t n, char out[33])
     unsigned int len = 0;
     EVP_Digest(data, n, md, &len, EVP_md5(), NULL);
     for (unsigned int i = 0; i < len && i < 16; i++) {
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+        snprintf(out + 2 * (size_t)i, 3, "%02x", md[i]);
     }
     out[32] = '\0';
 }
 
-static size_t put_field(unsigned char *p, const char *s)
+/* s's n bytes after their 4-byte big-endian length. */
+static size_t put_field(unsigned char *p, const char *s, size_t n)
 {
-    size_t n = strlen(s);
     p[0] = (unsigned char)(n >> 24);
     p[1] = (unsigned char)(n >> 16);
     p[2] = (unsigned char)(n >> 8);
@@ -334,10 +334,10 @@ void it_md5_one_string_attr(const char *name, const char *value, char out[33])
 {
     size_t cap = strlen(name) + strlen(value) + 32;
     unsigned char *buf = malloc(cap);
-    size_t n = put_field(buf, name);
-    n += put_field(buf + n, "String");
+    size_t n = put_field(buf, name, strlen(name));
+    n += put_field(buf + n, "String", 6);
     buf[n++] = 1; /* transport: String/Number */
-    n += put_field(buf + n, value);
+    n += put_field(buf + n, value, strlen(value));
     it_md5_hex(buf, n, out);
     free(buf);
 }

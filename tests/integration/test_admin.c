@@ -261,7 +261,7 @@ static bool manifest_key(uint8_t key[32])
     }
     for (int i = 0; i < 32; i++) {
         unsigned byte;
-        if (sscanf(hex + 2 * i, "%2x", &byte) != 1) {
+        if (sscanf(hex + 2 * (size_t)i, "%2x", &byte) != 1) {
             return false;
         }
         key[i] = (uint8_t)byte;
@@ -359,7 +359,7 @@ static void guessing_is_throttled(void)
     IT_CHECK(shown);
     IT_CHECK(it_healthz(&srv));
 
-    struct timespec ts = {1, 500 * 1000 * 1000}; /* ten failures a second come back */
+    struct timespec ts = {1, 500L * 1000 * 1000}; /* ten failures a second come back */
     nanosleep(&ts, NULL);
     r = admin_get(&(struct it_admin_call){.path = "/metrics", .token = TOKEN});
     IT_CHECK(r.status == 200);

@@ -15,6 +15,8 @@
  *    sent after the pause and answers empty at its deadline;
  *  - pause enqueue and pause dequeue raced from two connections: both
  *    stick, in memory and after a restart;
+ *  - a queue deleted while paused leaves no pause behind, in ops.db or
+ *    after a restart: its name, created again, takes sends;
  *  - purge; redrive to a destination until COMPLETED, whose history
  *    survives a restart; cancel of a finished task 404;
  *  - reload: a valid file ok, an invalid one its diagnostics;
@@ -28,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <sqlite3.h>
 
 #include "it_sqs.h"
 
@@ -427,6 +431,60 @@ static void check_pause_race(void)
     free(url);
 }
 
+/* Rows of ops.db's paused table (-1 when it cannot be read), after
+ * running change on it when that is not NULL. */
+static int paused_rows(const char *change)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/ops.db", srv.data_dir);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rows = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+        (change == NULL || sqlite3_exec(db, change, NULL, NULL, NULL) == SQLITE_OK) &&
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM paused", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        rows = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rows;
+}
+
+/* A paused queue that is deleted takes its pause with it, in memory and
+ * in ops.db, where it would otherwise stay for good. */
+static void check_pause_deleted(void)
+{
+    int before = paused_rows(NULL);
+    IT_REQUIRE(before >= 0);
+    char *url = it_create_queue(&srv, "doomed", NULL);
+    IT_REQUIRE(url != NULL);
+    IT_CHECK(expect("POST", "/api/queues/acme/doomed/pause", NULL, 200, NULL));
+    IT_CHECK(paused_rows(NULL) == before + 1);
+    struct it_reply r = it_call(&srv, "DeleteQueue", json_pack("{s:s}", "QueueUrl", url));
+    IT_CHECK(r.status == 200);
+    it_reply_free(&r);
+    IT_CHECK(paused_rows(NULL) == before);
+    free(url);
+
+    /* The name, free again after a restart, makes a queue nobody paused;
+     * the start drops a pause whose queue is gone (a delete that crashed
+     * before it removed the pause). */
+    IT_CHECK(it_server_stop(&srv) == 0);
+    IT_CHECK(paused_rows("INSERT INTO paused(queue_id, flags) VALUES(999999, 3)") == before + 1);
+    IT_REQUIRE(it_server_restart(&srv) == 0);
+    IT_CHECK(paused_rows(NULL) == before);
+    url = it_create_queue(&srv, "doomed", NULL);
+    IT_REQUIRE(url != NULL);
+    char *id = it_send(&srv, url, "not paused");
+    IT_CHECK(id != NULL);
+    free(id);
+    json_t *q = queue_entry("doomed");
+    IT_CHECK(json_is_false(json_object_get(json_object_get(q, "paused"), "enqueue")));
+    json_decref(q);
+    free(url);
+}
+
 /* Polls GET /api/redrives/ID until the task leaves RUNNING (bounded). */
 static json_t *wait_task(const char *id)
 {
@@ -610,6 +668,7 @@ int main(void)
     check_pause(src);
     check_pause_waiting();
     check_pause_race();
+    check_pause_deleted();
     char task_id[64] = "";
     check_redrive(task_id, sizeof task_id);
     check_purge();

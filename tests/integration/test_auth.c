@@ -141,8 +141,8 @@ static struct it_response send_signed_list_queues(const struct it_server *s, int
     char authz[512], date_hdr[64];
     snprintf(authz, sizeof(authz), "authorization: %s", auth.p);
     snprintf(date_hdr, sizeof(date_hdr), "x-amz-date: %s", amz_date);
-    const char *headers[] = {"content-type: " SQS_JSON, "x-amz-target: AmazonSQS.ListQueues",
-                             date_hdr, authz, NULL};
+    const char *ctype = "content-type: " SQS_JSON;
+    const char *headers[] = {ctype, "x-amz-target: AmazonSQS.ListQueues", date_hdr, authz, NULL};
     struct it_request req = {
         .method = "POST", .path = "/", .headers = headers, .body = body, .body_len = 2};
     struct it_response r;
@@ -155,8 +155,8 @@ static struct it_response send_signed_list_queues(const struct it_server *s, int
 static void expired_request(const struct it_server *s)
 {
     char authz[512];
-    struct it_response r =
-        send_signed_list_queues(s, (int64_t)time(NULL) - 20 * 60, true, authz, sizeof(authz));
+    struct it_response r = send_signed_list_queues(s, (int64_t)time(NULL) - (int64_t)20 * 60, true,
+                                                   authz, sizeof(authz));
     expect_error(&r, 400, "RequestExpired", "com.amazon.coral.service#RequestExpired");
     it_response_free(&r);
     IT_CHECK(it_healthz(s));
@@ -197,7 +197,7 @@ static void anonymous_lines_are_rationed(const struct it_server *s)
     IT_CHECK(lines > 0 && lines <= 20 * seconds);
     IT_CHECK(lines < 300);
     /* The first line of a later window says how many were left out. */
-    struct timespec pause = {1, 100 * 1000 * 1000};
+    struct timespec pause = {1, 100L * 1000 * 1000};
     nanosleep(&pause, NULL);
     struct it_response r;
     IT_CHECK(it_sqs(s, "ListQueues", "{}", NULL, NULL, &r) == 0);

@@ -6,6 +6,9 @@
  *    `sluiced --restore` into a fresh data directory;
  *  - queue attributes, a pause and the move-task history (as of the
  *    backup) come back;
+ *  - GET /api/backup tells the copies from the hashing of the files for
+ *    the manifest (step copying, hashing, done), with the hashing's own
+ *    bytes, which end at the manifest's total;
  *  - the manifest lists every file with its size and SHA-256, and
  *    restore refuses a damaged backup, a data directory holding anything
  *    (a stray part-*.db-wal) and a directory without a manifest;
@@ -64,6 +67,70 @@ static long admin_post(const char *path, const char *body, json_t **out, const c
     }
     it_reply_free(&r);
     return status;
+}
+
+/* Whether doc's member is the string want. */
+static bool member_is(const json_t *doc, const char *member, const char *want)
+{
+    const char *v = it_jstr(doc, member);
+    return v != NULL && strcmp(v, want) == 0;
+}
+
+/* Whether doc is a backup status whose step and hashing bytes agree: a
+ * known step, the hashing's bytes within its total, and none hashed
+ * while copying. */
+static bool step_consistent(const json_t *doc)
+{
+    const char *step = it_jstr(doc, "step");
+    json_int_t total = json_integer_value(json_object_get(doc, "hash_bytes_total"));
+    json_int_t done = json_integer_value(json_object_get(doc, "hash_bytes_done"));
+    if (step == NULL || done < 0 || done > total) {
+        fprintf(stderr, "backup status without a consistent step: %s %lld/%lld\n",
+                step ? step : "(none)", (long long)done, (long long)total);
+        return false;
+    }
+    return member_is(doc, "step", "copying")
+               ? done == 0
+               : member_is(doc, "step", "hashing") || member_is(doc, "step", "done");
+}
+
+/* A backup started with "wait": false and followed: every status names
+ * its step, and the finished one has hashed exactly the manifest's
+ * bytes. */
+static void check_backup_steps(void)
+{
+    char dir[400], body[512];
+    snprintf(dir, sizeof dir, "%s/backup-steps", srv.dir);
+    snprintf(body, sizeof body, "{\"dir\":\"%s\",\"wait\":false}", dir);
+    json_t *doc = NULL;
+    IT_CHECK(admin_post("/api/backup", body, &doc, NULL) == 202);
+    IT_CHECK(step_consistent(doc));
+    json_int_t id = json_integer_value(json_object_get(doc, "id"));
+    json_decref(doc);
+    struct it_reply r = {0};
+    for (int i = 0; i < 1200; i++) { /* a minute at most */
+        it_reply_free(&r);
+        r = it_admin(&srv, "GET", "/api/backup", NULL, TOKEN);
+        IT_CHECK(r.status == 200 && json_integer_value(json_object_get(r.json, "id")) == id);
+        IT_CHECK(step_consistent(r.json));
+        if (!member_is(r.json, "state", "running")) {
+            break;
+        }
+        it_sleep_ms(50);
+    }
+    IT_CHECK(member_is(r.json, "state", "done"));
+    IT_CHECK(member_is(r.json, "step", "done"));
+    json_int_t sum = 0;
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(json_object_get(r.json, "manifest"), "files"), i, f)
+    {
+        sum += json_integer_value(json_object_get(f, "bytes"));
+    }
+    IT_CHECK(sum > 0);
+    IT_CHECK(json_integer_value(json_object_get(r.json, "hash_bytes_total")) == sum);
+    IT_CHECK(json_integer_value(json_object_get(r.json, "hash_bytes_done")) == sum);
+    it_reply_free(&r);
 }
 
 static void *load(void *arg)
@@ -268,6 +335,7 @@ int main(void)
     json_decref(doc);
     IT_CHECK(it_log_contains(&srv, "[audit] principal=admin:bearer route=\"POST /api/backup\" "
                                    "status=200"));
+    check_backup_steps();
     int during = atomic_load(&load_sent);
     fprintf(stderr, "sent %d messages while the backup ran\n", during);
 

@@ -169,7 +169,7 @@ static void flood_round(const char *what, const char *extra_yaml, const char *ex
 
     long log_growth = file_size(srv.log_path) - log_before;
     fprintf(stderr, "log grew by %ld bytes during the flood\n", log_growth);
-    IT_CHECK(log_growth >= 0 && log_growth < 64 * 1024);
+    IT_CHECK(log_growth >= 0 && log_growth < 64L * 1024);
 
     for (int i = 0; i < FLOOD; i++)
         if (fds[i] >= 0)

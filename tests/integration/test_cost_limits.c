@@ -145,8 +145,8 @@ static void tag_limits(void)
     it_reply_free(&r);
     /* 128 characters of three bytes each are still 128 characters. */
     char key128[128 * 3 + 1] = "";
-    for (int i = 0; i < 128; i++)
-        strcat(key128, "\xe2\x82\xac"); /* U+20AC */
+    for (size_t i = 0; i < 128; i++)
+        snprintf(key128 + 3 * i, sizeof key128 - 3 * i, "%s", "\xe2\x82\xac"); /* U+20AC */
     r = it_call(&srv, "TagQueue",
                 json_pack("{s:s, s:{s:s}}", "QueueUrl", url, "Tags", key128, "v"));
     IT_ERR(&r, 400, "InvalidParameterValue", "InvalidParameterValueException",
@@ -196,7 +196,7 @@ static void policy_limit(void)
  * cap but far beyond what ten entries need. */
 static char *huge_delete_batch(const char *url)
 {
-    size_t cap = 2 * 1024 * 1024;
+    size_t cap = (size_t)2 * 1024 * 1024;
     char *b = malloc(cap);
     int n = snprintf(b, cap, "{\"QueueUrl\":\"%s\",\"Entries\":[", url);
     size_t len = (size_t)n;

@@ -292,10 +292,10 @@ static void unsigned_uploads_are_refused_before_their_bodies(void)
         }
         client_close(&cs[i]);
     }
-    IT_CHECK(refused_early == CONNS * STREAMS);
+    IT_CHECK(refused_early == (size_t)CONNS * STREAMS);
     /* 320 MiB were uploaded; buffering them would show. */
     fprintf(stderr, "rss: %ld kB before, %ld kB at most during the flood\n", base, peak);
-    IT_CHECK(peak - base < 96 * 1024);
+    IT_CHECK(peak - base < 96L * 1024);
     IT_CHECK(signed_list_queues());
     IT_CHECK(metric("sluice_memory_budget_bytes{budget=\"request_body\"} ") == 0);
 }

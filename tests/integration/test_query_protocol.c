@@ -194,16 +194,6 @@ static char *create(const char *name, const char *extra)
     return url != NULL ? url : strdup("");
 }
 
-static void md5_hex(const void *data, size_t n, char out[33])
-{
-    unsigned char d[16];
-    unsigned int len = 0;
-    EVP_Digest(data, n, d, &len, EVP_md5(), NULL);
-    for (size_t i = 0; i < 16; i++) {
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
-    }
-}
-
 /* ---- every action ---------------------------------------------------------------- */
 
 static void queues(void)
@@ -305,7 +295,7 @@ static void messages(void)
     struct it_response r = post(form);
     expect_ok(&r, "SendMessage");
     char md5[33];
-    md5_hex(body, strlen(body), md5);
+    it_md5_hex(body, strlen(body), md5);
     char *got = xml_get(r.body, "MD5OfMessageBody");
     IT_STREQ(got, md5);
     free(got);

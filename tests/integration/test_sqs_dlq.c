@@ -139,12 +139,12 @@ static void redrive_validation(void)
     it_reply_free(&r);
     /* byQueue takes at most 10 source queues (research 1.6). */
     char eleven[1024] = "{\"redrivePermission\":\"byQueue\",\"sourceQueueArns\":[";
+    size_t used = strlen(eleven);
     for (int i = 0; i < 11; i++) {
-        char arn[64];
-        snprintf(arn, sizeof arn, "%s\"" ARN_PREFIX "s%d\"", i > 0 ? "," : "", i);
-        strcat(eleven, arn);
+        used += (size_t)snprintf(eleven + used, sizeof eleven - used, "%s\"" ARN_PREFIX "s%d\"",
+                                 i > 0 ? "," : "", i);
     }
-    strcat(eleven, "]}");
+    snprintf(eleven + used, sizeof eleven - used, "]}");
     r = set_attr(dlq, "RedriveAllowPolicy", eleven);
     IT_CHECK(r.status == 400);
     it_reply_free(&r);

@@ -456,7 +456,7 @@ static void fifo_dlq(void)
     it_reply_free(&r);
     for (int i = 0; i < 200 && it_queue_attr_int(&srv, src, "ApproximateNumberOfMessages") < 2;
          i++) {
-        struct timespec ts = {0, 10 * 1000 * 1000};
+        struct timespec ts = {0, 10L * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     r = it_receive(&srv, src, all_sys(10, 30));

@@ -157,9 +157,13 @@ int main(void)
     snprintf(asan_env, sizeof asan_env, "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
              asan != NULL ? asan : "", asan != NULL && *asan != '\0' ? ":" : "");
 #endif
-    const char *const env[] = {
-        "LD_PRELOAD=" FAKETIME_LIB, "FAKETIME_DONT_FAKE_MONOTONIC=1",      file_env,
-        "FAKETIME_NO_CACHE=1",      asan_env[0] != '\0' ? asan_env : NULL, NULL};
+    const char *preload = "LD_PRELOAD=" FAKETIME_LIB;
+    const char *const env[] = {preload,
+                               "FAKETIME_DONT_FAKE_MONOTONIC=1",
+                               file_env,
+                               "FAKETIME_NO_CACHE=1",
+                               asan_env[0] != '\0' ? asan_env : NULL,
+                               NULL};
     set_offset("+0");
     struct it_options opt = {.tls = false, .env = env};
     IT_REQUIRE(it_server_start(&srv, &opt) == 0);

@@ -418,7 +418,7 @@ static void message_size(void)
      * bytes, one more ASCII byte is too many. */
     char *wide = malloc(1026);
     for (int k = 0; k < 512; k++) {
-        memcpy(wide + 2 * k, "\xc3\xa9", 2);
+        memcpy(wide + 2 * (size_t)k, "\xc3\xa9", 2);
     }
     wide[1024] = '\0';
     SEND_FITS(small, wide, NULL);

@@ -3,7 +3,7 @@
 // 127.0.0.1, the configuration the caller writes, and a bounded wait for
 // /healthz. Needs nothing from npm.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +21,25 @@ export function freePort() {
   });
 }
 
+// A killed test must not leave its servers running. Node's child_process
+// cannot ask for a parent-death signal, so sluiced is started through
+// util-linux's setpriv --pdeathsig KILL (the kernel kills it when node
+// dies, however node dies; only a node killed in the instant between
+// fork and setpriv's prctl escapes it), and the servers still running
+// are killed when node exits or is stopped by a signal.
+const setpriv = "/usr/bin/setpriv";
+const running = new Set();
+function killRunning() {
+  for (const child of running) child.kill("SIGKILL");
+}
+process.on("exit", killRunning);
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.once(sig, () => {
+    killRunning();
+    process.kill(process.pid, sig); // the default action, now that this handler is gone
+  });
+}
+
 // config({ dir, port, adminPort }) returns the YAML text; healthy(port)
 // resolves true once the SQS listener answers /healthz (each tier asks in
 // its own HTTP version). Resolves to { dir, port, adminPort, stderr, stop }.
@@ -29,9 +48,11 @@ export async function spawnSluiced(prefix, config, healthy) {
   const port = await freePort();
   const adminPort = await freePort();
   writeFileSync(join(dir, "sluice.yaml"), config({ dir, port, adminPort }));
-  const child = spawn(join(buildDir, "sluiced"), ["--config", join(dir, "sluice.yaml")], {
-    stdio: ["ignore", "inherit", "pipe"],
-  });
+  const argv = [join(buildDir, "sluiced"), "--config", join(dir, "sluice.yaml")];
+  const [file, ...args] = existsSync(setpriv) ? [setpriv, "--pdeathsig", "KILL", "--", ...argv] : argv;
+  const child = spawn(file, args, { stdio: ["ignore", "inherit", "pipe"] });
+  running.add(child);
+  child.on("exit", () => running.delete(child));
   let stderr = "";
   child.stderr.on("data", (d) => { stderr += d; });
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));

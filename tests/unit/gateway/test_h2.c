@@ -94,8 +94,8 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
     for (size_t i = 0; i < req->header_count; i++) {
         char name[64];
         copy_slice(name, sizeof(name), req->headers[i].name);
-        strcat(fx->header_names, name);
-        strcat(fx->header_names, ",");
+        size_t used = strlen(fx->header_names);
+        snprintf(fx->header_names + used, sizeof(fx->header_names) - used, "%s,", name);
     }
     fx->header_count = req->header_count;
     fx->tls = req->tls;

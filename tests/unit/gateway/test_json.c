@@ -100,7 +100,8 @@ static void test_odd_byte_at_every_offset(void **state)
             char want[32];
             memset(want, 'a', sizeof want);
             want[0] = '"';
-            memcpy(want + 1 + at, "\xef\xbf\xbd", 3);
+            static const char fffd[3] = {'\xef', '\xbf', '\xbd'}; /* U+FFFD */
+            memcpy(want + 1 + at, fffd, sizeof fffd);
             want[sizeof s + 3] = '"';
             quoted(&b, s, sizeof s);
             assert_int_equal(b.n, sizeof s + 4);

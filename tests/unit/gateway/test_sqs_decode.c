@@ -577,7 +577,7 @@ static char *big_body(size_t body_len, const char *prefix, const char *suffix)
 {
     size_t plen = strlen(prefix), slen = strlen(suffix);
     char *b = test_malloc(plen + body_len + slen + 1);
-    memcpy(b, prefix, plen);
+    memcpy(b, prefix, plen + 1); /* its NUL is written over next */
     memset(b + plen, 'x', body_len);
     memcpy(b + plen + body_len, suffix, slen + 1);
     return b;
@@ -667,10 +667,8 @@ static void test_batch_too_long(void **state)
     char *b = big_body(600000, "{" Q ",\"Entries\":[{\"Id\":\"a\",\"MessageBody\":\"", "");
     size_t n = strlen(b);
     char *full = test_malloc(2 * n + 64);
-    memcpy(full, b, n);
     const char *mid = "\"},{\"Id\":\"b\",\"MessageBody\":\"";
-    memcpy(full + n, mid, strlen(mid));
-    size_t k = n + strlen(mid);
+    size_t k = (size_t)snprintf(full, 2 * n + 64, "%s%s", b, mid);
     memset(full + k, 'y', 600000);
     k += 600000;
     memcpy(full + k, "\"}]}", 5);

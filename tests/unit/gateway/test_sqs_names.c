@@ -84,7 +84,7 @@ static void test_queue_names(void **state)
     assert_true(gw_sqs_queue_name_valid((struct sl_slice){name, 80}, &fifo));
     assert_false(fifo);
     assert_false(gw_sqs_queue_name_valid((struct sl_slice){name, 81}, &fifo));
-    memcpy(name + 75, ".fifo", 5);
+    memcpy(name + 75, ".fifo", sizeof ".fifo"); /* a NUL at 80, past the slices */
     assert_true(gw_sqs_queue_name_valid((struct sl_slice){name, 80}, &fifo));
     assert_true(fifo);
     assert_false(gw_sqs_queue_name_valid(SL_SLICE_LIT(""), &fifo));

@@ -120,7 +120,7 @@ static void test_envelope_errors(void **state)
                GW_SQS_E_INVALID_PARAMETER_VALUE, NULL);
     /* a bound on the parameters, counted before anything is allocated;
      * empty parts do not count */
-    size_t cap = 64 * 1024;
+    size_t cap = (size_t)64 * 1024;
     char *big = malloc(cap);
     assert_non_null(big);
     int at = snprintf(big, cap, "Action=ListQueues&" V);

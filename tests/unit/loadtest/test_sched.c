@@ -99,7 +99,7 @@ static void body_stamp_is_the_intended_wall_time(void **state)
 {
     (void)state;
     uint64_t wall = 1700000000000000ull; /* µs */
-    uint64_t mono = 50 * 1000 * MS;      /* ns */
+    uint64_t mono = 50 * MS * 1000;      /* ns */
     assert_int_equal(lt_intended_wall_us(wall, mono, mono), wall);
     assert_int_equal(lt_intended_wall_us(wall, mono, mono - 30 * MS), wall - 30000);
     assert_int_equal(lt_intended_wall_us(wall, mono, mono - 1999), wall - 1);

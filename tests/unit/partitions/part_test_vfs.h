@@ -11,6 +11,9 @@
  *    code (tv_fail_write_at); and the shared-memory file of a database
  *    whose name contains a chosen string cannot be grown
  *    (tv_fail_shm_of: as the unix VFS reports ENOSPC there);
+ *  - fail reads of one database file from its n-th read on
+ *    (tv_fail_reads_of), once or for good, with a chosen code: an open
+ *    that dies partway through its rebuild;
  *  - cut the power at the n-th write or sync from now (tv_cut_at): every
  *    write not yet covered by an xSync of its file is undone on the real
  *    files, some of them only in part (torn at a 512-byte boundary) or
@@ -73,6 +76,10 @@ static struct {
     _Atomic bool dead;      /* after the cut */
     _Atomic uint64_t fails; /* writes failed by injection */
     char shm_fail[64];      /* tv_fail_shm_of; "" none (under mu) */
+    char read_fail[64];     /* tv_fail_reads_of; "" none (under mu) */
+    int64_t read_fail_in;   /* reads of it until the first failure (under mu) */
+    bool read_fail_once;
+    int read_fail_rc;
     bool tracking;
     unsigned seed;          /* tear/keep choices at the cut */
     pthread_mutex_t mu;     /* paths */
@@ -172,8 +179,30 @@ static int tv_close(sqlite3_file *f)
 {
     return tv_real(f)->pMethods->xClose(tv_real(f));
 }
+/* The code this read of the file named name fails with
+ * (tv_fail_reads_of), SQLITE_OK when it does not fail. */
+static int tv_read_fails(const char *name)
+{
+    int fail = SQLITE_OK;
+    pthread_mutex_lock(&tv.mu);
+    size_t len = name != NULL ? strlen(name) : 0, flen = strlen(tv.read_fail);
+    if (flen > 0 && len >= flen && strcmp(name + len - flen, tv.read_fail) == 0 &&
+        tv.read_fail_in-- <= 0) {
+        fail = tv.read_fail_rc;
+        if (tv.read_fail_once) {
+            tv.read_fail[0] = '\0';
+        }
+    }
+    pthread_mutex_unlock(&tv.mu);
+    return fail;
+}
 static int tv_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
 {
+    int rc = tv_read_fails(((struct tv_file *)f)->name);
+    if (rc != SQLITE_OK) {
+        atomic_fetch_add(&tv.fails, 1);
+        return rc;
+    }
     return tv_real(f)->pMethods->xRead(tv_real(f), p, n, off);
 }
 static int tv_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
@@ -450,6 +479,19 @@ static void tv_fail_shm_of(const char *substr)
 {
     pthread_mutex_lock(&tv.mu);
     snprintf(tv.shm_fail, sizeof tv.shm_fail, "%s", substr);
+    pthread_mutex_unlock(&tv.mu);
+}
+
+/* Reads of the file whose name ends with suffix fail with rc from the
+ * n-th one from now (0: the next) on: only that one (once) or every one
+ * after it. "" ends it. */
+static void tv_fail_reads_of(const char *suffix, int64_t n, bool once, int rc)
+{
+    pthread_mutex_lock(&tv.mu);
+    snprintf(tv.read_fail, sizeof tv.read_fail, "%s", suffix);
+    tv.read_fail_in = n;
+    tv.read_fail_once = once;
+    tv.read_fail_rc = rc;
     pthread_mutex_unlock(&tv.mu);
 }
 

@@ -57,7 +57,7 @@ static void test_replay_same_messages(void **state)
     t_send_fifo(t, q, 0, "a2", "a", "3", &d);
     recv_attempt(t, q, 10, 30, "try-1", &first);
     assert_string_equal(bodies(&first), "b1 a1 a2");
-    pass(t, 10 * 1000);
+    pass(t, 10 * 1000ull);
     recv_attempt(t, q, 1, 60, "try-1", &again); /* max 1: the whole attempt all the same */
     assert_string_equal(bodies(&again), "b1 a1 a2");
     for (size_t i = 0; i < 3; i++) {
@@ -68,12 +68,12 @@ static void test_replay_same_messages(void **state)
     }
     assert_int_equal(t_counts(t, q).inflight, 3);
     /* the lease is the retry's: past the first one's 30 s, still held */
-    pass(t, 25 * 1000);
+    pass(t, 25 * 1000ull);
     assert_int_equal(t_counts(t, q).inflight, 3);
     recv_attempt(t, q, 10, 30, NULL, &d);
     assert_int_equal(d.count, 0);
     /* and over at 10 + 60 s */
-    pass(t, 35 * 1000);
+    pass(t, 35 * 1000ull);
     assert_int_equal(t_counts(t, q).ready, 3);
     /* the handles the retry returned are the current ones */
     recv_attempt(t, q, 10, 30, "try-2", &first);
@@ -125,23 +125,23 @@ static void test_replay_ends(void **state)
      * lapsed lease's timer first), which gets a1 again, a new handle */
     recv_attempt(t, q, 1, 30, "lapse", &first);
     assert_string_equal(bodies(&first), "a1");
-    t_advance(t, 30 * 1000);
+    t_advance(t, 30 * 1000ull);
     recv_attempt(t, q, 1, 30, "lapse", &again);
     assert_string_equal(bodies(&again), "a1");
     assert_int_equal(again.msgs[0].receive_count, 2);
     assert_string_not_equal(again.msgs[0].receipt, first.msgs[0].receipt);
     /* re-received without an attempt id after the attempt's lease ran
      * out: the row still carries the old stamp, but not under this lease */
-    pass(t, 30 * 1000);
+    pass(t, 30 * 1000ull);
     recv_attempt(t, q, 10, 600, "stale", &first);
     assert_string_equal(bodies(&first), "a1 b1");
-    pass(t, 600 * 1000);
+    pass(t, 600 * 1000ull);
     recv_attempt(t, q, 10, 600, NULL, &again);
     assert_int_equal(again.count, 2);
     recv_attempt(t, q, 10, 600, "stale", &d);
     assert_int_equal(d.count, 0); /* both groups locked by the plain receive */
     /* five minutes after the receive, however long its lease */
-    pass(t, 600 * 1000);
+    pass(t, 600 * 1000ull);
     recv_attempt(t, q, 10, 3600, "five", &first);
     assert_int_equal(first.count, 2);
     pass(t, PART_ATTEMPT_INTERVAL_MS - 1);

@@ -160,7 +160,7 @@ static void test_locked_backlog_not_walked(void **state)
             t_delete(t, q, r.msgs[i].receipt, &d);
         }
         got += r.count;
-        assert_true(receives <= GROUPS * EACH);
+        assert_true(receives <= (size_t)GROUPS * EACH);
     }
     assert_int_equal(got, GROUPS * EACH);
     print_message("fifo select: %zu receives, %llu VM steps in all, %llu at most in one"
@@ -255,7 +255,7 @@ static void run_events(struct t_env *t, bool skip)
     send_group(t, q, "g", "g", 1);
     expect(t, q, "g0"); /* 30 s */
     expect(t, q, NULL);
-    t_advance(t, 30 * 1000);
+    t_advance(t, 30 * 1000ull);
     part_engine_kick(t->e);
     t_sync(t);
     expect(t, q, "g0");
@@ -267,7 +267,7 @@ static void run_events(struct t_env *t, bool skip)
     q = fifo_named(t, "delay", skip, &dc);
     send_group(t, q, "g", "g", 1);
     expect(t, q, NULL);
-    t_advance(t, 5 * 1000);
+    t_advance(t, 5 * 1000ull);
     part_engine_kick(t->e);
     t_sync(t);
     expect(t, q, "g0");

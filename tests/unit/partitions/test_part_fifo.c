@@ -79,7 +79,7 @@ static void test_sequence_numbers(void **state)
     last = d.sent_seq[0];
     /* a restart resumes above the stored ones, even with the clock set back */
     t_close(t);
-    atomic_store(&t->now, T_START_MS - 3600 * 1000);
+    atomic_store(&t->now, T_START_MS - 3600ull * 1000);
     t_open(t);
     t_send_fifo(t, q, 0, "a5", "a", "7", &d);
     assert_true(d.sent_seq[0] > last);
@@ -197,7 +197,7 @@ static void test_group_order_and_lock(void **state)
     assert_string_equal(got, "b1 b2");
     /* every lease runs out: each group comes back from its first message
      * not deleted, the group with the best head first */
-    t_advance(t, 30 * 1000);
+    t_advance(t, 30 * 1000ull);
     part_engine_kick(t->e);
     t_sync(t);
     t_recv(t, q, 10, 30, &r2);

@@ -9,13 +9,18 @@
  * still comes up, answers SL_EBUSY and opens once space returns, and the
  * WAL is checkpointed sooner as free space shrinks. A partition stopped
  * by a real I/O error makes a receive that should read it fail rather
- * than answer "no message".
+ * than answer "no message". An open that dies partway through its
+ * rebuild gives back everything it counted, so that the retry once space
+ * returns counts every message once.
  */
 #include <sys/resource.h>
 
 #include "part_test_util.h"
 
+#include "part_catalog.h"
 #include "part_disk.h"
+#include "part_gdir.h"
+#include "part_int.h"
 #include "part_test_vfs.h"
 
 static int setup_small_wal(void **state)
@@ -320,12 +325,150 @@ static void test_stopped_partition_sleeps(void **state)
     assert_true(spent < 100ull * 1000);
 }
 
+/* ---- an open cut short by its rebuild ----------------------------------- */
+
+#define REOPEN_GROUPS 120 /* the msg table spans several pages */
+#define REOPEN_PLAIN 40
+
+struct reopen_queues {
+    uint64_t fifo, plain;
+};
+
+static void reopen_group(char *out, size_t n, int i)
+{
+    /* long ids: fewer rows per page, more reads in the rebuild's scan */
+    snprintf(out, n, "%.96s-%03d",
+             "group-group-group-group-group-group-group-group-group-group-group-group-group-group"
+             "-group-group-group",
+             i);
+}
+
+/* A FIFO queue with a message in each of REOPEN_GROUPS groups, the first
+ * in flight, and a standard queue, all on partition 0; then closed. */
+static struct reopen_queues reopen_fill(struct t_env *t)
+{
+    struct reopen_queues rq = {t_create_fifo(t, "jobs.fifo", false),
+                               t_create(t, "acme", "plain", NULL)};
+    struct t_done d;
+    for (int i = 0; i < REOPEN_GROUPS; i++) {
+        char group[128], dedup[16];
+        reopen_group(group, sizeof group, i);
+        snprintf(dedup, sizeof dedup, "d%d", i);
+        t_send_fifo(t, rq.fifo, 0, "fifo body", group, dedup, &d);
+    }
+    for (int i = 0; i < REOPEN_PLAIN; i++) {
+        t_send(t, rq.plain, 0, "plain body");
+    }
+    t_recv(t, rq.fifo, 1, 300, &d);
+    assert_int_equal(d.count, 1);
+    t_close(t);
+    return rq;
+}
+
+/* Group i's entry in the directory: on partition 0 alone, one message
+ * (opened), or none. */
+static void reopen_dir_check(struct t_env *t, uint64_t queue_id, int i, bool opened)
+{
+    char group[128];
+    reopen_group(group, sizeof group, i);
+    struct part_queue *q = part__queue_ref(t->e, queue_id);
+    assert_non_null(q);
+    uint32_t p[4] = {PART_GDIR_NONE};
+    int64_t c[4] = {0};
+    assert_int_equal(part__gdir_parts(q->gdir, group, p, c, 4), opened ? 1 : 0);
+    assert_int_equal(c[0], opened ? 1 : 0);
+    assert_int_equal(p[0], opened ? 0 : PART_GDIR_NONE);
+    part__queue_unref(q);
+}
+
+/* Whether everything counted matches the rows (opened) or is zero. */
+static void reopen_check(struct t_env *t, const struct reopen_queues *rq, bool opened)
+{
+    int64_t k = opened ? 1 : 0;
+    struct part_counts f = t_counts(t, rq->fifo), p = t_counts(t, rq->plain);
+    assert_int_equal(f.ready, k * (REOPEN_GROUPS - 1));
+    assert_int_equal(f.inflight, k);
+    assert_int_equal(f.delayed, 0);
+    assert_int_equal(f.groups_inflight, k);
+    assert_int_equal(f.groups_live, k * REOPEN_GROUPS);
+    assert_int_equal(p.ready, k * REOPEN_PLAIN);
+    int64_t backlog = -1, inflight = -1;
+    part_tenant_counts(t->e, "acme", &backlog, &inflight);
+    assert_int_equal(backlog, k * (REOPEN_GROUPS - 1 + REOPEN_PLAIN));
+    assert_int_equal(inflight, k);
+    struct part_partition_stats st;
+    assert_int_equal(part_engine_stats(t->e, 0, &st), SL_OK);
+    assert_int_equal(st.backlog, k * (REOPEN_GROUPS - 1 + REOPEN_PLAIN));
+    for (int i = 0; i < REOPEN_GROUPS; i += REOPEN_GROUPS / 4) {
+        reopen_dir_check(t, rq->fifo, i, opened);
+    }
+}
+
+/* Every read of partition 0's file during its open, made to fail (as a
+ * full disk: the partition waits and tries again) and failing on: an
+ * open that fails leaves nothing counted, whichever step it reached, and
+ * one that goes on (the last reads are of lane heads, which a commit
+ * publishes again) counts every message. Returns the last read that
+ * failed the open. */
+static int64_t reopen_fail_everywhere(struct t_env *t, const struct reopen_queues *rq)
+{
+    int64_t last = -1;
+    for (int64_t n = 0;; n++) {
+        atomic_store(&tv.fails, 0);
+        tv_fail_reads_of("part-0000.db", n, false, SQLITE_FULL);
+        t_open(t);
+        if (atomic_load(&tv.fails) == 0) { /* the open has fewer reads */
+            tv_fail_reads_of("", -1, false, SQLITE_OK);
+            break;
+        }
+        bool opened = part_engine_partition_ok(t->e, 0);
+        reopen_check(t, rq, opened);
+        t_close(t);
+        tv_fail_reads_of("", -1, false, SQLITE_OK);
+        if (!opened) {
+            last = n;
+        }
+    }
+    assert_true(last > 0);
+    assert_true(part_engine_partition_ok(t->e, 0));
+    reopen_check(t, rq, true);
+    return last;
+}
+
+static void test_failed_rebuild_gives_counts_back(void **state)
+{
+    struct t_env *t = *state;
+    struct reopen_queues rq = reopen_fill(t);
+    int64_t last = reopen_fail_everywhere(t, &rq);
+    t_close(t);
+
+    /* Reads fail from the last one that failed the open on (in its scan
+     * of the messages: those before it were counted). Once space is back
+     * the writer opens the partition again and counts every message once. */
+    tv_fail_reads_of("part-0000.db", last, false, SQLITE_FULL);
+    t_open(t);
+    assert_false(part_engine_partition_ok(t->e, 0));
+    reopen_check(t, &rq, false);
+    tv_fail_reads_of("", -1, false, SQLITE_OK);
+    bool opened = false;
+    for (int i = 0; i < 50 && !opened; i++) {
+        pause_ms(t, 100);
+        opened = part_engine_partition_ok(t->e, 0);
+    }
+    assert_true(opened);
+    reopen_check(t, &rq, true);
+    struct t_done r;
+    t_recv(t, rq.plain, 10, 30, &r);
+    assert_int_equal(r.count, 10);
+}
+
 static int reset(void **state)
 {
     (void)state;
     tv_set_full(TV_FULL_OFF);
     tv_fail_write_at(-1, SQLITE_OK);
     tv_fail_shm_of("");
+    tv_fail_reads_of("", -1, false, SQLITE_OK);
     atomic_store(&tv.fails, 0);
     return 0;
 }
@@ -340,6 +483,12 @@ static int setup_two(void **state)
 {
     reset(state);
     return t_setup_n(state, 2);
+}
+
+static int setup_single(void **state)
+{
+    reset(state);
+    return t_setup_n(state, 1);
 }
 
 static int setup_one(void **state)
@@ -361,6 +510,8 @@ int main(void)
         cmocka_unit_test(test_checkpoint_size_follows_free_space),
         cmocka_unit_test_setup_teardown(test_stopped_partition_is_not_empty, setup_two, teardown),
         cmocka_unit_test_setup_teardown(test_stopped_partition_sleeps, setup_two, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_rebuild_gives_counts_back, setup_single,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

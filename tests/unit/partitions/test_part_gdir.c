@@ -357,7 +357,7 @@ static void test_restart_keeps_the_leasing_partition_first(void **state)
     assert_string_equal(parts_of(t, dlq, "g"), "0:1 1:1");
     t_recv(t, dlq, 10, 30, &r);
     assert_int_equal(r.count, 0); /* b0's lease holds the group */
-    t_advance(t, 31 * 1000);
+    t_advance(t, 31 * 1000ull);
     t_sync(t);
     t_recv(t, dlq, 10, 30, &r);
     assert_int_equal(r.count, 1);

@@ -96,7 +96,8 @@ static struct part_heap_item pop_one(struct part_heap *h, struct model *m)
 {
     struct part_heap_item it = part__heap_pop(h);
     bool forgotten = part__heap_forgotten(h, &it);
-    for (size_t i = *chain_of(m, it.rowid, it.kind); i != SIZE_MAX; i = m->e[i].next) {
+    for (size_t i = *chain_of(m, it.rowid, it.kind); m->e != NULL && i != SIZE_MAX;
+         i = m->e[i].next) {
         struct entry *x = &m->e[i];
         if (!x->removed && x->it.due == it.due && x->it.kind == it.kind && x->dead == forgotten) {
             remove_entry(m, x);
@@ -185,7 +186,7 @@ static void test_heap_against_model(void **state)
 static void test_mass_forget_compacts(void **state)
 {
     struct part_heap h = {0};
-    const int64_t rows = 5 * PART_TIMERS_COMPACT_MIN;
+    const int64_t rows = (int64_t)5 * PART_TIMERS_COMPACT_MIN;
     for (int64_t r = 1; r <= rows; r++) {
         part__heap_push(&h, 1000 + (uint64_t)(r % 977), r, PART_TIMER_EXPIRE);
     }

@@ -10,13 +10,14 @@
 #include "part_int.h" /* PART_TIMERS_COMPACT_MIN */
 
 #define WAVE 10 /* jobs in flight at once */
+#define WAVE_MSGS ((size_t)WAVE * PART_MAX_BATCH)
 
 /* What the heap may hold with `live` live entries: they, plus up to two
  * dead entries (a deleted row's lease and retention) per forgotten row
  * not yet compacted away, plus one wave of jobs' worth of entries. */
 static uint64_t bound(uint64_t live)
 {
-    uint64_t slack = 2 * (uint64_t)PART_TIMERS_COMPACT_MIN + 2 * WAVE * PART_MAX_BATCH;
+    uint64_t slack = 2 * (uint64_t)PART_TIMERS_COMPACT_MIN + 2 * WAVE_MSGS;
     return live + (live > slack ? live : slack);
 }
 
@@ -140,9 +141,9 @@ static void test_churn_stays_bounded(void **state)
     struct t_done *rd = calloc(WAVE, sizeof *rd);
     const size_t total = 200000;
     uint64_t peak = 0;
-    for (size_t done = 0; done < total; done += WAVE * PART_MAX_BATCH) {
-        send_many(t, q, WAVE * PART_MAX_BATCH);
-        assert_int_equal(receive_wave(t, q, 600, rd), WAVE * PART_MAX_BATCH);
+    for (size_t done = 0; done < total; done += WAVE_MSGS) {
+        send_many(t, q, WAVE_MSGS);
+        assert_int_equal(receive_wave(t, q, 600, rd), WAVE_MSGS);
         settle_wave(t, q, rd, 0);
         t_advance(t, 1);
         uint64_t n = timers(t);
@@ -158,7 +159,7 @@ static void test_churn_stays_bounded(void **state)
     assert_int_equal(c.delayed, 1);
 
     /* The survivors fire on time: the delay, the lease, then retention. */
-    uint64_t elapsed = total / (WAVE * PART_MAX_BATCH); /* ms advanced */
+    uint64_t elapsed = total / WAVE_MSGS; /* ms advanced */
     assert_int_equal(edge(t, q, 900000 - elapsed, &c).delayed, 1);
     assert_int_equal(c.delayed, 0);
     assert_int_equal(c.ready, 2);
@@ -179,10 +180,10 @@ static void test_heartbeats_stay_bounded(void **state)
 {
     struct t_env *t = *state;
     uint64_t q = t_create(t, "acme", "beat", NULL);
-    send_many(t, q, WAVE * PART_MAX_BATCH);
+    send_many(t, q, WAVE_MSGS);
     struct t_done *rd = calloc(WAVE, sizeof *rd);
-    assert_int_equal(receive_wave(t, q, 60, rd), WAVE * PART_MAX_BATCH);
-    const uint64_t live = 2 * WAVE * PART_MAX_BATCH;
+    assert_int_equal(receive_wave(t, q, 60, rd), WAVE_MSGS);
+    const uint64_t live = 2 * WAVE_MSGS;
     const size_t beats = 300;
     for (size_t i = 0; i < beats; i++) {
         t_advance(t, 1);
@@ -193,8 +194,8 @@ static void test_heartbeats_stay_bounded(void **state)
     }
     /* The leases end 60 s after the last extension, not before. */
     struct part_counts c;
-    assert_int_equal(edge(t, q, 60000, &c).inflight, WAVE * PART_MAX_BATCH);
-    assert_int_equal(c.ready, WAVE * PART_MAX_BATCH);
+    assert_int_equal(edge(t, q, 60000, &c).inflight, WAVE_MSGS);
+    assert_int_equal(c.ready, WAVE_MSGS);
     free(rd);
 }
 

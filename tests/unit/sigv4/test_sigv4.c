@@ -621,7 +621,7 @@ static void test_scope(void **state)
     sl_buf_append_cstr(&bad, s.authz.p);
     char *d = strstr(bad.p, "/20261121/");
     assert_non_null(d);
-    memcpy(d + 1, "20261120", 8);
+    d[8] = '0'; /* the 20th */
     assert_int_equal(verify_with(&s.t.req, bad.p, "acme-secret", "us-east-1", "sqs", s.now, NULL),
                      SIGV4_FAIL_SCOPE);
     sl_buf_free(&bad);
