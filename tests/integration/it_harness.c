@@ -48,7 +48,7 @@ const char *it_sluiced_path(void)
 {
     static char path[512];
     const char *dir = getenv("SLUICE_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/sluiced", dir != NULL ? dir : "build");
+    snprintf(path, sizeof(path), "%s/sluiced", dir != NULL ? dir : IT_BUILD_DIR);
     return path;
 }
 

@@ -1,7 +1,9 @@
 /*
  * test_server.c -- the real sluiced over h2c: healthz, HTTP/1.1 on the same
  * port, refusing garbage while staying healthy, SIGHUP with an invalid file, SIGTERM with a
- * long poll in flight. Prints "N passed, N failed".
+ * long poll in flight; and the server is the one of this test's build, on
+ * two I/O threads (ThreadSanitizer's step in scripts/test relies on
+ * both). Prints "N passed, N failed".
  */
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +13,53 @@
 #include <time.h>
 
 #include "it_harness.h"
+
+#if defined(__SANITIZE_THREAD__)
+#    define TSAN 1
+#elif defined(__has_feature)
+#    if __has_feature(thread_sanitizer)
+#        define TSAN 1
+#    endif
+#endif
+
+#ifdef TSAN
+/* Whether the file at path holds the bytes of text (no NUL). */
+static bool file_holds(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    size_t n = strlen(text), have = 0, cap = 1 << 20;
+    char *buf = malloc(cap);
+    bool found = false;
+    size_t got;
+    /* a window that keeps the last n - 1 bytes, so a match may straddle reads */
+    while (!found && buf != NULL && (got = fread(buf + have, 1, cap - have, f)) > 0) {
+        have += got;
+        for (size_t i = 0; i + n <= have && !found; i++)
+            found = memcmp(buf + i, text, n) == 0;
+        size_t keep = have < n ? have : n - 1;
+        memmove(buf, buf + have - keep, keep);
+        have = keep;
+    }
+    free(buf);
+    fclose(f);
+    return found;
+}
+#endif
+
+/* The loops and the catalog run on several threads, and under TSan the
+ * server is instrumented too: a test of a TSan build that started another
+ * build's sluiced would check nothing of the gateway's threads. */
+static void runs_threads_of_this_build(const struct it_server *s)
+{
+    IT_CHECK(it_log_contains(s, "2 I/O threads"));
+#ifdef TSAN
+    char exe[64];
+    snprintf(exe, sizeof exe, "/proc/%d/exe", (int)s->pid);
+    IT_CHECK(file_holds(exe, "__tsan_init"));
+#endif
+}
 
 static void healthz_over_h2c(struct it_server *s)
 {
@@ -149,6 +198,7 @@ int main(void)
     struct it_server s;
     struct it_options opt = {.tls = false};
     IT_REQUIRE(it_server_start(&s, &opt) == 0);
+    runs_threads_of_this_build(&s);
     healthz_over_h2c(&s);
     http1_is_served(&s);
     garbage_is_refused(&s);
