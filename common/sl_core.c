@@ -34,6 +34,8 @@ const char *sl_strerror(int status)
         return "too big";
     case SL_ELIMIT:
         return "over a tenant's cap";
+    case SL_EUNAVAIL:
+        return "unavailable here now";
     default:
         return "unknown error";
     }

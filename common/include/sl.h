@@ -38,6 +38,7 @@ enum sl_status {
     SL_EEXIST = -8,    /* already exists (with different properties) */
     SL_ETOOBIG = -9,   /* over a size limit */
     SL_ELIMIT = -10,   /* a per-tenant cap refused it (throttled; retry later) */
+    SL_EUNAVAIL = -11, /* not served here now (no leader, no quorum): retry later */
 };
 
 /* Static, human-readable text for an SL_* code (never NULL). */

@@ -112,6 +112,8 @@ static const struct bad_case bad_cases[] = {
       "4:9: peer must be host:port, not \"localhost\"", "6:16: replication must be odd, not 2",
       "7:18: memory_budget must be 0 (derived) or at least 67108864, not \"1000\"",
       "8:21: snapshot_entries must be between 64 and 16777216, not \"10\"",
+      /* A diagnostic too long for one line, split on purpose. */
+      /* NOLINTNEXTLINE(bugprone-suspicious-missing-comma) */
       "9:3: unknown key \"secret\" in cluster (allowed: node_id, raft, peer, secret_file, "
       "replication, nodes, memory_budget, snapshot_entries)",
       "11:12: id must be between 1 and 65535, not \"70000\"",

@@ -1,0 +1,128 @@
+/*
+ * part_repl.h -- (partitions-internal) replicated SQLite images
+ * (part_repl.c; docs/design.md, "Cluster"): one Raft group per database,
+ * libraft for consensus and the log, dqlite's replication VFS for the
+ * image. A node runs one Raft thread that drives every group it holds;
+ * the thread that writes a group's database (its partition writer) runs
+ * its transaction on its own connection and hands the frames over.
+ *
+ * Writing, on the group's leader, from the one thread that writes it:
+ *
+ *     part__repl_write_begin(g)        SL_OK: this node leads, go on
+ *     BEGIN; ...; COMMIT               on a connection from
+ *                                      part__repl_group_open_db()
+ *     part__repl_write_end(g, ...)     blocks until a majority holds it
+ *
+ * Threading: part__repl_new/free and part__repl_group_open on one
+ * control thread; the write calls on the group's writer thread (one per
+ * group); everything else from any thread. Every VFS call of a group is
+ * made under the group's lock, so the Raft thread applying frames and
+ * the writer never touch the image at once.
+ */
+#ifndef SLUICE_PART_REPL_H
+#define SLUICE_PART_REPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "sl.h"
+
+struct uv_loop_s;
+struct raft_uv_transport;
+
+/* Every image is written with this page size: a frame of the log is one
+ * page, and every replica must agree on it. */
+#define PART_REPL_PAGE_SIZE 4096u
+
+/* A voter of a group: its node id and the address its Raft traffic for
+ * this group reaches. */
+struct part_repl_member {
+    uint64_t id;
+    const char *address;
+};
+
+/* How a group's Raft traffic travels. init fills t for group on loop (the
+ * Raft thread's); close releases what init took, after libraft closed it.
+ * With init NULL every group uses libraft's own TCP transport, which needs
+ * one address per group and authenticates nothing: for tests. */
+struct part_repl_transport {
+    int (*init)(void *arg, struct uv_loop_s *loop, const char *group, struct raft_uv_transport *t);
+    void (*close)(void *arg, struct raft_uv_transport *t);
+    void *arg;
+};
+
+struct part_repl_options {
+    uint64_t node_id;
+    const char *dir;               /* must exist: each group keeps its log in dir/<group>/ */
+    unsigned election_timeout_ms;  /* 0: 1000 */
+    unsigned heartbeat_timeout_ms; /* 0: 100 */
+    unsigned snapshot_entries;     /* 0: 4096 entries between snapshots */
+    unsigned snapshot_trailing;    /* 0: 1024 entries kept behind one */
+    struct part_repl_transport transport;
+};
+
+struct part_repl;
+struct part_repl_group;
+
+/* Starts this node's Raft thread. Returns SL_OK with *out set, or SL_EIO
+ * with a sentence in err. */
+int part__repl_new(const struct part_repl_options *opt, struct part_repl **out, char *err,
+                   size_t errlen);
+
+/* Closes every group (their logs stay on disk), stops the thread and frees
+ * the node. A write waiting for its majority fails with SL_ECLOSED. */
+void part__repl_free(struct part_repl *r);
+
+/* Opens the group `name` (at most 32 bytes of [a-z0-9-]) with members
+ * (this node among them; the array is copied) and starts its Raft
+ * instance. bootstrap: a pristine group starts with members as its
+ * configuration, as every member must do alike on a cluster's first start;
+ * a group with a log ignores it. Returns SL_OK with *out set (owned by r),
+ * SL_EINVAL (bad name, this node not a member) or SL_EIO (err says). */
+int part__repl_group_open(struct part_repl *r, const char *name,
+                          const struct part_repl_member *members, size_t member_count,
+                          bool bootstrap, struct part_repl_group **out, char *err, size_t errlen);
+
+/* True while this node leads the group and has applied every entry
+ * before its term began, so its image is whole: writes may start. */
+bool part__repl_leading(const struct part_repl_group *g);
+
+/* The id of the group's leader as this node last learnt it, 0 if none. */
+uint64_t part__repl_leader(struct part_repl_group *g);
+
+/* Opens a connection to the group's image on this node, set up as the
+ * replication VFS needs it, for the group's writer thread, under the
+ * group's lock. The caller closes it with sqlite3_close, and uses it only
+ * between part__repl_write_begin and _end (or while it alone can touch
+ * the image). SL_OK or SL_EIO. */
+int part__repl_group_open_db(struct part_repl_group *g, sqlite3 **out);
+
+/* Starts a write on the group: takes the group's lock, held until
+ * part__repl_write_end. Returns SL_OK, or SL_EUNAVAIL (nothing taken)
+ * when this node does not lead the group or is not ready to. */
+int part__repl_write_begin(struct part_repl_group *g);
+
+/* Ends the write begun last: replicates what the transaction committed on
+ * this thread's connection, with note (copied; given to the followers'
+ * on_apply hook, may be empty), and waits for the outcome. Returns SL_OK
+ * once a majority of the group holds it and it is applied here (nothing
+ * to replicate is SL_OK too); SL_EUNAVAIL when leadership was lost first
+ * (the write may still be committed by the next leader: the caller must
+ * not say it was not), with the transaction rolled back here; SL_ECLOSED
+ * when the node is closing. */
+int part__repl_write_end(struct part_repl_group *g, struct sl_slice note);
+
+/* Runs fn with a read connection to the group's image on this node, under
+ * the group's lock (so never beside an apply); fn's return value is
+ * returned. For reads off the write path: tests, checks, a follower's
+ * view. */
+int part__repl_read(struct part_repl_group *g, int (*fn)(sqlite3 *db, void *arg), void *arg);
+
+/* Entries this node applied to the group's image since the group opened
+ * (its own writes included). */
+uint64_t part__repl_applied(struct part_repl_group *g);
+
+#endif
