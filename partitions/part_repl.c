@@ -62,11 +62,11 @@ struct part_repl {
     uv_async_t wake;
     uv_timer_t state_timer;
     pthread_t thread;
-    pthread_mutex_t mu; /* calls, closing */
+    pthread_mutex_t mu; /* the calls queue */
     pthread_cond_t cv;
     struct repl_call *calls, *calls_tail;
-    bool closing;
-    struct part_repl_group **groups;
+    bool closing;                    /* Raft thread only */
+    struct part_repl_group **groups; /* Raft thread only, until joined */
     size_t group_count;
 };
 
@@ -585,6 +585,10 @@ static void open_on_raft_thread(void *arg)
     struct part_repl_group *g = c->g;
     struct part_repl *r = g->node;
     const struct part_repl_transport *tr = &r->opt.transport;
+    /* The group list is the Raft thread's (its timer walks it), and a
+     * group that fails to start is still closed and freed with the node. */
+    r->groups = sl_xrealloc(r->groups, (r->group_count + 1) * sizeof(*r->groups));
+    r->groups[r->group_count++] = g;
     int rv = tr->init != NULL ? tr->init(tr->arg, &r->loop, g->name, &g->transport)
                               : raft_uv_tcp_init(&g->transport, &r->loop);
     if (rv != 0) {
@@ -695,11 +699,6 @@ int part__repl_group_open(struct part_repl *r, const char *name,
         snprintf(err, errlen, "%s: cannot open its image", name);
         goto fail;
     }
-    pthread_mutex_lock(&r->mu);
-    r->groups = sl_xrealloc(r->groups, (r->group_count + 1) * sizeof(*r->groups));
-    r->groups[r->group_count++] = g;
-    pthread_mutex_unlock(&r->mu);
-
     struct open_call c = {.g = g,
                           .members = members,
                           .member_count = member_count,
