@@ -10,8 +10,9 @@
  * WAL is checkpointed sooner as free space shrinks. A partition stopped
  * by a real I/O error makes a receive that should read it fail rather
  * than answer "no message". An open that dies partway through its
- * rebuild gives back everything it counted, so that the retry once space
- * returns counts every message once.
+ * rebuild gives back everything it counted, the counts it loaded into a
+ * FIFO queue's group directory too, so that the retry once space returns
+ * counts every message once.
  */
 #include <sys/resource.h>
 
@@ -462,6 +463,198 @@ static void test_failed_rebuild_gives_counts_back(void **state)
     assert_int_equal(r.count, 10);
 }
 
+/* ---- a group-directory load cut short ---------------------------------- */
+
+/*
+ * No failed read (tv_fail_reads_of) can stop rebuild_gdir after it loaded
+ * a group, however many groups there are: its GROUP BY has no index to
+ * follow (msg_group is partial), so SQLite reads every row it needs into
+ * a sorter, kept in memory (temp_store=MEMORY), within the first
+ * sqlite3_step, and hands out the groups from there without touching the
+ * file again. What can still fail between two groups is the aggregate
+ * work itself (an allocation of SQLite's, for one). So the test makes
+ * that fail: through SQLite's own auto-extension mechanism every
+ * connection to partition 0's file gets a count(*) of its own (an
+ * application-defined function overrides the built-in one), which counts
+ * as the built-in does and, armed, fails its n-th result and every one
+ * after with SQLITE_FULL, so that the writer waits and tries again: the
+ * retry that would count the loaded groups twice. The writer is not
+ * touched; rebuild_gdir is the only count(*) the partitions run, and the
+ * test checks that the results served before the failure are its rows.
+ */
+static struct {
+    _Atomic int64_t fail_in; /* results until the first that fails */
+    _Atomic bool armed;
+    _Atomic int64_t served, failed; /* while armed */
+} cf;
+
+static void cf_arm(int64_t n)
+{
+    atomic_store(&cf.fail_in, n);
+    atomic_store(&cf.served, 0);
+    atomic_store(&cf.failed, 0);
+    atomic_store(&cf.armed, n >= 0);
+}
+
+static void cf_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    (void)argv;
+    int64_t *rows = sqlite3_aggregate_context(ctx, (int)sizeof *rows);
+    if (rows == NULL) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    (*rows)++;
+}
+
+static void cf_final(sqlite3_context *ctx)
+{
+    const int64_t *rows = sqlite3_aggregate_context(ctx, 0); /* NULL: no row */
+    if (atomic_load(&cf.armed)) {
+        if (atomic_fetch_sub(&cf.fail_in, 1) <= 0) {
+            atomic_fetch_add(&cf.failed, 1);
+            sqlite3_result_error_code(ctx, SQLITE_FULL);
+            return;
+        }
+        atomic_fetch_add(&cf.served, 1);
+    }
+    sqlite3_result_int64(ctx, rows != NULL ? *rows : 0);
+}
+
+static int cf_register(sqlite3 *db, const char **err, const sqlite3_api_routines *api)
+{
+    (void)err;
+    (void)api;
+    static const char suffix[] = "/part-0000.db";
+    const char *path = sqlite3_db_filename(db, "main");
+    size_t len = path != NULL ? strlen(path) : 0;
+    if (len < sizeof suffix - 1 || strcmp(path + len - (sizeof suffix - 1), suffix) != 0) {
+        return SQLITE_OK;
+    }
+    return sqlite3_create_function(db, "count", 0, SQLITE_UTF8, NULL, NULL, cf_step, cf_final);
+}
+
+#define GLOAD_GROUPS 24
+
+static void gload_group(char *out, size_t n, int i)
+{
+    snprintf(out, n, "g%02d", i);
+}
+
+/* Group i's messages: 1 to 3, so that an undo which dropped one message
+ * per group, or the wrong group's count, would show. */
+static int gload_msgs(int i)
+{
+    return 1 + i % 3;
+}
+
+/* What the directory counts of group i on partition 0, its only one; 0
+ * when the group has no entry. */
+static int64_t gload_dir(struct t_env *t, uint64_t queue_id, int i)
+{
+    char group[16];
+    gload_group(group, sizeof group, i);
+    struct part_queue *q = part__queue_ref(t->e, queue_id);
+    assert_non_null(q);
+    uint32_t p[2] = {PART_GDIR_NONE, PART_GDIR_NONE};
+    int64_t c[2] = {0, 0};
+    size_t n = part__gdir_parts(q->gdir, group, p, c, 2);
+    part__queue_unref(q);
+    assert_true(n <= 1);
+    if (n == 0) {
+        return 0;
+    }
+    assert_int_equal(p[0], 0);
+    return c[0];
+}
+
+static void test_failed_gdir_load_gives_groups_back(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = t_create_fifo(t, "jobs.fifo", false);
+    int total = 0;
+    for (int j = 0; j < 3; j++) { /* the groups' messages interleaved */
+        for (int i = 0; i < GLOAD_GROUPS; i++) {
+            if (j < gload_msgs(i)) {
+                char group[16], body[32];
+                gload_group(group, sizeof group, i);
+                snprintf(body, sizeof body, "%s-%d", group, j);
+                struct t_done d;
+                t_send_fifo(t, q, 0, body, group, body, &d);
+                total++;
+            }
+        }
+    }
+    t_close(t);
+
+    /* The rebuild loads half the groups (one count(*) result each, in
+     * group order), then its query fails as a full disk: the partition
+     * waits for space. Results from there on fail too, so that a retry
+     * the writer makes before the checks below loads nothing either. */
+    assert_int_equal(sqlite3_auto_extension((void (*)(void))cf_register), SQLITE_OK);
+    cf_arm(GLOAD_GROUPS / 2);
+    t_open(t);
+    assert_false(part_engine_partition_ok(t->e, 0));
+    assert_int_equal(atomic_load(&cf.served), GLOAD_GROUPS / 2); /* loaded, then failed */
+    assert_true(atomic_load(&cf.failed) >= 1);
+    struct part_counts c = t_counts(t, q);
+    assert_int_equal(c.ready, 0);
+    assert_int_equal(c.groups_live, 0);
+    for (int i = 0; i < GLOAD_GROUPS; i++) {
+        assert_int_equal(gload_dir(t, q, i), 0);
+    }
+
+    /* Once space is back the writer opens the partition again (after the
+     * engine's open: appended, at_open false) and loads each group once. */
+    cf_arm(-1);
+    bool opened = false;
+    for (int i = 0; i < 50 && !opened; i++) {
+        pause_ms(t, 100);
+        opened = part_engine_partition_ok(t->e, 0);
+    }
+    assert_true(opened);
+    c = t_counts(t, q);
+    assert_int_equal(c.ready, total);
+    assert_int_equal(c.groups_live, GLOAD_GROUPS);
+    for (int i = 0; i < GLOAD_GROUPS; i++) {
+        assert_int_equal(gload_dir(t, q, i), gload_msgs(i));
+    }
+
+    /* Every group is delivered in order, each message once, and the
+     * directory forgets each group once its last message is deleted (a
+     * count loaded twice would keep the entry, and the group with it). */
+    int next[GLOAD_GROUPS] = {0};
+    for (int got = 0, rounds = 0; got < total; rounds++) {
+        assert_true(rounds < 2 * total);
+        struct t_done r;
+        t_recv(t, q, 10, 30, &r);
+        assert_int_equal(r.status, SL_OK);
+        for (size_t m = 0; m < r.count; m++) {
+            int i = -1, j = -1;
+            assert_int_equal(sscanf(r.msgs[m].body, "g%d-%d", &i, &j), 2);
+            assert_true(i >= 0 && i < GLOAD_GROUPS);
+            assert_int_equal(j, next[i]);
+            next[i]++;
+            got++;
+        }
+        for (size_t m = 0; m < r.count; m++) {
+            struct t_done d;
+            t_delete(t, q, r.msgs[m].receipt, &d);
+        }
+    }
+    for (int i = 0; i < GLOAD_GROUPS; i++) {
+        assert_int_equal(next[i], gload_msgs(i));
+    }
+    t_sync(t);
+    c = t_counts(t, q);
+    assert_int_equal(c.ready + c.inflight, 0);
+    assert_int_equal(c.groups_live, 0);
+    for (int i = 0; i < GLOAD_GROUPS; i++) {
+        assert_int_equal(gload_dir(t, q, i), 0);
+    }
+}
+
 static int reset(void **state)
 {
     (void)state;
@@ -470,6 +663,8 @@ static int reset(void **state)
     tv_fail_shm_of("");
     tv_fail_reads_of("", -1, false, SQLITE_OK);
     atomic_store(&tv.fails, 0);
+    cf_arm(-1);
+    sqlite3_cancel_auto_extension((void (*)(void))cf_register);
     return 0;
 }
 
@@ -511,6 +706,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stopped_partition_is_not_empty, setup_two, teardown),
         cmocka_unit_test_setup_teardown(test_stopped_partition_sleeps, setup_two, teardown),
         cmocka_unit_test_setup_teardown(test_failed_rebuild_gives_counts_back, setup_single,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_failed_gdir_load_gives_groups_back, setup_single,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
