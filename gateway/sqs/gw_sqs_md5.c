@@ -152,7 +152,11 @@ int gw_sqs_md5_of_attrs_raw(const struct gw_sqs_msg_attr *attrs, size_t n,
 
 void gw_sqs_digests_of(const struct gw_sqs_send_entry *msg, struct gw_sqs_digests *out)
 {
-    gw_sqs_md5(msg->body.p, msg->body.n, out->bytes);
+    if (msg->has_body_md5_) {
+        memcpy(out->bytes, msg->body_md5_, GW_SQS_MD5_LEN);
+    } else {
+        gw_sqs_md5(msg->body.p, msg->body.n, out->bytes);
+    }
     out->n = GW_SQS_MD5_LEN;
     if (msg->attr_count > 0) {
         SL_ASSERT(gw_sqs_md5_of_attrs_raw(msg->attrs, msg->attr_count,

@@ -51,30 +51,72 @@ void *gw__sqs_dec_alloc(struct gw_sqs_dec *d, size_t count, size_t size)
 
 /* ---- member access ------------------------------------------------------------ */
 
-int gw__sqs_type_error(const json_t *value, const char *expected, struct gw_sqs_err *err)
+static enum gw_sqs_jtype jtype_of(const json_t *v)
 {
-    switch (json_typeof(value)) {
+    if (v == NULL) {
+        return GW_SQS_J_ABSENT;
+    }
+    switch (json_typeof(v)) {
     case JSON_OBJECT:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "Start of structure or map found where not expected.");
+        return GW_SQS_J_OBJECT;
     case JSON_ARRAY:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "Start of list found where not expected.");
+        return GW_SQS_J_ARRAY;
     case JSON_STRING:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "STRING_VALUE can not be converted to %s", expected);
+        return GW_SQS_J_STRING;
     case JSON_INTEGER:
+        return GW_SQS_J_INTEGER;
     case JSON_REAL:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "NUMBER_VALUE can not be converted to %s", expected);
+        return GW_SQS_J_REAL;
     case JSON_TRUE:
+        return GW_SQS_J_TRUE;
     case JSON_FALSE:
-        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
-                              "BOOLEAN_VALUE can not be converted to %s", expected);
+        return GW_SQS_J_FALSE;
     case JSON_NULL:
         break;
     }
+    return GW_SQS_J_NULL;
+}
+
+void gw__sqs_val_of(const json_t *v, struct gw_sqs_val *out)
+{
+    *out = (struct gw_sqs_val){.type = jtype_of(v)};
+    if (out->type == GW_SQS_J_STRING) {
+        out->s = (struct sl_slice){json_string_value(v), json_string_length(v)};
+    } else if (out->type == GW_SQS_J_INTEGER) {
+        out->i = (int64_t)json_integer_value(v);
+    }
+}
+
+int gw__sqs_jtype_error(enum gw_sqs_jtype type, const char *expected, struct gw_sqs_err *err)
+{
+    switch (type) {
+    case GW_SQS_J_OBJECT:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "Start of structure or map found where not expected.");
+    case GW_SQS_J_ARRAY:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "Start of list found where not expected.");
+    case GW_SQS_J_STRING:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "STRING_VALUE can not be converted to %s", expected);
+    case GW_SQS_J_INTEGER:
+    case GW_SQS_J_REAL:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "NUMBER_VALUE can not be converted to %s", expected);
+    case GW_SQS_J_TRUE:
+    case GW_SQS_J_FALSE:
+        return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
+                              "BOOLEAN_VALUE can not be converted to %s", expected);
+    case GW_SQS_J_ABSENT:
+    case GW_SQS_J_NULL:
+        break;
+    }
     return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION, NULL);
+}
+
+int gw__sqs_type_error(const json_t *value, const char *expected, struct gw_sqs_err *err)
+{
+    return gw__sqs_jtype_error(jtype_of(value), expected, err);
 }
 
 int gw__sqs_missing(struct gw_sqs_err *err, const char *name)
@@ -83,27 +125,31 @@ int gw__sqs_missing(struct gw_sqs_err *err, const char *name)
                           "The request must contain the parameter %s.", name);
 }
 
-static const json_t *member(const json_t *obj, const char *name)
+/* A member's value; null counts as absent, as in AWS. */
+static void member(const json_t *obj, const char *name, struct gw_sqs_val *out)
 {
-    const json_t *v = obj != NULL ? json_object_get(obj, name) : NULL;
-    return v != NULL && !json_is_null(v) ? v : NULL;
+    gw__sqs_val_of(obj != NULL ? json_object_get(obj, name) : NULL, out);
 }
 
-int gw__sqs_member_string(const json_t *obj, const char *name, bool required, struct sl_slice *out,
-                          bool *has, struct gw_sqs_err *err)
+static bool val_absent(const struct gw_sqs_val *v)
 {
-    const json_t *v = member(obj, name);
+    return v->type == GW_SQS_J_ABSENT || v->type == GW_SQS_J_NULL;
+}
+
+int gw__sqs_val_string(const struct gw_sqs_val *v, const char *name, bool required,
+                       struct sl_slice *out, bool *has, struct gw_sqs_err *err)
+{
     *out = (struct sl_slice){NULL, 0};
     if (has != NULL) {
         *has = false;
     }
-    if (v == NULL) {
+    if (val_absent(v)) {
         return required ? gw__sqs_missing(err, name) : SL_OK;
     }
-    if (!json_is_string(v)) {
-        return gw__sqs_type_error(v, "a String", err);
+    if (v->type != GW_SQS_J_STRING) {
+        return gw__sqs_jtype_error(v->type, "a String", err);
     }
-    *out = (struct sl_slice){json_string_value(v), json_string_length(v)};
+    *out = v->s;
     if (required && out->n == 0) {
         return gw__sqs_missing(err, name);
     }
@@ -113,29 +159,36 @@ int gw__sqs_member_string(const json_t *obj, const char *name, bool required, st
     return SL_OK;
 }
 
-/* An Integer member in [min, max]; reason completes SQS's sentence. */
-int gw__sqs_member_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max,
-                       const char *reason, int32_t *out, bool *has, struct gw_sqs_err *err)
+int gw__sqs_member_string(const json_t *obj, const char *name, bool required, struct sl_slice *out,
+                          bool *has, struct gw_sqs_err *err)
 {
-    const json_t *v = member(obj, name);
+    struct gw_sqs_val v;
+    member(obj, name, &v);
+    return gw__sqs_val_string(&v, name, required, out, has, err);
+}
+
+int gw__sqs_val_int(const struct gw_sqs_val *v, const char *name, bool required, int64_t min,
+                    int64_t max, const char *reason, int32_t *out, bool *has,
+                    struct gw_sqs_err *err)
+{
     if (has != NULL) {
         *has = false;
     }
-    if (v == NULL) {
+    if (val_absent(v)) {
         return required ? gw__sqs_missing(err, name) : SL_OK;
     }
-    if (!json_is_integer(v)) {
-        return gw__sqs_type_error(v, "an Integer", err);
+    if (v->type != GW_SQS_J_INTEGER) {
+        return gw__sqs_jtype_error(v->type, "an Integer", err);
     }
-    json_int_t x = json_integer_value(v);
+    int64_t x = v->i;
     if (x < INT32_MIN || x > INT32_MAX) {
         return gw_sqs_err_set(err, GW_SQS_E_SERIALIZATION,
                               "NUMBER_VALUE can not be converted to an Integer");
     }
     if (x < min || x > max) {
         return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
-                              "Value %" PRId64 " for parameter %s is invalid. Reason: %s",
-                              (int64_t)x, name, reason);
+                              "Value %" PRId64 " for parameter %s is invalid. Reason: %s", x, name,
+                              reason);
     }
     *out = (int32_t)x;
     if (has != NULL) {
@@ -144,34 +197,59 @@ int gw__sqs_member_int(const json_t *obj, const char *name, bool required, int64
     return SL_OK;
 }
 
+int gw__sqs_val_queue(struct gw_sqs_dec *d, const struct gw_sqs_val *v,
+                      struct gw_sqs_queue_ref *out)
+{
+    struct sl_slice url;
+    int rc = gw__sqs_val_string(v, "QueueUrl", true, &url, NULL, d->err);
+    return rc != SL_OK ? rc : gw_sqs_parse_queue_url(url, out, d->err);
+}
+
+/* An Integer member in [min, max]; reason completes SQS's sentence. */
+int gw__sqs_member_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max,
+                       const char *reason, int32_t *out, bool *has, struct gw_sqs_err *err)
+{
+    struct gw_sqs_val v;
+    member(obj, name, &v);
+    return gw__sqs_val_int(&v, name, required, min, max, reason, out, has, err);
+}
+
+int gw__sqs_val_container(const struct gw_sqs_val *v, enum gw_sqs_jtype want, const char *name,
+                          bool required, bool *has, struct gw_sqs_err *err)
+{
+    *has = false;
+    if (val_absent(v)) {
+        return required ? gw__sqs_missing(err, name) : SL_OK;
+    }
+    if (v->type != want) {
+        return gw__sqs_jtype_error(v->type, want == GW_SQS_J_OBJECT ? "a Map" : "a List", err);
+    }
+    *has = true;
+    return SL_OK;
+}
+
+/* A Map or List member: the value, or NULL when absent. */
+static int member_container(const json_t *obj, const char *name, enum gw_sqs_jtype want,
+                            bool required, const json_t **out, struct gw_sqs_err *err)
+{
+    struct gw_sqs_val v;
+    member(obj, name, &v);
+    bool has;
+    int rc = gw__sqs_val_container(&v, want, name, required, &has, err);
+    *out = has ? json_object_get(obj, name) : NULL;
+    return rc;
+}
+
 int gw__sqs_member_object(const json_t *obj, const char *name, bool required, const json_t **out,
                           struct gw_sqs_err *err)
 {
-    const json_t *v = member(obj, name);
-    *out = NULL;
-    if (v == NULL) {
-        return required ? gw__sqs_missing(err, name) : SL_OK;
-    }
-    if (!json_is_object(v)) {
-        return gw__sqs_type_error(v, "a Map", err);
-    }
-    *out = v;
-    return SL_OK;
+    return member_container(obj, name, GW_SQS_J_OBJECT, required, out, err);
 }
 
 int gw__sqs_member_array(const json_t *obj, const char *name, bool required, const json_t **out,
                          struct gw_sqs_err *err)
 {
-    const json_t *v = member(obj, name);
-    *out = NULL;
-    if (v == NULL) {
-        return required ? gw__sqs_missing(err, name) : SL_OK;
-    }
-    if (!json_is_array(v)) {
-        return gw__sqs_type_error(v, "a List", err);
-    }
-    *out = v;
-    return SL_OK;
+    return member_container(obj, name, GW_SQS_J_ARRAY, required, out, err);
 }
 
 /* A list of strings into slices owned by the request. */
@@ -275,6 +353,44 @@ uint32_t gw__sqs_reported_char(const struct gw_sqs_request *r, uint32_t bad)
     return bad == 0xFFFF && r->surrogate_ != 0 ? r->surrogate_ : bad;
 }
 
+uint32_t gw__sqs_unpair_surrogates(struct sl_slice body, char *dst)
+{
+    uint32_t first = 0;
+    const char *p = body.p;
+    for (size_t i = 0; i + 1 < body.n; i++) {
+        const char *bs = memchr(p + i, '\\', body.n - i - 1);
+        if (bs == NULL) {
+            break;
+        }
+        i = (size_t)(bs - p);
+        if (p[i + 1] != 'u' || i + 6 > body.n) {
+            i++; /* "\\", "\"" ...: the escaped character is not an escape */
+            continue;
+        }
+        int v = hex4(p + i + 2);
+        bool high = v >= 0xD800 && v <= 0xDBFF;
+        bool low = v >= 0xDC00 && v <= 0xDFFF;
+        if (high && i + 12 <= body.n && p[i + 6] == '\\' && p[i + 7] == 'u') {
+            int next = hex4(p + i + 8);
+            if (next >= 0xDC00 && next <= 0xDFFF) {
+                i += 11; /* a proper pair */
+                continue;
+            }
+        }
+        if (high || low) {
+            if (first == 0) {
+                first = (uint32_t)v;
+            }
+            if (dst == NULL) {
+                break;
+            }
+            memset(dst + i + 2, 'F', 4);
+        }
+        i += 5;
+    }
+    return first;
+}
+
 struct json_t *gw__sqs_load_surrogates(struct sl_slice body, const char *why, uint32_t *first)
 {
     *first = 0;
@@ -287,32 +403,7 @@ struct json_t *gw__sqs_load_surrogates(struct sl_slice body, const char *why, ui
     }
     memcpy(copy, body.p, body.n);
     copy[body.n] = '\0';
-    for (size_t i = 0; i + 1 < body.n; i++) {
-        if (copy[i] != '\\') {
-            continue;
-        }
-        if (copy[i + 1] != 'u' || i + 6 > body.n) {
-            i++; /* "\\", "\"" ...: the escaped character is not an escape */
-            continue;
-        }
-        int v = hex4(copy + i + 2);
-        bool high = v >= 0xD800 && v <= 0xDBFF;
-        bool low = v >= 0xDC00 && v <= 0xDFFF;
-        if (high && i + 12 <= body.n && copy[i + 6] == '\\' && copy[i + 7] == 'u') {
-            int next = hex4(copy + i + 8);
-            if (next >= 0xDC00 && next <= 0xDFFF) {
-                i += 11; /* a proper pair */
-                continue;
-            }
-        }
-        if (high || low) {
-            if (*first == 0) {
-                *first = (uint32_t)v;
-            }
-            memcpy(copy + i + 2, "FFFF", 4);
-        }
-        i += 5;
-    }
+    *first = gw__sqs_unpair_surrogates(body, copy);
     json_error_t jerr;
     json_t *doc = json_loadb(copy, body.n, JSON_ALLOW_NUL, &jerr);
     free(copy);

@@ -30,9 +30,52 @@ void *gw__sqs_alloc(struct gw_sqs_request *r, size_t count, size_t size);
  * one element). Returns NULL then. */
 void *gw__sqs_dec_alloc(struct gw_sqs_dec *d, size_t count, size_t size);
 
+/* A JSON value's type; ABSENT for a member that is not there. */
+enum gw_sqs_jtype {
+    GW_SQS_J_ABSENT,
+    GW_SQS_J_NULL,
+    GW_SQS_J_STRING,
+    GW_SQS_J_INTEGER,
+    GW_SQS_J_REAL,
+    GW_SQS_J_TRUE,
+    GW_SQS_J_FALSE,
+    GW_SQS_J_OBJECT,
+    GW_SQS_J_ARRAY,
+};
+
+/* One JSON value as the member readers see it, whichever parser read it:
+ * the hot path's events (gw_sqs_in.h) or a jansson document. */
+struct gw_sqs_val {
+    enum gw_sqs_jtype type;
+    bool has_bad;      /* a string holding a character outside SQS's set */
+    uint32_t bad;      /* the first such character (gw__sqs_text_scan) */
+    struct sl_slice s; /* a string's UTF-8 */
+    int64_t i;         /* an integer */
+    size_t n;          /* an array's elements (gathered values only) */
+};
+
+/* The value v (NULL: absent) as a gw_sqs_val, without n or has_bad. */
+void gw__sqs_val_of(const struct json_t *v, struct gw_sqs_val *out);
+
 /* The message of SerializationException for a JSON value of the wrong
  * type, as AWS's Java deserializer words it. Returns SL_EINVAL. */
 int gw__sqs_type_error(const struct json_t *value, const char *expected, struct gw_sqs_err *err);
+int gw__sqs_jtype_error(enum gw_sqs_jtype type, const char *expected, struct gw_sqs_err *err);
+
+/* The member readers below, on a value already found: v is the member
+ * name's value (ABSENT if none). Return as those do. */
+int gw__sqs_val_string(const struct gw_sqs_val *v, const char *name, bool required,
+                       struct sl_slice *out, bool *has, struct gw_sqs_err *err);
+int gw__sqs_val_int(const struct gw_sqs_val *v, const char *name, bool required, int64_t min,
+                    int64_t max, const char *reason, int32_t *out, bool *has,
+                    struct gw_sqs_err *err);
+/* A QueueUrl member, split (gw_sqs_parse_queue_url). */
+int gw__sqs_val_queue(struct gw_sqs_dec *d, const struct gw_sqs_val *v,
+                      struct gw_sqs_queue_ref *out);
+/* An OBJECT ("a Map") or ARRAY ("a List") member; *has tells whether it
+ * is there. */
+int gw__sqs_val_container(const struct gw_sqs_val *v, enum gw_sqs_jtype want, const char *name,
+                          bool required, bool *has, struct gw_sqs_err *err);
 
 /* "The request must contain the parameter <name>." Returns SL_EINVAL. */
 int gw__sqs_missing(struct gw_sqs_err *err, const char *name);
@@ -73,6 +116,11 @@ int gw__sqs_member_string_map(struct gw_sqs_dec *d, const struct json_t *obj, co
  * SerializationException. *first gets the first surrogate replaced.
  * Returns the document, or NULL when the body fails for another reason. */
 struct json_t *gw__sqs_load_surrogates(struct sl_slice body, const char *why, uint32_t *first);
+
+/* Writes "FFFF" into dst (a copy of body, or NULL to only look) over the
+ * hex digits of each escaped lone surrogate of body. Returns the first
+ * such surrogate, 0 if none. */
+uint32_t gw__sqs_unpair_surrogates(struct sl_slice body, char *dst);
 
 /* The character to name in an InvalidMessageContents message for the
  * invalid character bad of r: a lone surrogate the body escaped rather

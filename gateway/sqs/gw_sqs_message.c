@@ -5,18 +5,17 @@
  * SendMessage) and its size count (body + each attribute's name, DataType and
  * value).
  *
- * Threading: pure; any thread. Ownership: slices borrow from the request's
- * JSON document; the attribute array and decoded Binary values are blocks
- * of the request.
+ * Threading: pure; any thread. Ownership: slices borrow from what the
+ * gatherer kept (gw_sqs_in.h); the attribute array and decoded Binary
+ * values are blocks of the request.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include <jansson.h>
-
 #include "gw_sqs_message.h"
+#include "gw_text.h"
 
 #define CHARSET_TEXT "#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"
 
@@ -36,7 +35,9 @@ static bool printable_ascii8(const uint8_t *p)
     return ((x | (x - 0x2020202020202020ull)) & 0x8080808080808080ull) == 0;
 }
 
-bool gw__sqs_chars_valid(struct sl_slice s, uint32_t *bad)
+/* The offset of the first character of s outside SQS's set (or of
+ * malformed UTF-8), with it in *bad; s.n if none. */
+static size_t chars_prefix(struct sl_slice s, uint32_t *bad)
 {
     const uint8_t *p = (const uint8_t *)s.p;
     size_t i = 0;
@@ -60,16 +61,16 @@ bool gw__sqs_chars_valid(struct sl_slice s, uint32_t *bad)
             c &= 0x07;
         } else {
             *bad = c;
-            return false;
+            return i;
         }
         if (i + len > s.n) {
             *bad = p[i];
-            return false;
+            return i;
         }
         for (size_t k = 1; k < len; k++) {
             if ((p[i + k] & 0xC0) != 0x80) {
                 *bad = p[i];
-                return false;
+                return i;
             }
             c = (c << 6) | (p[i + k] & 0x3F);
         }
@@ -77,11 +78,28 @@ bool gw__sqs_chars_valid(struct sl_slice s, uint32_t *bad)
         static const uint32_t min_for_len[5] = {0, 0, 0x80, 0x800, 0x10000};
         if (c < min_for_len[len] || !allowed_code_point(c)) {
             *bad = c;
-            return false;
+            return i;
         }
         i += len;
     }
-    return true;
+    return s.n;
+}
+
+bool gw__sqs_chars_valid(struct sl_slice s, uint32_t *bad)
+{
+    return chars_prefix(s, bad) == s.n;
+}
+
+bool gw__sqs_text_scan(struct sl_slice s, bool *has_bad, uint32_t *bad)
+{
+    size_t at = chars_prefix(s, bad);
+    *has_bad = at < s.n;
+    if (at == s.n) {
+        return true;
+    }
+    /* a character outside the set, or the first malformed byte */
+    size_t len = gw_utf8_sequence((const uint8_t *)s.p + at, s.n - at);
+    return len > 0 && gw_json_utf8_valid((struct sl_slice){s.p + at + len, s.n - at - len});
 }
 
 bool gw__sqs_token_valid(struct sl_slice s)
@@ -223,33 +241,35 @@ static bool number_valid(struct sl_slice v)
 }
 
 /* Decodes one MessageAttributeValue structure. */
-static int decode_attr_value(struct gw_sqs_dec *d, const json_t *v, struct gw_sqs_msg_attr *a,
-                             struct gw_sqs_err *fail)
+static int decode_attr_value(struct gw_sqs_dec *d, const struct gw__sqs_attr_in *in,
+                             struct gw_sqs_msg_attr *a, struct gw_sqs_err *fail)
 {
-    if (!json_is_object(v)) {
-        return gw__sqs_type_error(v, "a Structure", d->err);
+    if (in->self.type != GW_SQS_J_OBJECT) {
+        return gw__sqs_jtype_error(in->self.type, "a Structure", d->err);
     }
+    const struct gw_sqs_val *m = in->m;
     struct sl_slice sv, bv;
     bool has_s, has_b;
-    int rc = gw__sqs_member_string(v, "DataType", false, &a->data_type, NULL, d->err);
+    int rc = gw__sqs_val_string(&m[GW__SQS_IN_DATA_TYPE], "DataType", false, &a->data_type, NULL,
+                                d->err);
     if (rc == SL_OK) {
-        rc = gw__sqs_member_string(v, "StringValue", false, &sv, &has_s, d->err);
+        rc = gw__sqs_val_string(&m[GW__SQS_IN_STRING_VALUE], "StringValue", false, &sv, &has_s,
+                                d->err);
     }
     if (rc == SL_OK) {
-        rc = gw__sqs_member_string(v, "BinaryValue", false, &bv, &has_b, d->err);
+        rc = gw__sqs_val_string(&m[GW__SQS_IN_BINARY_VALUE], "BinaryValue", false, &bv, &has_b,
+                                d->err);
     }
-    const json_t *list;
-    if (rc == SL_OK) {
-        rc = gw__sqs_member_array(v, "StringListValues", false, &list, d->err);
-        if (rc == SL_OK && list != NULL && json_array_size(list) > 0) {
-            return entry_fail(fail, GW_SQS_E_INVALID_PARAMETER_VALUE,
-                              "Message attribute list values in SendMessage operation are not "
-                              "supported.");
-        }
-    }
-    if (rc == SL_OK) {
-        rc = gw__sqs_member_array(v, "BinaryListValues", false, &list, d->err);
-        if (rc == SL_OK && list != NULL && json_array_size(list) > 0) {
+    static const struct {
+        enum gw__sqs_in_attr_member member;
+        const char *name;
+    } lists[] = {{GW__SQS_IN_STRING_LIST, "StringListValues"},
+                 {GW__SQS_IN_BINARY_LIST, "BinaryListValues"}};
+    for (size_t i = 0; i < SL_ARRAY_LEN(lists) && rc == SL_OK; i++) {
+        const struct gw_sqs_val *list = &m[lists[i].member];
+        bool has_list;
+        rc = gw__sqs_val_container(list, GW_SQS_J_ARRAY, lists[i].name, false, &has_list, d->err);
+        if (rc == SL_OK && has_list && list->n > 0) {
             return entry_fail(fail, GW_SQS_E_INVALID_PARAMETER_VALUE,
                               "Message attribute list values in SendMessage operation are not "
                               "supported.");
@@ -274,12 +294,11 @@ static int decode_attr_value(struct gw_sqs_dec *d, const json_t *v, struct gw_sq
     /* The custom label is echoed in every reply and is part of the
      * attribute digest: a character the query protocol's XML cannot carry
      * would reach a client as U+FFFD, and its MD5 check would fail. */
-    uint32_t bad_label;
-    if (!gw__sqs_chars_valid(a->data_type, &bad_label)) {
+    if (m[GW__SQS_IN_DATA_TYPE].has_bad) {
         return entry_fail(fail, GW_SQS_E_INVALID_MESSAGE_CONTENTS,
                           "Invalid binary character '#x%X' was found in the type of message "
                           "attribute '%.*s', the set of allowed characters is " CHARSET_TEXT,
-                          gw__sqs_reported_char(d->r, bad_label), nl, a->name.p);
+                          gw__sqs_reported_char(d->r, m[GW__SQS_IN_DATA_TYPE].bad), nl, a->name.p);
     }
     if (a->type == GW_SQS_ATTR_BINARY) {
         if (!has_b || bv.n == 0) {
@@ -320,21 +339,21 @@ static int decode_attr_value(struct gw_sqs_dec *d, const json_t *v, struct gw_sq
                           "Can't cast the value of message (user) attribute '%.*s' to a number.",
                           nl, a->name.p);
     }
-    uint32_t bad;
-    if (!gw__sqs_chars_valid(sv, &bad)) {
+    if (m[GW__SQS_IN_STRING_VALUE].has_bad) {
         return entry_fail(fail, GW_SQS_E_INVALID_MESSAGE_CONTENTS,
                           "Invalid binary character '#x%X' was found in the message attribute "
                           "'%.*s', the set of allowed characters is " CHARSET_TEXT,
-                          gw__sqs_reported_char(d->r, bad), nl, a->name.p);
+                          gw__sqs_reported_char(d->r, m[GW__SQS_IN_STRING_VALUE].bad), nl,
+                          a->name.p);
     }
     a->value = sv;
     return SL_OK;
 }
 
-static int decode_attrs(struct gw_sqs_dec *d, const json_t *map, struct gw_sqs_send_entry *e,
-                        struct gw_sqs_err *fail)
+static int decode_attrs(struct gw_sqs_dec *d, const struct gw__sqs_map_in *map,
+                        struct gw_sqs_send_entry *e, struct gw_sqs_err *fail)
 {
-    size_t n = json_object_size(map);
+    size_t n = map->size;
     if (n == 0) {
         return SL_OK;
     }
@@ -347,23 +366,18 @@ static int decode_attrs(struct gw_sqs_dec *d, const json_t *map, struct gw_sqs_s
     if (attrs == NULL) {
         return SL_ENOMEM;
     }
-    const char *key;
-    size_t key_len;
-    json_t *v;
-    size_t i = 0;
-    json_object_keylen_foreach((json_t *)map, key, key_len, v)
-    {
-        struct gw_sqs_msg_attr *a = &attrs[i++];
-        a->name = (struct sl_slice){key, key_len};
+    for (size_t i = 0; i < n; i++) {
+        struct gw_sqs_msg_attr *a = &attrs[i];
+        a->name = map->kept[i].name;
         if (!attr_name_valid(a->name)) {
             return entry_fail(fail, GW_SQS_E_INVALID_PARAMETER_VALUE,
                               "Message (user) attribute name '%.*s' is invalid. Names can contain "
                               "alphanumeric characters, hyphens, underscores and periods, up to "
                               "256 characters; they must not start or end with a period, contain "
                               "two periods in a row, or start with AWS. or Amazon.",
-                              (int)SL_MIN(key_len, 256), key);
+                              (int)SL_MIN(a->name.n, 256), a->name.p);
         }
-        int rc = decode_attr_value(d, v, a, fail);
+        int rc = decode_attr_value(d, &map->kept[i], a, fail);
         if (rc != SL_OK) {
             return rc;
         }
@@ -375,22 +389,19 @@ static int decode_attrs(struct gw_sqs_dec *d, const json_t *map, struct gw_sqs_s
     return SL_OK;
 }
 
-/* MessageSystemAttributes: only AWSTraceHeader, of DataType String. */
-static int decode_system_attrs(struct gw_sqs_dec *d, const json_t *map, struct gw_sqs_send_entry *e,
-                               struct gw_sqs_err *fail)
+/* MessageSystemAttributes: only AWSTraceHeader, of DataType String. The
+ * kept keys suffice: a map with more has a second key, which fails. */
+static int decode_system_attrs(struct gw_sqs_dec *d, const struct gw__sqs_map_in *map,
+                               struct gw_sqs_send_entry *e, struct gw_sqs_err *fail)
 {
-    const char *key;
-    size_t key_len;
-    json_t *v;
-    json_object_keylen_foreach((json_t *)map, key, key_len, v)
-    {
-        struct gw_sqs_msg_attr a = {.name = {key, key_len}};
+    for (size_t i = 0; i < map->n_kept; i++) {
+        struct gw_sqs_msg_attr a = {.name = map->kept[i].name};
         if (!sl_slice_eq_cstr(a.name, "AWSTraceHeader")) {
             return entry_fail(fail, GW_SQS_E_INVALID_PARAMETER_VALUE,
                               "Message system attribute name '%.*s' is invalid.",
-                              (int)SL_MIN(key_len, 256), key);
+                              (int)SL_MIN(a.name.n, 256), a.name.p);
         }
-        int rc = decode_attr_value(d, v, &a, fail);
+        int rc = decode_attr_value(d, &map->kept[i], &a, fail);
         if (rc != SL_OK) {
             return rc;
         }
@@ -405,10 +416,10 @@ static int decode_system_attrs(struct gw_sqs_dec *d, const json_t *map, struct g
     return SL_OK;
 }
 
-static int token_member(struct gw_sqs_dec *d, const json_t *obj, const char *name,
+static int token_member(struct gw_sqs_dec *d, const struct gw_sqs_val *v, const char *name,
                         struct sl_slice *out, bool *has, struct gw_sqs_err *fail)
 {
-    int rc = gw__sqs_member_string(obj, name, false, out, has, d->err);
+    int rc = gw__sqs_val_string(v, name, false, out, has, d->err);
     if (rc != SL_OK) {
         return rc;
     }
@@ -421,27 +432,29 @@ static int token_member(struct gw_sqs_dec *d, const json_t *obj, const char *nam
     return SL_OK;
 }
 
-int gw__sqs_decode_send_entry(struct gw_sqs_dec *d, const json_t *obj, struct gw_sqs_send_entry *e,
-                              struct gw_sqs_err *fail)
+int gw__sqs_decode_send_entry(struct gw_sqs_dec *d, const struct gw__sqs_obj_in *in,
+                              struct gw_sqs_send_entry *e, struct gw_sqs_err *fail)
 {
-    bool has_body;
+    const struct gw_sqs_val *m = in->m;
+    bool has_body, has_attrs, has_sys_attrs;
     /* types first: a wrong JSON type fails the whole request */
-    int rc = gw__sqs_member_string(obj, "MessageBody", false, &e->body, &has_body, d->err);
-    if (rc != SL_OK) {
-        return rc;
-    }
-    const json_t *attrs, *sys_attrs;
-    rc = gw__sqs_member_object(obj, "MessageAttributes", false, &attrs, d->err);
+    int rc =
+        gw__sqs_val_string(&m[GW__SQS_IN_BODY], "MessageBody", false, &e->body, &has_body, d->err);
     if (rc == SL_OK) {
-        rc = gw__sqs_member_object(obj, "MessageSystemAttributes", false, &sys_attrs, d->err);
+        rc = gw__sqs_val_container(&m[GW__SQS_IN_ATTRS], GW_SQS_J_OBJECT, "MessageAttributes",
+                                   false, &has_attrs, d->err);
+    }
+    if (rc == SL_OK) {
+        rc = gw__sqs_val_container(&m[GW__SQS_IN_SYS_ATTRS], GW_SQS_J_OBJECT,
+                                   "MessageSystemAttributes", false, &has_sys_attrs, d->err);
     }
     if (rc != SL_OK) {
         return rc;
     }
     int32_t delay = 0;
-    rc = gw__sqs_member_int(obj, "DelaySeconds", false, 0, GW_SQS_MAX_DELAY_SECONDS,
-                            "DelaySeconds must be >= 0 and <= 900.", &delay, &e->has_delay_seconds,
-                            fail);
+    rc = gw__sqs_val_int(&m[GW__SQS_IN_DELAY], "DelaySeconds", false, 0, GW_SQS_MAX_DELAY_SECONDS,
+                         "DelaySeconds must be >= 0 and <= 900.", &delay, &e->has_delay_seconds,
+                         fail);
     if (rc != SL_OK) {
         /* a range error is the entry's; a type error the request's */
         if (fail->code == GW_SQS_E_SERIALIZATION && fail != d->err) {
@@ -456,29 +469,34 @@ int gw__sqs_decode_send_entry(struct gw_sqs_dec *d, const json_t *obj, struct gw
         return entry_fail(fail, GW_SQS_E_MISSING_PARAMETER,
                           "The request must contain the parameter MessageBody.");
     }
-    uint32_t bad;
-    if (!gw__sqs_chars_valid(e->body, &bad)) {
+    if (m[GW__SQS_IN_BODY].has_bad) {
         return entry_fail(fail, GW_SQS_E_INVALID_MESSAGE_CONTENTS,
                           "Invalid binary character '#x%X' was found in the message body, the set "
                           "of allowed characters is " CHARSET_TEXT,
-                          gw__sqs_reported_char(d->r, bad));
+                          gw__sqs_reported_char(d->r, m[GW__SQS_IN_BODY].bad));
     }
     e->size = e->body.n;
-    if (attrs != NULL) {
-        rc = decode_attrs(d, attrs, e, fail);
+    if (in->has_body_md5) {
+        e->has_body_md5_ = true;
+        memcpy(e->body_md5_, in->body_md5, sizeof(e->body_md5_));
+    }
+    if (has_attrs && in->maps[0] != NULL) {
+        rc = decode_attrs(d, in->maps[0], e, fail);
         if (rc != SL_OK) {
             return rc;
         }
     }
-    if (sys_attrs != NULL) {
-        rc = decode_system_attrs(d, sys_attrs, e, fail);
+    if (has_sys_attrs && in->maps[1] != NULL) {
+        rc = decode_system_attrs(d, in->maps[1], e, fail);
         if (rc != SL_OK) {
             return rc;
         }
     }
-    rc = token_member(d, obj, "MessageGroupId", &e->group_id, &e->has_group_id, fail);
+    rc = token_member(d, &m[GW__SQS_IN_GROUP], "MessageGroupId", &e->group_id, &e->has_group_id,
+                      fail);
     if (rc != SL_OK) {
         return rc;
     }
-    return token_member(d, obj, "MessageDeduplicationId", &e->dedup_id, &e->has_dedup_id, fail);
+    return token_member(d, &m[GW__SQS_IN_DEDUP], "MessageDeduplicationId", &e->dedup_id,
+                        &e->has_dedup_id, fail);
 }

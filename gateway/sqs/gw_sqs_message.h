@@ -10,12 +10,19 @@
 #include <stdint.h>
 
 #include "gw_sqs.h"
+#include "gw_sqs_in.h"
 #include "gw_sqs_member.h"
 
 /* SQS's message character set: #x9 | #xA | #xD | #x20-#xD7FF |
  * #xE000-#xFFFD | #x10000-#x10FFFF over UTF-8. On false, *bad is the first
  * offending code point (or byte, for malformed UTF-8). */
 bool gw__sqs_chars_valid(struct sl_slice s, uint32_t *bad);
+
+/* gw__sqs_chars_valid that goes on past a character outside the set to
+ * tell whether s is well-formed UTF-8 (RFC 3629, what jansson accepts),
+ * the answer. *has_bad tells whether there is such a character (or
+ * malformed UTF-8), *bad the first. */
+bool gw__sqs_text_scan(struct sl_slice s, bool *has_bad, uint32_t *bad);
 
 /* MessageGroupId / MessageDeduplicationId / ReceiveRequestAttemptId:
  * 1..128 characters, alphanumeric or punctuation (ASCII 0x21..0x7e). */
@@ -25,12 +32,12 @@ bool gw__sqs_token_valid(struct sl_slice s);
  * invalid: *fail says why, the request itself may go on. */
 #define GW__SQS_ENTRY_FAILED 1
 
-/* Decodes one message (SendMessage's members or a batch entry) from obj.
+/* Decodes one message (SendMessage's members or a batch entry) from in.
  * Returns SL_OK; SL_EINVAL for structural errors (types), which go to
  * d->err; GW__SQS_ENTRY_FAILED for content errors, which go to fail (fail
  * may be d->err); SL_ENOMEM. Does not check the size limit (see
  * gw__sqs_message_too_long). */
-int gw__sqs_decode_send_entry(struct gw_sqs_dec *d, const struct json_t *obj,
+int gw__sqs_decode_send_entry(struct gw_sqs_dec *d, const struct gw__sqs_obj_in *in,
                               struct gw_sqs_send_entry *e, struct gw_sqs_err *fail);
 
 /* Sets err to SQS's "message too long" InvalidParameterValue. Returns

@@ -12,11 +12,15 @@
  * Threading: any thread; nothing is shared.
  *
  * Ownership: a decoded struct gw_sqs_request owns the parsed JSON document
- * and a private list of blocks. Every struct sl_slice in it borrows from
- * one of those two (strings from the document; decoded Binary attribute
- * values and arrays from the blocks) and stays valid until
- * gw_sqs_request_fini(). The request body the decoder read may be freed
- * after gw_sqs_decode() returns.
+ * (cold actions and the query protocol) and a private list of blocks.
+ * Every struct sl_slice in it borrows from one of those two, or, for the
+ * hot message actions' JSON bodies (SendMessage(Batch), ReceiveMessage,
+ * DeleteMessage(Batch), ChangeMessageVisibility(Batch)), from the body
+ * itself wherever a string holds no escape: so the body given to
+ * gw_sqs_decode() must stay as it is until gw_sqs_request_fini() (the
+ * gateway's exchange keeps it until the answer, and the request is
+ * finished after that). The slices stay valid until
+ * gw_sqs_request_fini().
  *
  * Wire reference: the SQS Smithy model (sqs-2012-11-05.json) and the
  * Amazon SQS API Reference; docs/api.md lists where sluice differs.
@@ -302,6 +306,10 @@ struct gw_sqs_send_entry {
     /* SendMessageBatch only: this entry failed validation and goes to
      * "Failed" (the others may still succeed); NULL when valid. */
     const struct gw_sqs_err *fail;
+    /* private: the body's MD5, taken by the decoder while the body was in
+     * cache, which gw_sqs_digests_of and gw_sqs_send_result_digest use */
+    bool has_body_md5_;
+    uint8_t body_md5_[GW_SQS_MD5_LEN];
 };
 
 struct gw_sqs_receipt_entry { /* DeleteMessageBatch / ChangeMessageVisibilityBatch */
