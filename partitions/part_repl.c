@@ -22,6 +22,8 @@
  */
 #include "part_repl.h"
 
+#include "part_raft_transport.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -68,6 +70,8 @@ struct part_repl {
     bool closing;                    /* Raft thread only */
     struct part_repl_group **groups; /* Raft thread only, until joined */
     size_t group_count;
+    size_t groups_closing; /* Raft thread only */
+    struct part__raft_node *port;
 };
 
 /* A write proposed and not yet answered. */
@@ -584,16 +588,14 @@ static void open_on_raft_thread(void *arg)
     struct open_call *c = arg;
     struct part_repl_group *g = c->g;
     struct part_repl *r = g->node;
-    const struct part_repl_transport *tr = &r->opt.transport;
     /* The group list is the Raft thread's (its timer walks it), and a
      * group that fails to start is still closed and freed with the node. */
     r->groups = sl_xrealloc(r->groups, (r->group_count + 1) * sizeof(*r->groups));
     r->groups[r->group_count++] = g;
-    int rv = tr->init != NULL ? tr->init(tr->arg, &r->loop, g->name, &g->transport)
-                              : raft_uv_tcp_init(&g->transport, &r->loop);
-    if (rv != 0) {
-        snprintf(c->err, c->errlen, "%s: the transport: %d", g->name, rv);
-        c->status = SL_EIO;
+    int rv = part__raft_transport_init(r->port, g->name, &g->transport);
+    if (rv != SL_OK) {
+        snprintf(c->err, c->errlen, "%s: the Raft port: %s", g->name, sl_strerror(rv));
+        c->status = rv;
         return;
     }
     rv = raft_uv_init(&g->io, &r->loop, c->dir, &g->transport);
@@ -605,11 +607,7 @@ static void open_on_raft_thread(void *arg)
     }
     if (rv != 0) {
         snprintf(c->err, c->errlen, "%s: starting Raft: %s", g->name, raft_strerror(rv));
-        if (tr->init != NULL) {
-            tr->close(tr->arg, &g->transport);
-        } else {
-            raft_uv_tcp_close(&g->transport);
-        }
+        part__raft_transport_fini(&g->transport);
         c->status = SL_EIO;
         return;
     }
@@ -728,11 +726,20 @@ fail:
 
 /* ---- the node --------------------------------------------------------------------- */
 
+static void close_port(struct part_repl *r);
+
 int part__repl_new(const struct part_repl_options *opt, struct part_repl **out, char *err,
                    size_t errlen)
 {
+    if (opt->node_id == 0 || opt->node_id > UINT16_MAX || opt->raft_port == NULL) {
+        snprintf(err, errlen, "node id %llu: not 1..65535, or no Raft port",
+                 (unsigned long long)opt->node_id);
+        return SL_EINVAL;
+    }
+    int rv = SL_EIO;
     struct part_repl *r = sl_xcalloc(1, sizeof(*r));
     r->opt = *opt;
+    r->opt.raft_port = NULL; /* the caller's; the port keeps its own copy */
     r->opt.election_timeout_ms = opt->election_timeout_ms ? opt->election_timeout_ms : 1000;
     r->opt.heartbeat_timeout_ms = opt->heartbeat_timeout_ms ? opt->heartbeat_timeout_ms : 100;
     r->opt.snapshot_entries = opt->snapshot_entries ? opt->snapshot_entries : 4096;
@@ -749,13 +756,26 @@ int part__repl_new(const struct part_repl_options *opt, struct part_repl **out, 
     r->wake.data = r;
     uv_timer_init(&r->loop, &r->state_timer);
     r->state_timer.data = r;
-    uv_timer_start(&r->state_timer, watch_states, STATE_POLL_MS, STATE_POLL_MS);
-    if (pthread_create(&r->thread, NULL, repl_thread_main, r) != 0) {
-        snprintf(err, errlen, "cannot start the Raft thread");
+    /* Made before the thread runs the loop: nothing else touches it yet. */
+    struct part__raft_node_options port = *opt->raft_port;
+    port.loop = &r->loop;
+    port.id = (uint16_t)opt->node_id;
+    rv = part__raft_node_new(&port, &r->port);
+    if (rv != SL_OK) {
+        snprintf(err, errlen, "the Raft port %s:%u: %s", port.host, port.port, sl_strerror(rv));
         uv_close((uv_handle_t *)&r->wake, NULL);
         uv_close((uv_handle_t *)&r->state_timer, NULL);
         uv_run(&r->loop, UV_RUN_DEFAULT);
         uv_loop_close(&r->loop);
+        goto fail_loop;
+    }
+    uv_timer_start(&r->state_timer, watch_states, STATE_POLL_MS, STATE_POLL_MS);
+    if (pthread_create(&r->thread, NULL, repl_thread_main, r) != 0) {
+        snprintf(err, errlen, "cannot start the Raft thread");
+        close_port(r);
+        uv_run(&r->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&r->loop);
+        rv = SL_EIO;
         goto fail_loop;
     }
     *out = r;
@@ -766,7 +786,15 @@ fail_loop:
     pthread_mutex_destroy(&r->mu);
     free(r->dir);
     free(r);
-    return SL_EIO;
+    return rv;
+}
+
+/* The last step of closing, once no group uses the port any more. */
+static void close_port(struct part_repl *r)
+{
+    part__raft_node_close(r->port, NULL, NULL);
+    uv_close((uv_handle_t *)&r->state_timer, NULL);
+    uv_close((uv_handle_t *)&r->wake, NULL);
 }
 
 static void group_closed(struct raft *raft)
@@ -774,10 +802,9 @@ static void group_closed(struct raft *raft)
     struct part_repl_group *g = raft->data;
     struct part_repl *r = g->node;
     raft_uv_close(&g->io);
-    if (r->opt.transport.init != NULL) {
-        r->opt.transport.close(r->opt.transport.arg, &g->transport);
-    } else {
-        raft_uv_tcp_close(&g->transport);
+    part__raft_transport_fini(&g->transport);
+    if (--r->groups_closing == 0) {
+        close_port(r);
     }
 }
 
@@ -790,12 +817,20 @@ static void close_on_raft_thread(void *arg)
         struct part_repl_group *g = r->groups[i];
         atomic_store(&g->leading, false);
         if (g->raft_open) {
+            r->groups_closing++;
+        }
+    }
+    if (r->groups_closing == 0) {
+        close_port(r);
+        return;
+    }
+    for (size_t i = 0; i < r->group_count; i++) {
+        struct part_repl_group *g = r->groups[i];
+        if (g->raft_open) {
             g->raft.data = g;
             raft_close(&g->raft, group_closed);
         }
     }
-    uv_close((uv_handle_t *)&r->state_timer, NULL);
-    uv_close((uv_handle_t *)&r->wake, NULL);
 }
 
 void part__repl_free(struct part_repl *r)

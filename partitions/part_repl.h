@@ -30,45 +30,38 @@
 
 #include "sl.h"
 
-struct uv_loop_s;
-struct raft_uv_transport;
-
 /* Every image is written with this page size: a frame of the log is one
  * page, and every replica must agree on it. */
 #define PART_REPL_PAGE_SIZE 4096u
 
-/* A voter of a group: its node id and the address its Raft traffic for
- * this group reaches. */
+/* A voter of a group: its node id and the address libraft records for it
+ * (the Raft port dials the address its own options give for that id). */
 struct part_repl_member {
     uint64_t id;
     const char *address;
 };
 
-/* How a group's Raft traffic travels. init fills t for group on loop (the
- * Raft thread's); close releases what init took, after libraft closed it.
- * With init NULL every group uses libraft's own TCP transport, which needs
- * one address per group and authenticates nothing: for tests. */
-struct part_repl_transport {
-    int (*init)(void *arg, struct uv_loop_s *loop, const char *group, struct raft_uv_transport *t);
-    void (*close)(void *arg, struct raft_uv_transport *t);
-    void *arg;
-};
+struct part__raft_node_options;
 
 struct part_repl_options {
-    uint64_t node_id;
+    uint64_t node_id;              /* 1..65535 */
     const char *dir;               /* must exist: each group keeps its log in dir/<group>/ */
     unsigned election_timeout_ms;  /* 0: 1000 */
     unsigned heartbeat_timeout_ms; /* 0: 100 */
     unsigned snapshot_entries;     /* 0: 4096 entries between snapshots */
     unsigned snapshot_trailing;    /* 0: 1024 entries kept behind one */
-    struct part_repl_transport transport;
+    /* The node's Raft port (part_raft_transport.h): where it listens, the
+     * other nodes, the secret and cluster id. Copied; its loop is set to
+     * the Raft thread's. Every group of the node travels on it. */
+    const struct part__raft_node_options *raft_port;
 };
 
 struct part_repl;
 struct part_repl_group;
 
-/* Starts this node's Raft thread. Returns SL_OK with *out set, or SL_EIO
- * with a sentence in err. */
+/* Opens this node's Raft port and starts its Raft thread. Returns SL_OK
+ * with *out set, SL_EINVAL (a bad node id or port options) or SL_EIO (the
+ * port cannot listen, the thread cannot start), with a sentence in err. */
 int part__repl_new(const struct part_repl_options *opt, struct part_repl **out, char *err,
                    size_t errlen);
 

@@ -1,7 +1,7 @@
 /*
  * test_part_repl.c -- replicated images (part_repl.c) on three nodes in
- * one process, each with its own Raft thread, over libraft's TCP
- * transport on loopback: a write is answered once a majority holds it and
+ * one process, each with its own Raft thread and its own authenticated
+ * Raft port (part_raft_transport.c) on loopback: a write is answered once a majority holds it and
  * every replica then reads it; a follower refuses writes; the leader's
  * death elects another that has every acknowledged write; a node left
  * alone refuses writes rather than accept them; and a node restarted from
@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "part_raft_transport.h"
 #include "part_repl.h"
 
 #define NODES 3
@@ -40,6 +41,8 @@ struct node {
 struct cluster {
     char root[64];
     char addr[NODES][32];
+    uint16_t port[NODES];
+    struct part__raft_peer peers[NODES];
     struct part_repl_member members[NODES];
     struct node n[NODES];
     unsigned snapshot_entries, snapshot_trailing;
@@ -78,8 +81,20 @@ static void node_start(struct cluster *c, int i, bool bootstrap)
                                     .heartbeat_timeout_ms = 60,
                                     .snapshot_entries = c->snapshot_entries,
                                     .snapshot_trailing = c->snapshot_trailing};
+    static const unsigned char secret[] = "a cluster secret of thirty-two bytes or more";
+    struct part__raft_node_options port = {.host = "127.0.0.1",
+                                           .port = c->port[i],
+                                           .peers = c->peers,
+                                           .peer_count = NODES,
+                                           .secret = secret,
+                                           .secret_len = sizeof secret - 1,
+                                           .cluster_id = "test-cluster-id"};
+    opt.raft_port = &port;
     char err[256];
-    assert_int_equal(part__repl_new(&opt, &n->r, err, sizeof err), SL_OK);
+    int started = part__repl_new(&opt, &n->r, err, sizeof err);
+    if (started != SL_OK) {
+        fail_msg("part__repl_new: %s", err);
+    }
     int rv = part__repl_group_open(n->r, "part-0000", c->members, NODES, bootstrap, &n->g, err,
                                    sizeof err);
     if (rv != SL_OK) {
@@ -109,8 +124,11 @@ static int setup_with(void **state, unsigned snapshot_entries, unsigned snapshot
     c->snapshot_entries = snapshot_entries;
     c->snapshot_trailing = snapshot_trailing;
     for (int i = 0; i < NODES; i++) {
-        snprintf(c->addr[i], sizeof c->addr[i], "127.0.0.1:%u", free_port());
+        c->port[i] = free_port();
+        snprintf(c->addr[i], sizeof c->addr[i], "127.0.0.1:%u", c->port[i]);
         c->members[i] = (struct part_repl_member){.id = (uint64_t)i + 1, .address = c->addr[i]};
+        c->peers[i] = (struct part__raft_peer){
+            .id = (uint16_t)(i + 1), .host = "127.0.0.1", .port = c->port[i]};
     }
     for (int i = 0; i < NODES; i++) {
         node_start(c, i, true);
