@@ -43,6 +43,8 @@
 
 #include "part_raft_transport.h"
 
+#include "part_bytes.h"
+
 #define LOG_MOD "partitions"
 #define NONCE_LEN ((size_t)16)
 #define MAC_LEN ((size_t)32)
@@ -210,23 +212,6 @@ static void peer_name(const struct conn *c, char *out, size_t cap)
 
 /* ---- the MACs ---------------------------------------------------------- */
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)(v >> 16));
-    put16(p + 2, (uint16_t)v);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
-}
-
 /* HMAC-SHA256 under the cluster secret of label, the cluster id, both ids,
  * the group and both nonces, each field fixed-size or length-prefixed so
  * that no two inputs share an encoding. */
@@ -239,8 +224,8 @@ static void handshake_mac(const struct conn *c, const char *label, uint8_t out[M
     memcpy(msg, label, len);
     memcpy(msg + len, n->cluster_id, PART__RAFT_CLUSTER_ID_LEN);
     len += PART__RAFT_CLUSTER_ID_LEN;
-    put16(msg + len, c->dialer_id);
-    put16(msg + len + 2, c->listener_id);
+    part__put_be(msg + len, c->dialer_id, 2);
+    part__put_be(msg + len + 2, c->listener_id, 2);
     len += 4;
     msg[len++] = (uint8_t)c->group->name_len;
     memcpy(msg + len, c->group->name, c->group->name_len);
@@ -509,7 +494,7 @@ static bool hello_check(struct conn *c, enum part__raft_reject *why)
     struct part__raft_node *n = c->node;
     const uint8_t *p = c->in;
     *why = PART__RAFT_REJECT_BAD_MAGIC;
-    if (((uint32_t)get16(p) << 16 | get16(p + 2)) != PART__RAFT_MAGIC) {
+    if (part__get_be(p, 4) != PART__RAFT_MAGIC) {
         return false;
     }
     if (p[4] != PART__RAFT_VERSION) {
@@ -522,7 +507,7 @@ static bool hello_check(struct conn *c, enum part__raft_reject *why)
         return false;
     }
     p += PART__RAFT_CLUSTER_ID_LEN;
-    c->dialer_id = get16(p);
+    c->dialer_id = (uint16_t)part__get_be(p, 2);
     p += 2;
     c->peer = peer_find(n, c->dialer_id);
     if (c->dialer_id == n->id || c->peer == NULL) {
@@ -634,12 +619,12 @@ static void on_connected(uv_connect_t *req, int status)
     c->connected = true;
     struct part__raft_node *n = c->node;
     uint8_t *p = c->out_a;
-    put32(p, PART__RAFT_MAGIC);
+    part__put_be(p, PART__RAFT_MAGIC, 4);
     p[4] = PART__RAFT_VERSION;
     p += 5;
     memcpy(p, n->cluster_id, PART__RAFT_CLUSTER_ID_LEN);
     p += PART__RAFT_CLUSTER_ID_LEN;
-    put16(p, n->id);
+    part__put_be(p, n->id, 2);
     p += 2;
     *p++ = (uint8_t)c->group->name_len;
     memset(p, 0, PART__RAFT_GROUP_MAX);

@@ -28,27 +28,12 @@
 
 #include "part_receipt.h"
 
+#include "part_bytes.h"
+
 #define RH_BODY 25
 #define RH_MAC 16
 #define RH_LEN (RH_BODY + RH_MAC)
 #define RH_VERSION 1
-
-static void put_be(uint8_t *p, uint64_t v, int bytes)
-{
-    for (int i = bytes - 1; i >= 0; i--) {
-        p[i] = (uint8_t)(v & 0xff);
-        v >>= 8;
-    }
-}
-
-static uint64_t get_be(const uint8_t *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
 
 struct mac_cache {
     EVP_MAC_CTX *ctx;
@@ -117,10 +102,10 @@ void part__receipt_encode(const struct part_engine *e, const struct part_receipt
 {
     uint8_t raw[RH_LEN];
     raw[0] = RH_VERSION;
-    put_be(raw + 1, r->partition, 4);
-    put_be(raw + 5, r->queue_id, 8);
-    put_be(raw + 13, r->sequence, 8);
-    put_be(raw + 21, r->receive_gen, 4);
+    part__put_be(raw + 1, r->partition, 4);
+    part__put_be(raw + 5, r->queue_id, 8);
+    part__put_be(raw + 13, r->sequence, 8);
+    part__put_be(raw + 21, r->receive_gen, 4);
     mac(e, raw, raw + RH_BODY);
     sl_base64url_encode(raw, RH_LEN, out);
 }
@@ -142,10 +127,10 @@ int part_receipt_decode(const struct part_engine *e, const char *handle, size_t 
     if (CRYPTO_memcmp(want, raw + RH_BODY, RH_MAC) != 0) {
         return SL_EINVAL;
     }
-    out->partition = (uint32_t)get_be(raw + 1, 4);
-    out->queue_id = get_be(raw + 5, 8);
-    out->sequence = get_be(raw + 13, 8);
-    out->receive_gen = (uint32_t)get_be(raw + 21, 4);
+    out->partition = (uint32_t)part__get_be(raw + 1, 4);
+    out->queue_id = part__get_be(raw + 5, 8);
+    out->sequence = part__get_be(raw + 13, 8);
+    out->receive_gen = (uint32_t)part__get_be(raw + 21, 4);
     if (out->partition >= e->nparts) {
         return SL_EINVAL;
     }

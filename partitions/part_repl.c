@@ -22,6 +22,7 @@
  */
 #include "part_repl.h"
 
+#include "part_bytes.h"
 #include "part_raft_transport.h"
 
 #include <errno.h>
@@ -39,7 +40,7 @@
 
 #define LOG_MOD "repl"
 #define DB_FILE "db"
-#define ENTRY_MAGIC 0x31524c53u /* "SLR1" */
+#define ENTRY_MAGIC 0x534c5231u /* "SLR1" */
 #define ENTRY_HEADER 32u        /* magic, count, node, seq, note length */
 #define STATE_POLL_MS 20u
 /* libraft stores an entry padded to 8 bytes and may give it back so:
@@ -157,38 +158,6 @@ static void run_on_raft_thread(struct part_repl *r, void (*fn)(void *), void *ar
 
 /* ---- entries ---------------------------------------------------------------- */
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (unsigned i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (unsigned i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (unsigned i = 0; i < 4; i++) {
-        v |= (uint32_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < 8; i++) {
-        v |= (uint64_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
 /* An entry as the FSM reads it; borrows from the log's buffer. */
 struct repl_entry {
     uint64_t node_id, seq;
@@ -201,13 +170,13 @@ struct repl_entry {
 static int entry_decode(const struct raft_buffer *buf, struct repl_entry *e)
 {
     const uint8_t *p = buf->base;
-    if (buf->len < ENTRY_HEADER || get_u32(p) != ENTRY_MAGIC) {
+    if (buf->len < ENTRY_HEADER || (uint32_t)part__get_be(p, 4) != ENTRY_MAGIC) {
         return SL_EINVAL;
     }
-    e->count = get_u32(p + 4);
-    e->node_id = get_u64(p + 8);
-    e->seq = get_u64(p + 16);
-    uint64_t note_len = get_u64(p + 24);
+    e->count = (uint32_t)part__get_be(p + 4, 4);
+    e->node_id = part__get_be(p + 8, 8);
+    e->seq = part__get_be(p + 16, 8);
+    uint64_t note_len = part__get_be(p + 24, 8);
     if (note_len > buf->len) {
         return SL_EINVAL;
     }
@@ -232,18 +201,18 @@ static int entry_encode(uint64_t node_id, uint64_t seq, struct sl_slice note,
     if (p == NULL) {
         return SL_ENOMEM;
     }
-    put_u32(p, ENTRY_MAGIC);
-    put_u32(p + 4, n);
-    put_u64(p + 8, node_id);
-    put_u64(p + 16, seq);
-    put_u64(p + 24, note.n);
+    part__put_be(p, ENTRY_MAGIC, 4);
+    part__put_be(p + 4, n, 4);
+    part__put_be(p + 8, node_id, 8);
+    part__put_be(p + 16, seq, 8);
+    part__put_be(p + 24, note.n, 8);
     if (note.n > 0) {
         memcpy(p + ENTRY_HEADER, note.p, note.n);
     }
     uint8_t *numbers = p + ENTRY_HEADER + PAD8(note.n);
     uint8_t *pages = numbers + (size_t)n * 8u;
     for (unsigned i = 0; i < n; i++) {
-        put_u64(numbers + (size_t)i * 8u, frames[i].page_number);
+        part__put_be(numbers + (size_t)i * 8u, frames[i].page_number, 8);
         memcpy(pages + (size_t)i * PART_REPL_PAGE_SIZE, frames[i].data, PART_REPL_PAGE_SIZE);
     }
     *out = (struct raft_buffer){.base = p, .len = len};
@@ -284,7 +253,7 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
     if (e.count > 0) {
         numbers = sl_xcalloc(e.count, sizeof(*numbers));
         for (uint32_t i = 0; i < e.count; i++) {
-            numbers[i] = (unsigned long)get_u64(e.page_numbers + (size_t)i * 8u);
+            numbers[i] = (unsigned long)part__get_be(e.page_numbers + (size_t)i * 8u, 8);
         }
     }
     int rv = dqlite_vfs_apply(&g->vfs, DB_FILE, e.count, numbers, (void *)e.pages);

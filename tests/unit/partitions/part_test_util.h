@@ -9,6 +9,9 @@
 #ifndef PART_TEST_UTIL_H
 #define PART_TEST_UTIL_H
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -466,6 +469,30 @@ static struct part_counts t_counts(struct t_env *t, uint64_t q)
     struct part_counts c;
     assert_int_equal(part_queue_counts(t->e, q, PART_ALL_PARTITIONS, &c), SL_OK);
     return c;
+}
+
+/* ---- networks ---- */
+
+/* Free loopback ports for nodes that others dial: bound with port 0, read
+ * back, closed together (libuv binds with SO_REUSEADDR). */
+static void t_reserve_ports(uint16_t *ports, size_t n)
+{
+    int fds[8];
+    assert_true(n <= SL_ARRAY_LEN(fds));
+    for (size_t i = 0; i < n; i++) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof sa;
+        int one = 1;
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fds[i] >= 0);
+        setsockopt(fds[i], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        assert_int_equal(bind(fds[i], (struct sockaddr *)&sa, sizeof sa), 0);
+        assert_int_equal(getsockname(fds[i], (struct sockaddr *)&sa, &len), 0);
+        ports[i] = ntohs(sa.sin_port);
+    }
+    for (size_t i = 0; i < n; i++) {
+        close(fds[i]);
+    }
 }
 
 #endif

@@ -57,28 +57,6 @@ static bool run_until(uv_loop_t *loop, bool (*pred)(void *arg), void *arg)
     return ok;
 }
 
-/* Free loopback ports for nodes that others dial: bound with port 0, read
- * back, closed together (libuv binds with SO_REUSEADDR). */
-static void reserve_ports(uint16_t *ports, size_t n)
-{
-    int fds[NODES + 2];
-    assert_true(n <= SL_ARRAY_LEN(fds));
-    for (size_t i = 0; i < n; i++) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof sa;
-        int one = 1;
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        assert_true(fds[i] >= 0);
-        setsockopt(fds[i], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        assert_int_equal(bind(fds[i], (struct sockaddr *)&sa, sizeof sa), 0);
-        assert_int_equal(getsockname(fds[i], (struct sockaddr *)&sa, &len), 0);
-        ports[i] = ntohs(sa.sin_port);
-    }
-    for (size_t i = 0; i < n; i++) {
-        close(fds[i]);
-    }
-}
-
 static struct part__raft_node *node_make(uv_loop_t *loop, uint16_t id, uint16_t port,
                                          const struct part__raft_peer *peers, size_t npeers,
                                          const char *secret, const uint8_t *cid,
@@ -189,7 +167,7 @@ static struct cluster *cluster_start(const bool good[NODES])
     snprintf(c->dir, sizeof c->dir, "/tmp/sluice-raftnet-XXXXXX");
     assert_non_null(mkdtemp(c->dir));
     assert_int_equal(uv_loop_init(&c->loop), 0);
-    reserve_ports(ports, NODES);
+    t_reserve_ports(ports, NODES);
     for (size_t i = 0; i < NODES; i++) {
         c->peers[i] = (struct part__raft_peer){(uint16_t)(i + 1), "127.0.0.1", ports[i]};
         c->good[i] = good[i];
@@ -555,7 +533,7 @@ static void test_garbage_and_silence(void **state)
     uint16_t port;
     struct raft_uv_transport t = {0};
     uv_loop_init(&loop);
-    reserve_ports(&port, 1);
+    t_reserve_ports(&port, 1);
     struct part__raft_peer peers[] = {{1, "127.0.0.1", port}, {2, "127.0.0.1", 1}};
     struct part__raft_node *n = node_make(&loop, 1, port, peers, 2, secret_good, cluster_id, 300);
     listen_group(n, 1, &t);
@@ -703,7 +681,7 @@ static void test_direct(void **state)
     uint16_t ports[2];
     struct raft_uv_transport t = {0};
     uv_loop_init(&loop);
-    reserve_ports(ports, 2);
+    t_reserve_ports(ports, 2);
     struct part__raft_peer peers[] = {{1, "127.0.0.1", ports[0]}, {2, "127.0.0.1", ports[1]}};
     struct part__raft_node *n = node_make(&loop, 1, ports[0], peers, 2, secret_good, cluster_id, 0);
     listen_group(n, 1, &t);

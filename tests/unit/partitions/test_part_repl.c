@@ -19,14 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <cmocka.h>
 
 #include "part_raft_transport.h"
 #include "part_repl.h"
+#include "part_test_util.h"
 
 #define NODES 3
 #define WAIT_MS 20000u
@@ -47,19 +44,6 @@ struct cluster {
     struct node n[NODES];
     unsigned snapshot_entries, snapshot_trailing;
 };
-
-/* A loopback port nobody listens on now. */
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    socklen_t len = sizeof a;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 static void sleep_ms(unsigned ms)
 {
@@ -123,8 +107,8 @@ static int setup_with(void **state, unsigned snapshot_entries, unsigned snapshot
     }
     c->snapshot_entries = snapshot_entries;
     c->snapshot_trailing = snapshot_trailing;
+    t_reserve_ports(c->port, NODES);
     for (int i = 0; i < NODES; i++) {
-        c->port[i] = free_port();
         snprintf(c->addr[i], sizeof c->addr[i], "127.0.0.1:%u", c->port[i]);
         c->members[i] = (struct part_repl_member){.id = (uint64_t)i + 1, .address = c->addr[i]};
         c->peers[i] = (struct part__raft_peer){
