@@ -126,8 +126,28 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
         .partitions = snap->partitions,
         .durability = durability_of(snap),
     };
+    /* A cluster's engine replicates the catalog and every partition over
+     * the nodes' Raft ports (docs/design.md "Cluster"). */
+    const struct cfg_cluster *cc = &snap->cluster;
+    struct part_cluster_node *nodes = NULL;
+    struct part_cluster_options cluster = {0};
+    if (cc->enabled) {
+        nodes = sl_xcalloc(cc->node_count, sizeof(*nodes));
+        for (size_t i = 0; i < cc->node_count; i++) {
+            nodes[i] = (struct part_cluster_node){cc->nodes[i].id, cc->nodes[i].raft.host,
+                                                  cc->nodes[i].raft.port};
+        }
+        cluster = (struct part_cluster_options){.node_id = cc->node_id,
+                                                .nodes = nodes,
+                                                .node_count = cc->node_count,
+                                                .secret = cc->secret,
+                                                .secret_len = cc->secret_len,
+                                                .snapshot_entries = cc->snapshot_entries};
+        opt.cluster = &cluster;
+    }
     struct part_engine *engine = NULL;
     int rc = part_engine_open(&opt, &engine, err, errlen);
+    free(nodes);
     if (rc != SL_OK) {
         cfg_snapshot_unref(snap);
         return rc;

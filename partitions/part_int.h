@@ -39,6 +39,8 @@ enum part_state {
 
 struct part_groups;
 struct part_gdir;
+struct part_repl;
+struct part_repl_group;
 
 struct part_qcount {
     _Atomic int64_t ready;
@@ -379,6 +381,15 @@ struct part_writer {
     bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;
     uint64_t open_at_ms; /* sl_mono_ns ms of the last try to open (open_later) */
+    /* A cluster's: the Raft group whose image db is (NULL: one node, db
+     * is a file). The thread serves jobs only while it leads the group,
+     * with the memory it rebuilt when it took the lead (leading; writer
+     * thread only). reload: the catalog's image changed under a follower
+     * (set by the Raft thread, under mu). */
+    struct part_repl_group *group;
+    bool leading;
+    bool reload;
+    uint64_t lead_try_ms; /* sl_mono_ns ms of the last failed take-over */
     char path[4096];
 };
 
@@ -453,6 +464,11 @@ struct part_engine {
     _Atomic bool reserve_spent; /* a write found the disk full: sends wait for the reserve */
     /* FIFO sequence numbers: the last one handed out (part__seq_next). */
     _Atomic uint64_t fifo_seq;
+    /* A cluster's node (NULL: one node) and whether the in-memory catalog
+     * has been loaded from the replicated one since the open: partitions
+     * take their leads only then, or their rebuild would miss queues. */
+    struct part_repl *repl;
+    _Atomic bool catalog_synced;
 };
 
 /* Inline helpers over the types above; any thread. */
@@ -539,6 +555,19 @@ static inline void part__thread_init(struct part_writer *w, struct part_engine *
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cv, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+/* Wakes every partition writer, as if a job had come (the public kick;
+ * the catalog thread once partitions may take their leads). */
+static inline void part__kick_writers(struct part_engine *e)
+{
+    for (uint32_t p = 0; p < e->nparts; p++) {
+        struct part_writer *w = &e->writers[p];
+        pthread_mutex_lock(&w->mu);
+        w->kicked = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
 }
 
 /* Asks a started storage thread to finish what is queued and stop, and

@@ -69,6 +69,7 @@ struct part_repl {
     pthread_cond_t cv;
     struct repl_call *calls, *calls_tail;
     bool closing;                    /* Raft thread only */
+    bool muted;                      /* Raft thread only: no more hooks */
     struct part_repl_group **groups; /* Raft thread only, until joined */
     size_t group_count;
     size_t groups_closing; /* Raft thread only */
@@ -99,6 +100,10 @@ struct part_repl_group {
     bool raft_open; /* raft_init succeeded: raft_close must run */
     bool barrier_pending;
     sqlite3 *reader; /* the Raft thread's connection: it makes the image exist */
+    struct part_repl_hooks hooks;
+    bool was_leading;    /* Raft thread: what the hooks last heard */
+    uint64_t was_leader; /* Raft thread */
+    uint64_t wal_frames; /* under mu: frames applied since the last checkpoint */
 
     pthread_mutex_t mu; /* the image; the fields below */
     pthread_cond_t cv;
@@ -229,6 +234,25 @@ static void frames_free(dqlite_vfs_frame *frames, unsigned n)
 
 /* ---- the FSM (Raft thread) -------------------------------------------------- */
 
+/* Nothing checkpoints an image behind the VFS's back (open_db_locked), so
+ * its in-memory WAL would grow with every entry: every replica moves it
+ * into the image at the same point of the log, as dqlite does, once it
+ * holds this many frames. A connection inside a read (a writer between
+ * statements) makes the checkpoint busy; the next apply tries again. */
+#define CHECKPOINT_FRAMES 1000u
+
+static void maybe_checkpoint(struct part_repl_group *g)
+{
+    if (g->wal_frames < CHECKPOINT_FRAMES) {
+        return;
+    }
+    int log = 0, done = 0;
+    if (sqlite3_wal_checkpoint_v2(g->reader, "main", SQLITE_CHECKPOINT_TRUNCATE, &log, &done) ==
+        SQLITE_OK) {
+        g->wal_frames = 0;
+    }
+}
+
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
     struct part_repl_group *g = fsm->data;
@@ -261,6 +285,10 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
     if (own) {
         mine->applied = true;
     }
+    if (rv == 0) {
+        g->wal_frames += e.count;
+        maybe_checkpoint(g);
+    }
     pthread_mutex_unlock(&g->mu);
     if (rv != 0) {
         sl_log_limited(&apply_log_limit, SL_LOG_ERROR, LOG_MOD,
@@ -268,6 +296,9 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
         return RAFT_IOERR;
     }
     atomic_fetch_add(&g->applied, 1);
+    if (!own && g->hooks.applied != NULL && !g->node->muted) {
+        g->hooks.applied(g->hooks.arg, e.note);
+    }
     return 0;
 }
 
@@ -320,10 +351,27 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     }
     /* On success the buffer is the FSM's (libraft's contract). */
     raft_free(buf->base);
+    g->wal_frames = 0;
+    if (g->hooks.applied != NULL && !g->node->muted) {
+        g->hooks.applied(g->hooks.arg, (struct sl_slice){0}); /* a new image */
+    }
     return 0;
 }
 
 /* ---- leadership (Raft thread) ---------------------------------------------- */
+
+static void tell_changes(struct part_repl_group *g)
+{
+    bool leading = atomic_load(&g->leading);
+    uint64_t leader = atomic_load(&g->leader_id);
+    if (leading != g->was_leading || leader != g->was_leader) {
+        g->was_leading = leading;
+        g->was_leader = leader;
+        if (g->hooks.changed != NULL && !g->node->muted) {
+            g->hooks.changed(g->hooks.arg);
+        }
+    }
+}
 
 static void barrier_done(struct raft_barrier *req, int status)
 {
@@ -333,6 +381,7 @@ static void barrier_done(struct raft_barrier *req, int status)
      * then is the image whole enough to write on. */
     if (status == 0 && raft_state(&g->raft) == RAFT_LEADER) {
         atomic_store(&g->leading, true);
+        tell_changes(g);
     }
 }
 
@@ -344,14 +393,13 @@ static void watch_group(struct part_repl_group *g)
     atomic_store(&g->leader_id, (uint64_t)id);
     if (raft_state(&g->raft) != RAFT_LEADER) {
         atomic_store(&g->leading, false);
-        return;
-    }
-    if (!atomic_load(&g->leading) && !g->barrier_pending) {
+    } else if (!atomic_load(&g->leading) && !g->barrier_pending) {
         g->barrier.data = g;
         if (raft_barrier(&g->raft, &g->barrier, barrier_done) == 0) {
             g->barrier_pending = true;
         }
     }
+    tell_changes(g);
 }
 
 /* libraft 0.15 has no state callback: the Raft thread looks at every
@@ -469,6 +517,15 @@ int part__repl_read(struct part_repl_group *g, int (*fn)(sqlite3 *db, void *arg)
         rv = fn(db, arg);
         sqlite3_close(db);
     }
+    pthread_mutex_unlock(&g->mu);
+    return rv;
+}
+
+int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3 *db, void *arg),
+                       void *arg)
+{
+    pthread_mutex_lock(&g->mu);
+    int rv = fn(db, arg);
     pthread_mutex_unlock(&g->mu);
     return rv;
 }
@@ -618,7 +675,8 @@ static void open_on_raft_thread(void *arg)
 
 int part__repl_group_open(struct part_repl *r, const char *name,
                           const struct part_repl_member *members, size_t member_count,
-                          bool bootstrap, struct part_repl_group **out, char *err, size_t errlen)
+                          bool bootstrap, const struct part_repl_hooks *hooks,
+                          struct part_repl_group **out, char *err, size_t errlen)
 {
     const char *address = NULL;
     for (size_t i = 0; i < member_count; i++) {
@@ -640,6 +698,9 @@ int part__repl_group_open(struct part_repl *r, const char *name,
 
     struct part_repl_group *g = sl_xcalloc(1, sizeof(*g));
     g->node = r;
+    if (hooks != NULL) {
+        g->hooks = *hooks;
+    }
     snprintf(g->name, sizeof(g->name), "%s", name);
     /* A VFS per group: dqlite's VFS is not meant to be shared between
      * threads, and each group has its own writer. */
@@ -799,6 +860,19 @@ static void close_on_raft_thread(void *arg)
             g->raft.data = g;
             raft_close(&g->raft, group_closed);
         }
+    }
+}
+
+static void mute_on_raft_thread(void *arg)
+{
+    struct part_repl *r = arg;
+    r->muted = true;
+}
+
+void part__repl_mute(struct part_repl *r)
+{
+    if (r != NULL) {
+        run_on_raft_thread(r, mute_on_raft_thread, r);
     }
 }
 

@@ -172,6 +172,11 @@ void gw__act_storage_err(int status, struct gw_sqs_err *err)
         /* the tenant's jobs at one partition writer reached its cap */
         gw_sqs_err_set(err, GW_SQS_E_REQUEST_THROTTLED,
                        "Too many requests of this tenant are waiting for storage; retry later.");
+    } else if (status == SL_EUNAVAIL) {
+        /* a cluster's partition has no leader this node can reach now (an
+         * election, a lost quorum): the SDKs retry a 503 with back-off */
+        gw_sqs_err_set(err, GW_SQS_E_SERVICE_UNAVAILABLE,
+                       "The partition has no reachable leader right now; retry later.");
     } else if (status == SL_EBUSY) {
         /* the partitions' "full": the disk is full or below its watermark;
          * transient, the client retries */

@@ -67,6 +67,26 @@ enum part_durability {
  * every message timer (delay, lease, retention) use this clock. */
 typedef uint64_t part_clock_fn(void *clock_ctx);
 
+/* One member of a cluster, as the engine needs it: where its Raft port is
+ * (every group it holds travels there). */
+struct part_cluster_node {
+    uint16_t id;
+    const char *raft_host; /* an IP literal */
+    uint16_t raft_port;
+};
+
+/* Replication (docs/design.md "Cluster"): the catalog and every partition
+ * are a Raft group with every node as a voter. */
+struct part_cluster_options {
+    uint16_t node_id;                      /* one of nodes */
+    const struct part_cluster_node *nodes; /* every node, this one included */
+    size_t node_count;
+    const unsigned char *secret; /* the cluster secret (32+ bytes) */
+    size_t secret_len;
+    unsigned election_timeout_ms; /* 0: 1000 */
+    unsigned snapshot_entries;    /* 0: 4096 */
+};
+
 struct part_options {
     const char *data_dir; /* created if missing */
     uint32_t partitions;  /* P, 1..PART_MAX_PARTITIONS */
@@ -75,6 +95,11 @@ struct part_options {
     void *clock_ctx;
     uint32_t checkpoint_pages; /* WAL pages before a checkpoint; 0: 2048 */
     uint32_t max_batch_jobs;   /* jobs per group commit; 0: 1024 */
+    /* NULL: one node, its files on disk. Else the catalog and partitions
+     * are replicated images (data_dir keeps their logs and snapshots),
+     * and a job for a partition this node does not lead fails with
+     * SL_EUNAVAIL. Borrowed for the call. */
+    const struct part_cluster_options *cluster;
 };
 
 /* Opens or creates data_dir: manifest, catalog.db and part-NNNN.db files.
@@ -90,6 +115,14 @@ struct part_options {
  * err (may be NULL) receives a sentence on failure. */
 int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,
                      size_t errlen);
+
+/* part_engine_leader's name for the catalog's group. */
+#define PART_CATALOG UINT32_MAX
+
+/* A cluster's: the id of the node that leads partition p's group (or the
+ * catalog's, p = PART_CATALOG) as this node last learnt it; 0 when none is
+ * known, for a p out of range, and on one node. Any thread. */
+uint64_t part_engine_leader(const struct part_engine *e, uint32_t p);
 
 /* Answers every waiting receive empty, drains and commits every queued job,
  * joins the writer threads and frees the engine. All clients must be
