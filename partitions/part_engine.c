@@ -271,12 +271,23 @@ static void set_err(char *err, size_t errlen, const char *msg)
  * of its allocations (about 25 per message) and nothing here reads them.
  * sqlite3_config must come before SQLite initialises; if something in the
  * process used SQLite first it refuses (SQLITE_MISUSE), which only keeps
- * the statistics on. */
+ * the statistics on.
+ *
+ * A cluster's node keeps them on: dqlite 1.11's VFS grows the array of a
+ * transaction's frames to 8n + 1 bytes where it stores n + 1 pointers, and
+ * only the statistics' path rounds every allocation up to 8 bytes, which
+ * gives the missing 7. Without it, an allocator that keeps sizes exact
+ * (ASan's, TSan's) copies a truncated pointer on the next realloc and
+ * dqlite_vfs_poll dies on it; glibc's malloc hides it with slack. The
+ * first engine of a process decides. */
 static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+static bool sqlite_stats_off;
 
 static void sqlite_setup(void)
 {
-    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    if (sqlite_stats_off) {
+        (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    }
 }
 
 /* Takes data_dir/lock for this process: two engines over the same files
@@ -376,6 +387,7 @@ static int cluster_open(struct part_engine *e, const struct part_cluster_options
 int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,
                      size_t errlen)
 {
+    sqlite_stats_off = opt != NULL && opt->cluster == NULL; /* read once, by sqlite_setup */
     pthread_once(&sqlite_once, sqlite_setup);
     char buf[512] = "";
     if (opt == NULL || opt->data_dir == NULL || opt->partitions == 0 ||

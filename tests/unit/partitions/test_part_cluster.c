@@ -341,15 +341,6 @@ static void test_replicated_failover(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
-    if (T_ASAN || T_TSAN) {
-        /* Under both sanitizers' allocators the catalog leader's first
-         * dqlite_vfs_poll reads a frame pointer of which only the low byte
-         * is real (0xbebebebebebebed8 under ASan) and the process dies;
-         * under glibc's malloc it runs clean. Not understood yet
-         * (docs/design.md, "Cluster", Status), so not run there. */
-        printf("1..0 # SKIP under sanitizers: dqlite_vfs_poll, see docs/design.md\n");
-        return 0;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_replicated_failover, setup, teardown),
     };
