@@ -31,6 +31,7 @@
 #include "part_catalog_db.h"
 #include "part_repl.h"
 #include "part_schema.h"
+#include "part_writer.h"
 
 #define LOG_MOD "partitions"
 
@@ -567,7 +568,7 @@ static int sync_from(sqlite3 *db, void *arg)
     struct ids mem = {0};
     part__queue_foreach(e, collect_id, &mem);
     struct part_queue **gone = sl_xcalloc(mem.n + 1, sizeof *gone);
-    size_t ngone = 0;
+    size_t ngone = 0, added = 0;
     pthread_rwlock_wrlock(&c->lock);
     for (size_t i = 0; i < l.n; i++) {
         struct part_queue *fresh = l.v[i];
@@ -576,6 +577,7 @@ static int sync_from(sqlite3 *db, void *arg)
             fresh->tenant = part__tenant_get(c, fresh->tenant_name);
             part__catalog_insert(c, fresh);
             l.v[i] = NULL; /* the map's now */
+            added++;
             continue;
         }
         q->modified_ms = fresh->modified_ms;
@@ -609,7 +611,22 @@ static int sync_from(sqlite3 *db, void *arg)
     free(mem.v);
     free(image);
     loaded_free(&l);
+    if (added > 0) {
+        part__writers_catalog_grew(e);
+    }
     return SL_OK;
+}
+
+/* After a sync: the first one lets the partitions take their leads. */
+static void synced(struct part_engine *e, int rc)
+{
+    if (rc == SL_OK && !atomic_exchange(&e->catalog_synced, true)) {
+        sl_log(SL_LOG_INFO, LOG_MOD, "catalog: %zu queues, loaded from the replicated catalog",
+               e->catalog.count);
+        part__kick_writers(e); /* the partitions may take their leads now */
+    } else if (rc == SL_EIO) {
+        sl_log(SL_LOG_ERROR, LOG_MOD, "catalog: reading the replicated catalog failed");
+    }
 }
 
 static void catalog_sync(struct part_engine *e)
@@ -618,14 +635,7 @@ static void catalog_sync(struct part_engine *e)
     if (c->db == NULL && part__repl_group_open_db(e->catw.group, &c->db) != SL_OK) {
         return;
     }
-    int rc = part__repl_read_on(e->catw.group, c->db, sync_from, e);
-    if (rc == SL_OK && !atomic_exchange(&e->catalog_synced, true)) {
-        sl_log(SL_LOG_INFO, LOG_MOD, "catalog: %zu queues, loaded from the replicated catalog",
-               e->catalog.count);
-        part__kick_writers(e); /* the partitions may take their leads now */
-    } else if (rc == SL_EIO) {
-        sl_log(SL_LOG_ERROR, LOG_MOD, "catalog: reading the replicated catalog failed");
-    }
+    synced(e, part__repl_read_on(e->catw.group, c->db, sync_from, e));
 }
 
 /* This node leads the catalog group: make the schema (one replicated
@@ -658,10 +668,9 @@ static bool catalog_lead(struct part_engine *e)
     return ok;
 }
 
-/* Follows the catalog group before a job: reloads what another leader
- * wrote, takes the lead when this node won it. True when this node may
- * run catalog jobs. */
-static bool catalog_follow(struct part_engine *e, bool reload)
+/* Follows the catalog group before a job: takes the lead when this node
+ * won it. True when this node may run catalog jobs. */
+static bool catalog_follow(struct part_engine *e)
 {
     struct part_writer *w = &e->catw;
     bool leads = part__repl_leading(w->group);
@@ -670,34 +679,29 @@ static bool catalog_follow(struct part_engine *e, bool reload)
         sl_log(SL_LOG_INFO, LOG_MOD, "catalog: no longer leads its group");
     } else if (!w->leading && leads) {
         w->leading = catalog_lead(e);
-        reload = false;
-    }
-    if (reload) {
-        catalog_sync(e);
     }
     return w->leading;
 }
 
-/* The catalog group's hooks (Raft thread): wake the catalog thread. */
-static void catalog_wake(struct part_engine *e, bool reload)
+/* The catalog group's leadership changed (Raft thread): wake the catalog
+ * thread to follow it. */
+static void catalog_changed(void *arg)
 {
+    struct part_engine *e = arg;
     struct part_writer *w = &e->catw;
     pthread_mutex_lock(&w->mu);
     w->kicked = true;
-    w->reload = w->reload || reload;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
 
-static void catalog_changed(void *arg)
-{
-    catalog_wake(arg, false);
-}
-
-static void catalog_applied(void *arg, struct sl_slice note)
+/* Another leader's change (or a snapshot) landed: the memory follows at
+ * once, on the Raft thread, so that a partition's entry applied after it
+ * never names a queue this node does not know yet. */
+static void catalog_applied(void *arg, struct sl_slice note, sqlite3 *image)
 {
     (void)note;
-    catalog_wake(arg, true);
+    synced(arg, sync_from(image, arg));
 }
 
 struct part_repl_hooks part__catalog_repl_hooks(struct part_engine *e)
@@ -729,8 +733,6 @@ static void *catalog_main(void *arg)
             }
             pthread_cond_wait(&w->cv, &w->mu);
         }
-        bool reload = w->reload;
-        w->reload = false;
         w->kicked = false;
         struct part_job *job = w->head;
         if (job != NULL) {
@@ -747,7 +749,7 @@ static void *catalog_main(void *arg)
         if (stop) {
             break;
         }
-        bool may_run = w->group == NULL || catalog_follow(e, reload);
+        bool may_run = w->group == NULL || catalog_follow(e);
         if (job == NULL) {
             continue;
         }

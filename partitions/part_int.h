@@ -384,11 +384,19 @@ struct part_writer {
     /* A cluster's: the Raft group whose image db is (NULL: one node, db
      * is a file). The thread serves jobs only while it leads the group,
      * with the memory it rebuilt when it took the lead (leading; writer
-     * thread only). reload: the catalog's image changed under a follower
-     * (set by the Raft thread, under mu). */
+     * thread only). While it follows, the Raft thread keeps its counters
+     * from what the leader's entries say (recount: they must be counted
+     * from the image first; under the group's lock). */
     struct part_repl_group *group;
     bool leading;
-    bool reload;
+    bool recount;
+    /* The image held rows of a queue this node's catalog did not know yet
+     * when it counted them (a partition's entries replayed before the
+     * catalog's): counted again, and a leader's memory rebuilt (relead),
+     * once the catalog learns a queue. */
+    _Atomic bool unknown_rows;
+    _Atomic bool relead;
+    struct sl_buf note;   /* the entry's counter changes (writer thread) */
     uint64_t lead_try_ms; /* sl_mono_ns ms of the last failed take-over */
     char path[4096];
 };

@@ -288,6 +288,9 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
     if (rv == 0) {
         g->wal_frames += e.count;
         maybe_checkpoint(g);
+        if (!own && g->hooks.applied != NULL && !g->node->muted) {
+            g->hooks.applied(g->hooks.arg, e.note, g->reader);
+        }
     }
     pthread_mutex_unlock(&g->mu);
     if (rv != 0) {
@@ -296,9 +299,6 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
         return RAFT_IOERR;
     }
     atomic_fetch_add(&g->applied, 1);
-    if (!own && g->hooks.applied != NULL && !g->node->muted) {
-        g->hooks.applied(g->hooks.arg, e.note);
-    }
     return 0;
 }
 
@@ -343,6 +343,12 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     struct part_repl_group *g = fsm->data;
     pthread_mutex_lock(&g->mu);
     int rv = dqlite_vfs_restore(&g->vfs, DB_FILE, buf->base, buf->len);
+    if (rv == 0) {
+        g->wal_frames = 0;
+        if (g->hooks.applied != NULL && !g->node->muted) {
+            g->hooks.applied(g->hooks.arg, (struct sl_slice){0}, g->reader); /* a new image */
+        }
+    }
     pthread_mutex_unlock(&g->mu);
     if (rv != 0) {
         sl_log(SL_LOG_ERROR, LOG_MOD, "%s: restoring a snapshot of %zu bytes failed (%d)", g->name,
@@ -351,10 +357,6 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     }
     /* On success the buffer is the FSM's (libraft's contract). */
     raft_free(buf->base);
-    g->wal_frames = 0;
-    if (g->hooks.applied != NULL && !g->node->muted) {
-        g->hooks.applied(g->hooks.arg, (struct sl_slice){0}); /* a new image */
-    }
     return 0;
 }
 

@@ -78,8 +78,11 @@ void part__repl_free(struct part_repl *r);
 struct part_repl_hooks {
     /* part__repl_leading or part__repl_leader may have changed */
     void (*changed)(void *arg);
-    /* an entry another node proposed was applied here, with its note */
-    void (*applied)(void *arg, struct sl_slice note);
+    /* an entry another node proposed (or this node, in a term it lost)
+     * was applied here, with its note; or a snapshot was restored (an
+     * empty note). Under the group's lock: image, the Raft thread's own
+     * connection, reads the image as it now is. */
+    void (*applied)(void *arg, struct sl_slice note, sqlite3 *image);
     void *arg;
 };
 

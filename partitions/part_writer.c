@@ -340,12 +340,18 @@ static bool repl_begin(struct part_writer *w, int *status)
  * ok: it committed here. Returns false (with *status) when it must be
  * undone: leadership lost (SL_EUNAVAIL; a later leader may still commit
  * it, which the retry of an SQS client tolerates) or the node closing. */
-static bool repl_end(struct part_writer *w, bool ok, int *status)
+static bool repl_end(struct part_writer *w, struct part_batch *b, bool ok, int *status)
 {
     if (w->group == NULL) {
         return ok;
     }
-    int rc = part__repl_write_end(w->group, (struct sl_slice){0});
+    /* The followers count what the batch changed from its note. */
+    if (ok) {
+        part__batch_note(b, &w->note);
+    } else {
+        sl_buf_reset(&w->note);
+    }
+    int rc = part__repl_write_end(w->group, (struct sl_slice){w->note.p, w->note.n});
     if (ok && rc != SL_OK) {
         *status = rc == SL_ECLOSED ? SL_ECLOSED : SL_EUNAVAIL;
         return false;
@@ -380,7 +386,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
                 step_simple(w, ST_ROLLBACK, &ignored);
             }
         }
-        ok = repl_end(w, ok, &status);
+        ok = repl_end(w, b, ok, &status);
         if (!ok) {
             rearm_fired(w, b, now);
         } else {
@@ -635,6 +641,9 @@ static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whyle
             q = part__queue_ref(e, qid);
         }
         if (q == NULL) {
+            if (w->group != NULL) {
+                atomic_store(&w->unknown_rows, true);
+            }
             continue;
         }
         bool overflow = lane == PART_LANE_OVERFLOW;
@@ -800,9 +809,9 @@ static void open_again(struct part_writer *w)
 #define LEAD_RETRY_MS 500 /* between tries to take a lead whose take-over failed */
 
 /* Forgets the memory built while leading: another node writes the image
- * now, so the counters, timers and deduplication index would go stale.
- * FIFO group directories are left as they are (see docs/design.md,
- * "Cluster", Status). */
+ * now, so the timers and deduplication index would go stale. FIFO group
+ * directories are left as they are (see docs/design.md, "Cluster",
+ * Status). */
 static void lead_drop(struct part_writer *w)
 {
     if (!w->leading) {
@@ -810,8 +819,8 @@ static void lead_drop(struct part_writer *w)
     }
     w->leading = false;
     close_db(w);
-    struct gdir_loads none = {0};
-    unload(w, &none);
+    /* The counters stay: exact as of this node's last commit, they go on
+     * from the new leader's notes (writer_applied). */
     atomic_store_explicit(&w->stat_timers, 0, memory_order_relaxed);
     sl_log(SL_LOG_INFO, LOG_MOD, "partition %u: no longer leads its group", w->index);
 }
@@ -845,7 +854,10 @@ static void lead_take(struct part_writer *w)
     if (schema && end == SL_OK) {
         end = part__repl_write_begin(w->group);
         if (end == SL_OK) {
+            struct gdir_loads none = {0};
+            unload(w, &none); /* what it counted as a follower: recounted now */
             rebuilt = rebuild(w, false, why, sizeof why);
+            w->recount = !rebuilt;
             end = part__repl_write_end(w->group, (struct sl_slice){0});
         }
     }
@@ -874,9 +886,142 @@ static void writer_changed(void *arg)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* ---- a cluster's partition: following its group ------------------------- */
+
+/* The best ready priority of q's lane in the image, INT64_MAX if none. */
+static int64_t image_head(sqlite3 *image, struct part_queue *q, int lane)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t head = INT64_MAX;
+    if (sqlite3_prepare_v2(image, part_sql_text(PART_SQL_HEAD), -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)q->id);
+        sqlite3_bind_int(st, 2, lane);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            head = sqlite3_column_int64(st, 0);
+        }
+    }
+    sqlite3_finalize(st);
+    return head;
+}
+
+static void follow_heads(struct part_writer *w, struct part_queue *q, sqlite3 *image)
+{
+    struct part_qcount *qc = &q->per[w->index];
+    int64_t overflow = atomic_load(&qc->overflow_ready);
+    int64_t main = atomic_load(&qc->ready) - overflow;
+    atomic_store(&qc->head_priority[PART_LANE_MAIN],
+                 main > 0 ? image_head(image, q, PART_LANE_MAIN) : INT64_MAX);
+    atomic_store(&qc->head_priority[PART_LANE_OVERFLOW],
+                 overflow > 0 ? image_head(image, q, PART_LANE_OVERFLOW) : INT64_MAX);
+}
+
+/* Counts the partition from the image: at a follower's first entry, after
+ * a snapshot, and when a note named a queue this node did not know. */
+static void follow_recount(struct part_writer *w, sqlite3 *image)
+{
+    struct part_engine *e = w->engine;
+    struct gdir_loads none = {0};
+    unload(w, &none);
+    w->recount = false;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(image,
+                           "SELECT queue_id, state, lane, count(*) FROM msg"
+                           " GROUP BY queue_id, state, lane",
+                           -1, &st, NULL) != SQLITE_OK) {
+        return; /* no schema yet: nothing to count */
+    }
+    struct part_queue *q = NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        uint64_t qid = (uint64_t)sqlite3_column_int64(st, 0);
+        if (q == NULL || q->id != qid) {
+            if (q != NULL) {
+                follow_heads(w, q, image);
+            }
+            part__queue_unref(q);
+            q = part__queue_ref(e, qid);
+        }
+        if (q == NULL) {
+            /* a deleted queue's rows, still being purged, or a queue whose
+             * catalog entry has not reached this node yet */
+            atomic_store(&w->unknown_rows, true);
+            continue;
+        }
+        int state = sqlite3_column_int(st, 1);
+        bool overflow = sqlite3_column_int(st, 2) == PART_LANE_OVERFLOW;
+        int64_t n = sqlite3_column_int64(st, 3);
+        struct part_qdelta d = {
+            .ready = state == PART_STATE_READY ? n : 0,
+            .inflight = state == PART_STATE_INFLIGHT ? n : 0,
+            .delayed = state == PART_STATE_DELAYED ? n : 0,
+            .overflow_ready = overflow && state == PART_STATE_READY ? n : 0,
+            .overflow_delayed = overflow && state == PART_STATE_DELAYED ? n : 0,
+        };
+        part__counts_add(q, w->index, &d);
+        atomic_fetch_add_explicit(&w->backlog, d.ready + d.delayed, memory_order_relaxed);
+    }
+    if (q != NULL) {
+        follow_heads(w, q, image);
+    }
+    part__queue_unref(q);
+    sqlite3_finalize(st);
+}
+
+/* Another node's entry for this partition was applied here (Raft thread,
+ * under the group's lock): its note's counter changes, and the long polls
+ * of this node that a message made ready wakes, wherever it was sent. */
+static void writer_applied(void *arg, struct sl_slice note, sqlite3 *image)
+{
+    struct part_writer *w = arg;
+    struct part_engine *e = w->engine;
+    if (w->recount || note.n == 0) {
+        follow_recount(w, image);
+        return;
+    }
+    struct part_note_delta d;
+    for (size_t i = 0; part__note_delta(note, i, &d); i++) {
+        struct part_queue *q = part__queue_ref(e, d.queue_id);
+        if (q == NULL) {
+            atomic_store(&w->unknown_rows, true); /* counted once the catalog has it */
+            continue;
+        }
+        part__counts_add(q, w->index, &d.c);
+        atomic_fetch_add_explicit(&w->backlog, d.c.ready + d.c.delayed, memory_order_relaxed);
+        follow_heads(w, q, image);
+        if (d.woke > 0) {
+            e->hooks.wake(e, q, w->index, d.woke);
+        }
+        part__queue_unref(q);
+    }
+}
+
+static int recount_on(sqlite3 *image, void *arg)
+{
+    follow_recount(arg, image);
+    return SL_OK;
+}
+
+void part__writers_catalog_grew(struct part_engine *e)
+{
+    for (uint32_t p = 0; p < e->nparts; p++) {
+        struct part_writer *w = &e->writers[p];
+        if (w->group == NULL || !atomic_exchange(&w->unknown_rows, false)) {
+            continue;
+        }
+        /* Counters from the image, under the group's lock; a leader also
+         * rebuilds its timers, on its own thread. */
+        part__repl_read(w->group, recount_on, w);
+        atomic_store(&w->relead, true);
+        pthread_mutex_lock(&w->mu);
+        w->kicked = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
 struct part_repl_hooks part__writer_repl_hooks(struct part_writer *w)
 {
-    return (struct part_repl_hooks){.changed = writer_changed, .arg = w};
+    w->recount = true; /* nothing counted yet */
+    return (struct part_repl_hooks){.changed = writer_changed, .applied = writer_applied, .arg = w};
 }
 
 /* Follows the group's leadership before a batch: true when this writer
@@ -887,6 +1032,10 @@ static bool lead_follow(struct part_writer *w)
         return true;
     }
     bool leads = part__repl_leading(w->group);
+    if (w->leading && atomic_exchange(&w->relead, false)) {
+        lead_drop(w); /* rows of a queue it did not know: rebuilt now */
+        w->lead_try_ms = 0;
+    }
     if (w->leading && !leads) {
         lead_drop(w);
     } else if (!w->leading && leads) {
@@ -1037,6 +1186,7 @@ void part__writer_stop(struct part_writer *w)
     part__dedup_free(w->dedup);
     w->dedup = NULL;
     part__sched_free(&w->sched);
+    sl_buf_free(&w->note);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
 }

@@ -15,6 +15,10 @@ int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t ind
 /* The hooks of a cluster's partition group: they wake the writer to take
  * or drop the lead. */
 struct part_repl_hooks part__writer_repl_hooks(struct part_writer *w);
+/* The catalog learnt a queue: partitions that counted rows of a queue
+ * they did not know count again (and their leaders rebuild). Any thread
+ * that holds no partition group's lock. */
+void part__writers_catalog_grew(struct part_engine *e);
 /* Starts the thread (not for a failed partition): SL_OK or SL_EIO. */
 int part__writer_start(struct part_writer *w);
 /* Runs what is queued, stops the thread and closes the file. */

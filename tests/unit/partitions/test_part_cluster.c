@@ -230,6 +230,28 @@ static int64_t ready_on(struct cluster *c, int i, uint64_t q, uint32_t p)
     return qc.ready;
 }
 
+/* Waits until node i counts `ready` ready and `inflight` in-flight
+ * messages of q on p: a follower counts from the leader's entries. */
+static void wait_counts(struct cluster *c, int i, uint64_t q, uint32_t p, int64_t ready,
+                        int64_t inflight)
+{
+    uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
+    for (;;) {
+        struct part_counts qc = {0};
+        int rc = part_queue_counts(c->n[i].e, q, p, &qc); /* SL_ENOTFOUND: not learnt yet */
+        if (rc == SL_OK && qc.ready == ready && qc.inflight == inflight) {
+            return;
+        }
+        if (sl_mono_ns() / 1000000 > deadline) {
+            fail_msg("node %d (%s) counts %lld ready, %lld in flight on partition %u; want %lld, "
+                     "%lld",
+                     i + 1, sl_strerror(rc), (long long)qc.ready, (long long)qc.inflight, p,
+                     (long long)ready, (long long)inflight);
+        }
+        pause_ms(c, 20);
+    }
+}
+
 static void test_replicated_failover(void **state)
 {
     struct cluster *c = *state;
@@ -279,6 +301,12 @@ static void test_replicated_failover(void **state)
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.entry[0], SL_OK);
 
+    /* Every node counts what the leaders stored. */
+    for (int i = 0; i < NODES; i++) {
+        wait_counts(c, i, q, 0, 0, 1);
+        wait_counts(c, i, q, 1, 1, 0);
+    }
+
     /* The leader of partition 0 dies. */
     node_close(c, lead0);
 
@@ -325,6 +353,8 @@ static void test_replicated_failover(void **state)
      * cluster. */
     node_open(c, lead0);
     t_advance(&c->n[lead0], 31000);
+    wait_counts(c, lead0, q, 0, 0, 0); /* replayed: the delete after it died */
+    wait_counts(c, lead0, q, 1, 1, 0);
     t_advance(&c->n[3 - lead0 - lead0b], 31000); /* every clock alike */
     assert_int_equal(known_on(c, lead0, "orders"), q);
     struct recv_arg r1 = {q, 1};
