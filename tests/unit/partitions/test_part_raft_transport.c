@@ -33,28 +33,9 @@ static const char secret_bad[] = "another secret, also 32 bytes or more long";
 
 /* ---- the loop ------------------------------------------------------------- */
 
-static void on_tick(uv_timer_t *t)
-{
-    (void)t;
-}
-
-/* Runs loop until pred(arg) holds; false when WAIT_MS passed first. A
- * ticking timer makes each UV_RUN_ONCE return even when nothing else
- * happens. */
 static bool run_until(uv_loop_t *loop, bool (*pred)(void *arg), void *arg)
 {
-    uv_timer_t tick;
-    uv_timer_init(loop, &tick);
-    uv_timer_start(&tick, on_tick, 10, 10);
-    uint64_t deadline = sl_mono_ns() + (uint64_t)WAIT_MS * 1000000u;
-    bool ok = pred(arg);
-    while (!ok && sl_mono_ns() < deadline) {
-        uv_run(loop, UV_RUN_ONCE);
-        ok = pred(arg);
-    }
-    uv_close((uv_handle_t *)&tick, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return ok;
+    return t_run_until(loop, pred, arg, WAIT_MS);
 }
 
 static struct part__raft_node *node_make(uv_loop_t *loop, uint16_t id, uint16_t port,
@@ -393,18 +374,6 @@ static void test_wrong_secret(void **state)
 
 /* ---- raw sockets and direct use of the transport ------------------------ */
 
-static int raw_connect(uint16_t port)
-{
-    struct sockaddr_in sa = {
-        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {.tv_sec = 5};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    return fd;
-}
-
 /* The listener closed fd: a read ends (EOF or reset) rather than timing
  * out. */
 static void assert_closed_by_peer(int fd)
@@ -542,7 +511,7 @@ static void test_garbage_and_silence(void **state)
     memset(http, 'x', sizeof http);
     static const char get[] = "GET / HTTP/1.1\r\n";
     memcpy(http, get, sizeof get);
-    int fd = raw_connect(port);
+    int fd = t_raw_connect(port);
     assert_int_equal(send(fd, http, sizeof http, 0), (ssize_t)sizeof http);
     wait_rejected(&loop, n, PART__HS_REJECT_BAD_MAGIC, 1);
     assert_closed_by_peer(fd);
@@ -550,19 +519,19 @@ static void test_garbage_and_silence(void **state)
     uint8_t v9[PART__RAFT_HELLO_LEN] = {0};
     put_magic(v9);
     v9[4] = 9;
-    fd = raw_connect(port);
+    fd = t_raw_connect(port);
     assert_int_equal(send(fd, v9, sizeof v9, 0), (ssize_t)sizeof v9);
     wait_rejected(&loop, n, PART__HS_REJECT_BAD_VERSION, 1);
     assert_closed_by_peer(fd);
 
-    fd = raw_connect(port); /* silent */
-    int fd2 = raw_connect(port);
+    fd = t_raw_connect(port); /* silent */
+    int fd2 = t_raw_connect(port);
     assert_int_equal(send(fd2, v9, 10, 0), 10); /* a hello that never ends */
     wait_rejected(&loop, n, PART__HS_REJECT_DEADLINE, 2);
     assert_closed_by_peer(fd);
     assert_closed_by_peer(fd2);
 
-    close(raw_connect(port));
+    close(t_raw_connect(port));
     wait_rejected(&loop, n, PART__HS_REJECT_CLOSED, 1);
 
     /* A dialer that cannot check the listener's MAC and answers with a
@@ -576,7 +545,7 @@ static void test_garbage_and_silence(void **state)
     p[1] = 2; /* node 2, big-endian */
     p[2] = (uint8_t)strlen("catalog");
     memcpy(p + 3, "catalog", sizeof "catalog"); /* its NUL is padding */
-    fd = raw_connect(port);
+    fd = t_raw_connect(port);
     assert_int_equal(send(fd, hello, sizeof hello, 0), (ssize_t)sizeof hello);
     uint8_t challenge[48], guess[32] = {0};
     size_t got = 0;
@@ -592,7 +561,7 @@ static void test_garbage_and_silence(void **state)
 
     int flood[PART__RAFT_MAX_INCOMING + 4];
     for (size_t i = 0; i < SL_ARRAY_LEN(flood); i++) {
-        flood[i] = raw_connect(port);
+        flood[i] = t_raw_connect(port);
     }
     wait_rejected(&loop, n, PART__HS_REJECT_OVERLOAD, 1);
     wait_rejected(&loop, n, PART__HS_REJECT_DEADLINE, 2 + PART__RAFT_MAX_INCOMING);
