@@ -261,6 +261,24 @@ static void wait_down(struct tnode *t, uint16_t id, bool outgoing)
     assert_true(wait_until(down_seen, &w));
 }
 
+/* t's count of links down and of failed answers, read under its lock:
+ * its node's thread may be adding to them. */
+static size_t downs_of(struct tnode *t)
+{
+    pthread_mutex_lock(&t->mu);
+    size_t k = t->ndown;
+    pthread_mutex_unlock(&t->mu);
+    return k;
+}
+
+static size_t reply_errors_of(struct tnode *t)
+{
+    pthread_mutex_lock(&t->mu);
+    size_t k = t->reply_errors;
+    pthread_mutex_unlock(&t->mu);
+    return k;
+}
+
 static struct part__peer_stats stats_of(struct tnode *t)
 {
     struct part__peer_stats st;
@@ -397,8 +415,8 @@ static void test_exchange(void **state)
     assert_true(stats_of(&c->node[0]).bytes_out > BIG_LEN);
     assert_true(stats_of(&c->node[0]).bytes_in > BIG_LEN);
     for (size_t i = 0; i < NODES; i++) {
-        assert_int_equal(c->node[i].ndown, 0);
-        assert_int_equal(c->node[i].reply_errors, 0);
+        assert_int_equal(downs_of(&c->node[i]), 0);
+        assert_int_equal(reply_errors_of(&c->node[i]), 0);
     }
     cluster_stop(c);
 }
@@ -434,7 +452,10 @@ static void test_wrong_secret(void **state)
     struct cluster *c = cluster_start(secrets, 0, 0);
     send_ok(&c->node[0], 3, "req:to the stranger");
     wait_down(&c->node[0], 3, true);
-    assert_int_equal(c->node[0].down[0].link, 0); /* a dial, no link */
+    pthread_mutex_lock(&c->node[0].mu);
+    uint64_t first_down = c->node[0].down[0].link;
+    pthread_mutex_unlock(&c->node[0].mu);
+    assert_int_equal(first_down, 0); /* a dial, no link */
     assert_true(wait_until(bad_node_refused, c));
     assert_int_equal(part__peer_send(c->node[0].n, 3, "x", 1), SL_EUNAVAIL);
 
@@ -740,7 +761,7 @@ static void test_keepalive(void **state)
     short_sleep(800);
     assert_int_equal(stats_of(&c->node[0]).idle, 0);
     assert_int_equal(stats_of(&c->node[1]).idle, 0);
-    assert_int_equal(c->node[0].ndown, 0);
+    assert_int_equal(downs_of(&c->node[0]), 0);
 
     /* Node 2's loop stops for a second: node 1 gives its link up, and
      * node 2, back, finds it closed. */
