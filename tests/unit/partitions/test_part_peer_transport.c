@@ -774,6 +774,110 @@ static void test_keepalive(void **state)
     cluster_stop(c);
 }
 
+/* ---- (6) a peer that accepts and never answers; close ------------------- */
+
+/* A socket that listens and never accepts: the kernel completes the TCP
+ * connect, and nothing ever answers the hello. */
+static int silent_listener(uint16_t *port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+struct closing {
+    struct tnode *t;
+    bool closed;
+    size_t downs_at_close; /* on_link_down calls seen when cb ran */
+};
+
+static void on_node_closed(void *arg)
+{
+    struct closing *c = arg;
+    c->downs_at_close = downs_of(c->t);
+    c->closed = true;
+}
+
+static bool node_closed(void *arg)
+{
+    return ((struct closing *)arg)->closed;
+}
+
+/* Frames for a peer that never finishes the handshake are lost once the
+ * deadline passes, said so, and sends then fail at once; a dial under way
+ * at close is cancelled and its frames said lost before close calls back. */
+static void test_deadline_and_close(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    uint16_t ports[3];
+    assert_int_equal(uv_loop_init(&loop), 0);
+    t_reserve_ports(ports, 1);
+    int silent2 = silent_listener(&ports[1]);
+    int silent3 = silent_listener(&ports[2]);
+    struct part__peer_member members[] = {
+        {1, "127.0.0.1", ports[0]}, {2, "127.0.0.1", ports[1]}, {3, "127.0.0.1", ports[2]}};
+    struct tnode *a = calloc(1, sizeof *a);
+    if (a == NULL) {
+        abort();
+    }
+    a->id = 1;
+    a->port = ports[0];
+    pthread_mutex_init(&a->mu, NULL);
+    struct part__peer_node_options po = {.loop = &loop,
+                                         .id = 1,
+                                         .host = "127.0.0.1",
+                                         .port = ports[0],
+                                         .members = members,
+                                         .member_count = 3,
+                                         .secret = (const unsigned char *)secret_good,
+                                         .secret_len = strlen(secret_good),
+                                         .handshake_ms = 300,
+                                         .on_frame = on_frame,
+                                         .on_link_down = on_link_down,
+                                         .arg = a};
+    memcpy(po.cluster_id, cluster_id, sizeof po.cluster_id);
+    assert_int_equal(part__peer_node_new(&po, &a->n), SL_OK);
+
+    send_ok(a, 2, "req:anyone?");
+    send_ok(a, 2, "req:anyone at all?");
+    uint64_t t0 = sl_mono_ns();
+    struct want_down d2 = {a, 2, true};
+    assert_true(run_until(&loop, down_seen, &d2));
+    assert_true(sl_mono_ns() - t0 >= 250 * 1000000ull);
+    assert_int_equal(part__peer_send(a->n, 2, "x", 1), SL_EUNAVAIL);
+    struct part__peer_stats st = stats_of(a);
+    assert_int_equal(st.rejected[PART__HS_REJECT_DEADLINE], 1);
+    assert_int_equal(st.frames_dropped, 2);
+    assert_int_equal(st.dial_failures, 1);
+
+    send_ok(a, 3, "req:and you?");
+    uv_run(&loop, UV_RUN_NOWAIT); /* the dial starts */
+    struct closing cl = {.t = a};
+    size_t before = downs_of(a);
+    part__peer_node_close(a->n, on_node_closed, &cl);
+    assert_int_equal(part__peer_send(a->n, 3, "x", 1), SL_ECLOSED);
+    assert_true(run_until(&loop, node_closed, &cl));
+    assert_int_equal(cl.downs_at_close, before + 1);
+    pthread_mutex_lock(&a->mu);
+    struct down last = a->down[a->ndown - 1];
+    pthread_mutex_unlock(&a->mu);
+    assert_int_equal(last.id, 3);
+    assert_int_equal(last.link, 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    close(silent2);
+    close(silent3);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}
+
 int main(void)
 {
     sl_log_set_level(SL_LOG_ERROR);
@@ -783,6 +887,7 @@ int main(void)
         cmocka_unit_test(test_garbage_raft_hello_oversize),
         cmocka_unit_test(test_peer_closed_and_back),
         cmocka_unit_test(test_keepalive),
+        cmocka_unit_test(test_deadline_and_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
