@@ -300,7 +300,7 @@ static void link_kill(struct link *l)
         fq_move(&lost, &m->pend);
     }
     pthread_mutex_unlock(&n->mu);
-    fq_drop(n, m, &lost);
+    size_t lost_frames = fq_drop(n, m, &lost);
     if (l->outgoing) {
         m->out = NULL;
         m->backoff_ms = PART__PEER_BACKOFF_MIN_MS;
@@ -308,6 +308,12 @@ static void link_kill(struct link *l)
         m->in = NULL;
     }
     count(&n->links_down, 1);
+    if (!n->close_loop) {
+        static struct sl_log_limit lim = SL_LOG_LIMIT(10, 1000);
+        sl_log_limited(&lim, SL_LOG_INFO, LOG_MOD,
+                       "peer link %s node %u down (%zu queued frames dropped)",
+                       l->outgoing ? "to" : "from", (unsigned)m->id, lost_frames);
+    }
     uv_read_stop((uv_stream_t *)l->tcp);
     uv_close((uv_handle_t *)l->tcp, on_link_handle_closed);
     uv_close((uv_handle_t *)&l->tick, on_link_handle_closed);
@@ -532,6 +538,8 @@ static void link_new(struct part__peer_node *n, struct member *m, uv_tcp_t *tcp,
     SL_ASSERT(uv_timer_start(&l->tick, on_tick, n->keepalive_ms, n->keepalive_ms) == 0);
     n->handles++;
     count(&n->links_up, 1);
+    sl_log(SL_LOG_INFO, LOG_MOD, "peer link %s node %u up", outgoing ? "to" : "from",
+           (unsigned)m->id);
     pthread_mutex_lock(&n->mu);
     l->next = n->links;
     if (n->links != NULL) {
