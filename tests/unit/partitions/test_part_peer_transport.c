@@ -28,6 +28,11 @@
 #define REC_MAX 65536
 #define DOWN_MAX 64
 #define BIG_LEN ((size_t)8 << 20)
+/* The keepalive test's timing: margins wide enough for a loaded machine
+ * under ThreadSanitizer. */
+#define KEEPALIVE_MS 100
+#define IDLE_MS 1000
+#define SLEEP_MS 2500
 
 static const uint8_t cluster_id[PART__HS_CLUSTER_ID_LEN] = {0x51, 0x75, 1, 2,  3,  4,  5,  6,
                                                             7,    8,    9, 10, 11, 12, 13, 14};
@@ -78,7 +83,7 @@ static void short_sleep(long ms)
 }
 
 /* Records every frame; answers "req:X" with "rep:X" on the frame's link,
- * and "sleep" by stopping its loop for a second. */
+ * and "sleep" by stopping its loop for SLEEP_MS. */
 static void on_frame(void *arg, uint16_t from, uint64_t link, const uint8_t *bytes, size_t len)
 {
     struct tnode *t = arg;
@@ -105,7 +110,7 @@ static void on_frame(void *arg, uint16_t from, uint64_t link, const uint8_t *byt
             pthread_mutex_unlock(&t->mu);
         }
     } else if (len == 5 && memcmp(bytes, "sleep", 5) == 0) {
-        short_sleep(1000);
+        short_sleep(SLEEP_MS);
     }
 }
 
@@ -754,17 +759,17 @@ static void test_keepalive(void **state)
 {
     (void)state;
     static const char *const secrets[NODES] = {secret_good, secret_good, secret_good};
-    struct cluster *c = cluster_start(secrets, 50, 400);
+    struct cluster *c = cluster_start(secrets, KEEPALIVE_MS, IDLE_MS);
     send_ok(&c->node[0], 2, "req:first");
     wait_got(&c->node[0], 2, "rep:first", 1);
     /* Quiet, but each side's keepalives keep the links up. */
-    short_sleep(800);
+    short_sleep(2 * IDLE_MS);
     assert_int_equal(stats_of(&c->node[0]).idle, 0);
     assert_int_equal(stats_of(&c->node[1]).idle, 0);
     assert_int_equal(downs_of(&c->node[0]), 0);
 
-    /* Node 2's loop stops for a second: node 1 gives its link up, and
-     * node 2, back, finds it closed. */
+    /* Node 2's loop stops for longer than IDLE_MS: node 1 gives its link
+     * up, and node 2, back, finds it closed. */
     send_ok(&c->node[0], 2, "sleep");
     wait_down(&c->node[0], 2, true);
     assert_true(stats_of(&c->node[0]).idle >= 1);
@@ -810,8 +815,9 @@ static bool node_closed(void *arg)
 }
 
 /* Frames for a peer that never finishes the handshake are lost once the
- * deadline passes, said so, and sends then fail at once; a dial under way
- * at close is cancelled and its frames said lost before close calls back. */
+ * deadline passes, said so, and sends then fail at once; what waits for a
+ * peer is bounded; a dial under way at close is cancelled and its frames
+ * said lost before close calls back. */
 static void test_deadline_and_close(void **state)
 {
     (void)state;
@@ -839,6 +845,7 @@ static void test_deadline_and_close(void **state)
                                          .secret = (const unsigned char *)secret_good,
                                          .secret_len = strlen(secret_good),
                                          .handshake_ms = 300,
+                                         .max_queued = 64,
                                          .on_frame = on_frame,
                                          .on_link_down = on_link_down,
                                          .arg = a};
@@ -858,6 +865,8 @@ static void test_deadline_and_close(void **state)
     assert_int_equal(st.dial_failures, 1);
 
     send_ok(a, 3, "req:and you?");
+    static const uint8_t too_much[60] = {0};
+    assert_int_equal(part__peer_send(a->n, 3, too_much, sizeof too_much), SL_EBUSY);
     uv_run(&loop, UV_RUN_NOWAIT); /* the dial starts */
     struct closing cl = {.t = a};
     size_t before = downs_of(a);
