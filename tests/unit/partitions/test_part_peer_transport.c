@@ -763,7 +763,7 @@ static void test_keepalive(void **state)
     send_ok(&c->node[0], 2, "req:first");
     wait_got(&c->node[0], 2, "rep:first", 1);
     /* Quiet, but each side's keepalives keep the links up. */
-    short_sleep(2 * IDLE_MS);
+    short_sleep(2L * IDLE_MS);
     assert_int_equal(stats_of(&c->node[0]).idle, 0);
     assert_int_equal(stats_of(&c->node[1]).idle, 0);
     assert_int_equal(downs_of(&c->node[0]), 0);
