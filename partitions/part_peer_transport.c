@@ -71,7 +71,7 @@ struct link {
     int handles; /* tcp and timer, open */
     uv_tcp_t *tcp;
     uv_timer_t tick; /* keepalive and idle check */
-    uint64_t last_read_ms;
+    uint64_t last_read_ms, last_tick_ms;
     bool wrote_since_tick;
     bool write_busy, ka_busy;
     struct fqueue writing; /* the frames of the write in flight */
@@ -412,12 +412,20 @@ static void on_keepalive_written(uv_write_t *w, int status)
 }
 
 /* Every keepalive_ms: a link that heard nothing for idle_ms is dead; one
- * that wrote nothing since the last tick says it is alive. */
+ * that wrote nothing since the last tick says it is alive. A tick that
+ * comes late is this loop's own stall (a long callback, a stopped
+ * process): the peer's bytes may be waiting unread in the socket, since
+ * libuv runs timers before it polls, so the peer gets a fresh window. */
 static void on_tick(uv_timer_t *t)
 {
     struct link *l = t->data;
     struct part__peer_node *n = l->node;
-    if (uv_now(t->loop) - l->last_read_ms > n->idle_ms) {
+    uint64_t now = uv_now(t->loop);
+    if (now - l->last_tick_ms > n->idle_ms / 2) {
+        l->last_read_ms = now;
+    }
+    l->last_tick_ms = now;
+    if (now - l->last_read_ms > n->idle_ms) {
         link_refuse(l, &n->idle, "silent for too long");
         return;
     }
@@ -531,7 +539,7 @@ static void link_new(struct part__peer_node *n, struct member *m, uv_tcp_t *tcp,
     l->outgoing = outgoing;
     l->tcp = tcp;
     l->handles = 2;
-    l->last_read_ms = uv_now(n->loop);
+    l->last_read_ms = l->last_tick_ms = uv_now(n->loop);
     tcp->data = l;
     l->tick.data = l;
     SL_ASSERT(uv_timer_init(n->loop, &l->tick) == 0);
