@@ -135,7 +135,8 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
         nodes = sl_xcalloc(cc->node_count, sizeof(*nodes));
         for (size_t i = 0; i < cc->node_count; i++) {
             nodes[i] = (struct part_cluster_node){cc->nodes[i].id, cc->nodes[i].raft.host,
-                                                  cc->nodes[i].raft.port};
+                                                  cc->nodes[i].raft.port, cc->nodes[i].peer.host,
+                                                  cc->nodes[i].peer.port};
         }
         cluster = (struct part_cluster_options){.node_id = cc->node_id,
                                                 .nodes = nodes,

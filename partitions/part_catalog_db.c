@@ -754,8 +754,12 @@ static void *catalog_main(void *arg)
             continue;
         }
         if (!may_run) {
-            job->status = SL_EUNAVAIL; /* not the catalog's leader (yet) */
-            e->hooks.complete(job);
+            if (job->origin != NULL || e->hooks.forward == NULL) {
+                job->status = SL_EUNAVAIL; /* not the catalog's leader (yet) */
+                e->hooks.complete(job);
+            } else {
+                e->hooks.forward(e, job, true);
+            }
             continue;
         }
         catalog_exec(e, job);

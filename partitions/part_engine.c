@@ -26,6 +26,7 @@
 #include "part_catalog_db.h"
 #include "part_client.h"
 #include "part_disk.h"
+#include "part_fwd.h"
 #include "part_poll.h"
 #include "part_raft_transport.h"
 #include "part_repl.h"
@@ -354,6 +355,11 @@ static int cluster_open(struct part_engine *e, const struct part_cluster_options
         }
         rc = cluster_groups(e, c, buf, sizeof buf);
     }
+    if (rc == SL_OK) {
+        uint8_t id[32];
+        derive(c, "sluice cluster id v1", id);
+        rc = part__fwd_new(e, c, id, buf, sizeof buf);
+    }
     if (rc != SL_OK) {
         set_err(err, errlen, buf);
         sl_log(SL_LOG_ERROR, LOG_MOD, "cluster: %s", buf);
@@ -484,12 +490,14 @@ void part_engine_close(struct part_engine *e)
     part_engine_drain_polls(e);
     atomic_store(&e->closing, true);
     part__repl_mute(e->repl); /* its hooks touch the threads stopped below */
+    part__fwd_stop(e->fwd);   /* nothing more comes from other nodes */
     /* The catalog first: a queue delete it finishes submits purges. */
     part__catalog_db_stop(e);
     for (uint32_t p = 0; p < e->nparts; p++) {
         part__writer_stop(&e->writers[p]);
     }
     free(e->writers);
+    part__fwd_free(e->fwd);
     part__catalog_db_close(e);
     part__repl_free(e->repl); /* after every connection to its images */
     part__disk_close(e);

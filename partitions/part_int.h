@@ -41,6 +41,8 @@ struct part_groups;
 struct part_gdir;
 struct part_repl;
 struct part_repl_group;
+struct part_fwd;
+struct part_fwd_origin;
 
 struct part_qcount {
     _Atomic int64_t ready;
@@ -274,6 +276,9 @@ struct part_job {
      * its partition (part__gdir_place), given back for those not stored */
     bool gdir_held;
     /* set when the job reaches a writer's queue (under its mu) */
+    /* a job another node forwarded here (part_fwd.c): finishing it means
+     * answering that node; NULL for this node's own */
+    struct part_fwd_origin *origin;
     uint32_t cost;   /* part__job_cost */
     uint64_t enq_ns; /* sl_mono_ns */
     uint64_t seq;    /* the writer's push order (part_sched.c) */
@@ -445,6 +450,12 @@ struct part_hooks {
     void (*wake)(struct part_engine *e, struct part_queue *q, uint32_t p, int64_t n);
     /* Completes every parked receive of q with status. */
     void (*flush_waiters)(struct part_queue *q, int status);
+    /* A cluster's: a job for a group this node does not lead goes to the
+     * leader (catalog: the catalog's group, else job->partition's), and
+     * comes back as if the writer had run it; a job with an origin
+     * answers it. Any thread. */
+    void (*forward)(struct part_engine *e, struct part_job *job, bool catalog);
+    void (*answer)(struct part_job *job);
 };
 
 struct part_engine {
@@ -477,6 +488,7 @@ struct part_engine {
      * take their leads only then, or their rebuild would miss queues. */
     struct part_repl *repl;
     _Atomic bool catalog_synced;
+    struct part_fwd *fwd; /* a cluster's forwarding (part_fwd.c) */
 };
 
 /* Inline helpers over the types above; any thread. */

@@ -313,7 +313,7 @@ static void finish_jobs(struct part_writer *w, struct part_job *jobs, int status
         if (status != SL_OK) {
             j->status = status;
         }
-        if (j->op == PART_OP_RECEIVE) {
+        if (j->op == PART_OP_RECEIVE && j->origin == NULL) {
             e->hooks.receive_continue(e, j);
         } else {
             e->hooks.complete(j);
@@ -1044,6 +1044,24 @@ static bool lead_follow(struct part_writer *w)
     return w->leading;
 }
 
+/* Jobs for a group this node does not lead go to its leader; one another
+ * node forwarded here already is not sent on (its origin retries). */
+static void forward_jobs(struct part_writer *w, struct part_job *jobs)
+{
+    struct part_engine *e = w->engine;
+    while (jobs != NULL) {
+        struct part_job *j = jobs;
+        jobs = j->next;
+        j->next = NULL;
+        if (j->origin != NULL || e->hooks.forward == NULL) {
+            j->status = SL_EUNAVAIL;
+            e->hooks.complete(j);
+        } else {
+            e->hooks.forward(e, j, false);
+        }
+    }
+}
+
 /* ---- thread ------------------------------------------------------------ */
 
 static void deadline_in(struct timespec *ts, uint64_t ms)
@@ -1128,7 +1146,7 @@ static void *writer_main(void *arg)
             continue;
         }
         if (!lead_follow(w)) {
-            finish_jobs(w, jobs, SL_EUNAVAIL); /* not the leader (yet) */
+            forward_jobs(w, jobs);
             if (stop) {
                 break;
             }

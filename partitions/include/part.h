@@ -73,10 +73,13 @@ struct part_cluster_node {
     uint16_t id;
     const char *raft_host; /* an IP literal */
     uint16_t raft_port;
+    const char *peer_host; /* its peer port, where jobs are forwarded */
+    uint16_t peer_port;
 };
 
 /* Replication (docs/design.md "Cluster"): the catalog and every partition
- * are a Raft group with every node as a voter. */
+ * are a Raft group with every node as a voter. A job for a group another
+ * node leads is forwarded to it over the peer ports. */
 struct part_cluster_options {
     uint16_t node_id;                      /* one of nodes */
     const struct part_cluster_node *nodes; /* every node, this one included */
@@ -96,9 +99,10 @@ struct part_options {
     uint32_t checkpoint_pages; /* WAL pages before a checkpoint; 0: 2048 */
     uint32_t max_batch_jobs;   /* jobs per group commit; 0: 1024 */
     /* NULL: one node, its files on disk. Else the catalog and partitions
-     * are replicated images (data_dir keeps their logs and snapshots),
-     * and a job for a partition this node does not lead fails with
-     * SL_EUNAVAIL. Borrowed for the call. */
+     * are replicated images (data_dir keeps their logs and snapshots); a
+     * job for a group another node leads runs there, and one for a group
+     * with no reachable leader fails with SL_EUNAVAIL. Borrowed for the
+     * call. */
     const struct part_cluster_options *cluster;
 };
 

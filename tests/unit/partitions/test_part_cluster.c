@@ -1,17 +1,20 @@
 /*
  * test_part_cluster.c -- three engines of one cluster in one process, each
- * with its own data_dir, loop and Raft port on loopback: the catalog and
- * every partition are replicated groups (docs/design.md "Cluster").
+ * with its own data_dir, loop, Raft port and peer port on loopback: the
+ * catalog and every partition are replicated groups, and a job for a group
+ * another node leads is forwarded to it (docs/design.md "Cluster").
  *
- * A job reaches storage only on the node that leads its group, so the
- * test tries each node in turn, as a client retries a 503: a node that
- * does not lead answers SL_EUNAVAIL, never a guess. It proves that a queue
- * made on the catalog's leader appears on every node; that a message
- * acknowledged by a partition's leader survives that leader's death, is
- * counted and received on the new leader, and its receipt handle (MACed
- * with the key every node derives alike) deletes it there; that a deleted
- * message does not come back; and that the dead node, started again on
- * its data_dir, catches up and serves.
+ * A job is tried on the node the test picks until it is served: during an
+ * election a node answers SL_EUNAVAIL, as the gateway answers a 503 that
+ * a client retries. It proves that any node makes a queue that every node
+ * then knows; that sends, receives and deletes through any node land on
+ * the partition's leader, and every node counts them; that a receipt
+ * handle from one node deletes through another; that a message
+ * acknowledged by a leader survives its death and is served once, through
+ * a survivor, after the dead node's lease runs out, while an acknowledged
+ * delete stays deleted; that the dead node catches up on its data_dir and
+ * serves; and that a long poll on a node that leads nothing of its queue
+ * wakes when a message is sent through another node.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,7 +39,7 @@ struct cluster {
     struct t_env n[NODES];
     bool up[NODES];
     struct part_cluster_node nodes[NODES];
-    uint16_t ports[NODES];
+    uint16_t ports[2 * NODES]; /* Raft, then peer */
 };
 
 static void node_open(struct cluster *c, int i)
@@ -72,14 +75,15 @@ static void node_close(struct cluster *c, int i)
 static int setup(void **state)
 {
     struct cluster *c = calloc(1, sizeof *c);
-    t_reserve_ports(c->ports, NODES);
+    t_reserve_ports(c->ports, 2 * NODES);
     for (int i = 0; i < NODES; i++) {
         struct t_env *t = &c->n[i];
         snprintf(t->dir, sizeof t->dir, "/tmp/sluice-cluster-test-XXXXXX");
         assert_non_null(mkdtemp(t->dir));
         atomic_init(&t->now, T_START_MS);
         uv_loop_init(&t->loop);
-        c->nodes[i] = (struct part_cluster_node){(uint16_t)(i + 1), "127.0.0.1", c->ports[i]};
+        c->nodes[i] = (struct part_cluster_node){(uint16_t)(i + 1), "127.0.0.1", c->ports[i],
+                                                 "127.0.0.1", c->ports[NODES + i]};
     }
     for (int i = 0; i < NODES; i++) {
         node_open(c, i);
@@ -117,26 +121,20 @@ static void pause_ms(struct cluster *c, unsigned ms)
 /* A job submitted by fn on node i; SL_EUNAVAIL means "not the leader (yet)". */
 typedef int submit_fn(struct t_env *t, void *arg, struct t_done *d);
 
-/* Submits on each live node in turn until one does it (any status but
- * SL_EUNAVAIL); returns that node's index, d its answer. */
-static int on_leader(struct cluster *c, submit_fn *fn, void *arg, struct t_done *d)
+/* Submits on node i until it does it (any status but SL_EUNAVAIL, which
+ * an election in progress answers, as a client retries a 503). */
+static void on_node(struct cluster *c, int i, submit_fn *fn, void *arg, struct t_done *d)
 {
     uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
     while (sl_mono_ns() / 1000000 < deadline) {
-        for (int i = 0; i < NODES; i++) {
-            if (!c->up[i]) {
-                continue;
-            }
-            assert_int_equal(fn(&c->n[i], arg, d), SL_OK);
-            t_wait(&c->n[i], d);
-            if (d->status != SL_EUNAVAIL) {
-                return i;
-            }
+        assert_int_equal(fn(&c->n[i], arg, d), SL_OK);
+        t_wait(&c->n[i], d);
+        if (d->status != SL_EUNAVAIL) {
+            return;
         }
         pause_ms(c, 50);
     }
-    fail_msg("no node served the job within %d ms", TRY_MS);
-    return -1;
+    fail_msg("node %d did not serve the job within %d ms", i + 1, TRY_MS);
 }
 
 static int do_create(struct t_env *t, void *arg, struct t_done *d)
@@ -185,29 +183,6 @@ static int do_delete(struct t_env *t, void *arg, struct t_done *d)
     return part_delete(t->c, a->q, &a->receipt, 1, t_ck(d), t_on_done);
 }
 
-/* A receive finds nothing on a node that does not lead its partition (it
- * counts no messages there; forwarding to the leader is not built yet), so
- * it goes to the node that leads p by its own account. */
-static int recv_on_leader(struct cluster *c, struct recv_arg *a, struct t_done *d)
-{
-    uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
-    while (sl_mono_ns() / 1000000 < deadline) {
-        for (int i = 0; i < NODES; i++) {
-            if (!c->up[i] || part_engine_leader(c->n[i].e, a->p) != (uint64_t)i + 1) {
-                continue;
-            }
-            assert_int_equal(do_recv(&c->n[i], a, d), SL_OK);
-            t_wait(&c->n[i], d);
-            if (d->status != SL_EUNAVAIL) {
-                return i;
-            }
-        }
-        pause_ms(c, 50);
-    }
-    fail_msg("no leader served the receive within %d ms", TRY_MS);
-    return -1;
-}
-
 /* Waits until node i's catalog holds acme/name; returns its id. */
 static uint64_t known_on(struct cluster *c, int i, const char *name)
 {
@@ -252,44 +227,53 @@ static void wait_counts(struct cluster *c, int i, uint64_t q, uint32_t p, int64_
     }
 }
 
+/* The node that leads partition p, as node i learnt it (waits for one). */
+static int leader_of(struct cluster *c, int i, uint32_t p)
+{
+    uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
+    uint64_t id;
+    while ((id = part_engine_leader(c->n[i].e, p)) == 0 || !c->up[id - 1]) {
+        if (sl_mono_ns() / 1000000 > deadline) {
+            fail_msg("node %d knows no live leader of %u", i + 1, p);
+        }
+        pause_ms(c, 20);
+    }
+    return (int)id - 1;
+}
+
 static void test_replicated_failover(void **state)
 {
     struct cluster *c = *state;
     struct t_done d;
 
-    /* The queue, made on whichever node leads the catalog, reaches all. */
-    int cat = on_leader(c, do_create, "orders", &d);
+    /* Any node makes the queue (the catalog's leader does it); every node
+     * learns it. */
+    on_node(c, 0, do_create, "orders", &d);
     assert_int_equal(d.status, SL_OK);
     uint64_t q = d.queue_id;
     for (int i = 0; i < NODES; i++) {
         assert_int_equal(known_on(c, i, "orders"), q);
     }
-    /* Every node learns who leads the catalog (from its heartbeats). */
-    for (int i = 0; i < NODES; i++) {
-        uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
-        while (part_engine_leader(c->n[i].e, PART_CATALOG) != (uint64_t)cat + 1) {
-            if (sl_mono_ns() / 1000000 > deadline) {
-                fail_msg("node %d does not know the catalog's leader", i + 1);
-            }
-            pause_ms(c, 20);
-        }
-    }
 
-    /* One message on each partition, two on partition 0. */
+    /* Sends through every node: each lands on its partition's leader. */
     struct send_arg s0 = {q, 0, "zero"}, s0b = {q, 0, "zero-b"}, s1 = {q, 1, "one"};
-    int lead0 = on_leader(c, do_send, &s0, &d);
+    on_node(c, 0, do_send, &s0, &d);
     assert_int_equal(d.status, SL_OK);
     char id0[PART_MSG_ID_LEN + 1];
     memcpy(id0, d.sent_ids[0], sizeof id0);
-    assert_int_equal(on_leader(c, do_send, &s0b, &d), lead0);
+    on_node(c, 1, do_send, &s0b, &d);
     assert_int_equal(d.status, SL_OK);
-    on_leader(c, do_send, &s1, &d);
+    on_node(c, 2, do_send, &s1, &d);
     assert_int_equal(d.status, SL_OK);
+    for (int i = 0; i < NODES; i++) {
+        wait_counts(c, i, q, 0, 2, 0);
+        wait_counts(c, i, q, 1, 1, 0);
+    }
 
-    /* Receive and delete "zero-b" on the leader: a delete acknowledged
-     * before the failover must not come back after it. */
+    /* Received through one node, deleted through another: a receipt handle
+     * is good on every node. */
     struct recv_arg r0 = {q, 0};
-    assert_int_equal(recv_on_leader(c, &r0, &d), lead0);
+    on_node(c, 1, do_recv, &r0, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.count, 2);
     int b = strcmp(d.msgs[0].body, "zero-b") == 0 ? 0 : 1;
@@ -297,75 +281,105 @@ static void test_replicated_failover(void **state)
     char receipt_b[PART_RECEIPT_MAX];
     snprintf(receipt_b, sizeof receipt_b, "%s", d.msgs[b].receipt);
     struct delete_arg del_b = {q, receipt_b};
-    assert_int_equal(on_leader(c, do_delete, &del_b, &d), lead0);
+    on_node(c, 2, do_delete, &del_b, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.entry[0], SL_OK);
-
-    /* Every node counts what the leaders stored. */
     for (int i = 0; i < NODES; i++) {
         wait_counts(c, i, q, 0, 0, 1);
-        wait_counts(c, i, q, 1, 1, 0);
     }
 
     /* The leader of partition 0 dies. */
+    int lead0 = leader_of(c, 0, 0);
     node_close(c, lead0);
 
-    /* A survivor takes the lead, counts the message, and serves it once
-     * its lease runs out; the deleted one stays deleted. */
+    /* A survivor takes the lead; once the lease the dead node gave runs
+     * out there, the message is ready again and any survivor serves it,
+     * once; the deleted one stays deleted. */
     int other = (lead0 + 1) % NODES;
+    int lead0b;
     uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
-    uint64_t leader = 0;
-    while ((leader = part_engine_leader(c->n[other].e, 0)) == 0 || leader == (uint64_t)lead0 + 1) {
+    while ((lead0b = leader_of(c, other, 0)) == lead0) {
         if (sl_mono_ns() / 1000000 > deadline) {
             fail_msg("partition 0 has no new leader");
         }
         pause_ms(c, 20);
     }
-    /* Past the lease the dead node gave: the new leader's timer (rebuilt
-     * from the replicated row) makes the message ready again. */
-    int lead0b = (int)leader - 1;
-    t_advance(&c->n[lead0b], 31000);
+    int via = 3 - lead0 - lead0b; /* the survivor that does not lead it */
+    for (int i = 0; i < NODES; i++) {
+        if (c->up[i]) {
+            t_advance(&c->n[i], 31000);
+        }
+    }
     deadline = sl_mono_ns() / 1000000 + TRY_MS;
-    while (ready_on(c, lead0b, q, 0) != 1) {
+    while (ready_on(c, via, q, 0) != 1) {
         if (sl_mono_ns() / 1000000 > deadline) {
             fail_msg("the message the dead leader leased never became ready again");
         }
         part_engine_kick(c->n[lead0b].e);
         pause_ms(c, 20);
     }
-    assert_int_equal(recv_on_leader(c, &r0, &d), lead0b);
+    on_node(c, via, do_recv, &r0, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "zero");
     assert_string_equal(d.msgs[0].id, id0);
-    assert_int_equal(ready_on(c, lead0b, q, 0), 0);
-
-    /* Its receipt handle deletes it on the new leader. */
     char receipt0[PART_RECEIPT_MAX];
     snprintf(receipt0, sizeof receipt0, "%s", d.msgs[0].receipt);
     struct delete_arg del0 = {q, receipt0};
-    assert_int_equal(on_leader(c, do_delete, &del0, &d), lead0b);
+    on_node(c, lead0b, do_delete, &del0, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.entry[0], SL_OK);
 
-    /* The dead node comes back on its data_dir and catches up: it learns
-     * the queue, and partition 1's message is still served by the
-     * cluster. */
+    /* The dead node comes back on its data_dir, catches up, and serves:
+     * partition 1's message through it, partition 0 empty. */
     node_open(c, lead0);
     t_advance(&c->n[lead0], 31000);
-    wait_counts(c, lead0, q, 0, 0, 0); /* replayed: the delete after it died */
-    wait_counts(c, lead0, q, 1, 1, 0);
-    t_advance(&c->n[3 - lead0 - lead0b], 31000); /* every clock alike */
     assert_int_equal(known_on(c, lead0, "orders"), q);
+    wait_counts(c, lead0, q, 0, 0, 0);
+    wait_counts(c, lead0, q, 1, 1, 0);
     struct recv_arg r1 = {q, 1};
-    recv_on_leader(c, &r1, &d);
+    on_node(c, lead0, do_recv, &r1, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "one");
-    /* Partition 0 is empty on every node that leads it now. */
-    recv_on_leader(c, &r0, &d);
+    on_node(c, lead0, do_recv, &r0, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.count, 0);
+}
+
+/* A long poll on a node that leads nothing of the queue wakes when a
+ * message is sent through another node: the leader's entry reaches it. */
+static void test_long_poll_wakes_anywhere(void **state)
+{
+    struct cluster *c = *state;
+    struct t_done d;
+    on_node(c, 0, do_create, "waits", &d);
+    assert_int_equal(d.status, SL_OK);
+    uint64_t q = d.queue_id;
+    int lead = leader_of(c, 0, 1);
+    int poller = (lead + 1) % NODES, sender = (lead + 2) % NODES;
+    known_on(c, poller, "waits");
+    known_on(c, sender, "waits");
+    uint32_t p = 1;
+    struct part_receive_req req = {.queue_id = q,
+                                   .partitions = &p,
+                                   .partition_count = 1,
+                                   .max_messages = 1,
+                                   .visibility_s = 30,
+                                   .wait_ms = 15000};
+    struct t_done w;
+    uint64_t ticket = 0;
+    assert_int_equal(part_receive(c->n[poller].c, &req, t_ck(&w), t_on_done, &ticket), SL_OK);
+    pause_ms(c, 200); /* parked */
+    assert_false(w.done);
+    struct send_arg s = {q, 1, "wake"};
+    on_node(c, sender, do_send, &s, &d);
+    assert_int_equal(d.status, SL_OK);
+    t_wait(&c->n[poller], &w);
+    assert_int_equal(w.status, SL_OK);
+    assert_int_equal(w.count, 1);
+    assert_string_equal(w.msgs[0].body, "wake"); /* a timed-out poll answers none */
+    (void)ticket;
 }
 
 int main(void)
@@ -373,6 +387,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_replicated_failover, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_poll_wakes_anywhere, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
