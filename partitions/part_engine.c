@@ -343,6 +343,7 @@ static int cluster_open(struct part_engine *e, const struct part_cluster_options
 {
     char buf[512] = "";
     e->nparts = e->opt.partitions;
+    e->node_id = c->node_id;
     int rc = cluster_node(e, c, buf, sizeof buf);
     if (rc == SL_OK) {
         part__disk_open(e);
@@ -511,6 +512,11 @@ void part_engine_close(struct part_engine *e)
 const uint8_t *part_engine_key(const struct part_engine *e)
 {
     return e->key;
+}
+
+uint16_t part_engine_node_id(const struct part_engine *e)
+{
+    return e->node_id;
 }
 
 uint64_t part_engine_leader(const struct part_engine *e, uint32_t p)

@@ -489,6 +489,7 @@ struct part_engine {
     struct part_repl *repl;
     _Atomic bool catalog_synced;
     struct part_fwd *fwd; /* a cluster's forwarding (part_fwd.c) */
+    uint16_t node_id;     /* a cluster's; 0 on one node */
 };
 
 /* Inline helpers over the types above; any thread. */

@@ -120,6 +120,9 @@ struct part_options {
 int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,
                      size_t errlen);
 
+/* A cluster's: this node's id; 0 on one node. Any thread. */
+uint16_t part_engine_node_id(const struct part_engine *e);
+
 /* part_engine_leader's name for the catalog's group. */
 #define PART_CATALOG UINT32_MAX
 
