@@ -491,11 +491,19 @@ static bool handler_admits(enum gw_sqs_action a)
     }
 }
 
-static void answer_healthz(struct gw_exchange *ex)
+/* 200 "ok"; a cluster's node that cannot serve yet (no catalog leader
+ * known, or still applying what it knows committed) answers 503, so that
+ * a load balancer sends its clients elsewhere meanwhile. */
+static void answer_healthz(struct gw_exchange *ex, struct part_engine *engine)
 {
     const struct gw_header h[] = {
         {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("text/plain")},
     };
+    if (!part_engine_ready(engine)) {
+        static const char body[] = "catching up";
+        gw_exchange_respond(ex, 503, h, SL_ARRAY_LEN(h), body, sizeof(body) - 1);
+        return;
+    }
     gw_exchange_respond(ex, 200, h, SL_ARRAY_LEN(h), "ok", 2);
 }
 
@@ -503,7 +511,7 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
 {
     struct gw_api_loop *l = loop_ctx;
     if (sl_slice_eq_cstr(req->method, "GET") && sl_slice_eq_cstr(req->path, "/healthz")) {
-        answer_healthz(ex);
+        answer_healthz(ex, l->api->engine);
         return;
     }
 

@@ -444,6 +444,13 @@ static void catalog_exec(struct part_engine *e, struct part_job *job)
             ok = false;
             rc = end == SL_ECLOSED ? SL_ECLOSED : SL_EUNAVAIL;
         }
+        if (ok) {
+            /* Followers learn the commit with the barrier's append, not at
+             * the next heartbeat: a queue made through one node is known
+             * on the others by the time its maker hears of it. Committed
+             * already, so a failure here changes no answer. */
+            (void)part__repl_sync(e->catw.group);
+        }
     }
     if (!ok) {
         if (created != NULL) {

@@ -519,6 +519,12 @@ uint16_t part_engine_node_id(const struct part_engine *e)
     return e->node_id;
 }
 
+bool part_engine_ready(const struct part_engine *e)
+{
+    return e->repl == NULL ||
+           (atomic_load(&e->catalog_synced) && part__repl_caught_up(e->catw.group));
+}
+
 uint64_t part_engine_leader(const struct part_engine *e, uint32_t p)
 {
     if (e->repl == NULL) {

@@ -26,8 +26,11 @@
  *
  * Threading: on_frame and on_link_down run on the peer port's thread;
  * forward and answer on writer threads, the catalog thread or a loop. The
- * table of jobs waiting for an answer, and every call into the peer port,
- * are under f->mu, so that nothing reaches the port after it closed.
+ * table of jobs waiting for an answer is under f->mu; every call into the
+ * peer port holds f->port read-locked, and closing takes it for writing,
+ * so that nothing reaches the port after it closed. The two are never
+ * held together: the port's thread calls back (on_link_down) holding its
+ * own lock, which a send takes too.
  */
 #include "part_fwd.h"
 
@@ -66,8 +69,9 @@ struct part_fwd {
     struct part_engine *e;
     struct part__peer_node *peer;
     uint16_t self;
-    pthread_mutex_t mu;
+    pthread_rwlock_t port; /* closed, and peer's life */
     bool closed;
+    pthread_mutex_t mu; /* the waiting table */
     struct waiting *buckets[WAIT_BUCKETS];
     uint64_t next_id;
 };
@@ -208,9 +212,9 @@ static struct part_kv *get_kvs(struct rd *r, size_t *n)
 
 static void answer_frame(struct part_fwd *f, uint64_t link, const struct sl_buf *b)
 {
-    pthread_mutex_lock(&f->mu);
+    pthread_rwlock_rdlock(&f->port);
     int rc = f->closed ? SL_ECLOSED : part__peer_reply(f->peer, link, b->p, b->n);
-    pthread_mutex_unlock(&f->mu);
+    pthread_rwlock_unlock(&f->port);
     if (rc != SL_OK) {
         /* the origin learns it from its link, and retries */
         sl_log_limited(&fwd_log_limit, SL_LOG_WARN, LOG_MOD, "forwarding: an answer is lost: %s",
@@ -609,24 +613,28 @@ static void forward(struct part_engine *e, struct part_job *job, bool catalog)
         finish(e, job, SL_EUNAVAIL);
         return;
     }
-    struct sl_buf b;
-    sl_buf_init(&b);
+    /* In the table before it is sent: the answer may come at once. */
+    struct waiting *w = sl_xcalloc(1, sizeof *w);
     pthread_mutex_lock(&f->mu);
     uint64_t id = ++f->next_id;
-    put_request(&b, id, job);
-    int rc = SL_ECLOSED;
-    if (!f->closed) {
-        rc = part__peer_send(f->peer, (uint16_t)leader, b.p, b.n);
-    }
-    if (rc == SL_OK) {
-        struct waiting *w = sl_xcalloc(1, sizeof *w);
-        *w = (struct waiting){id, (uint16_t)leader, job, *bucket_of(f, id)};
-        *bucket_of(f, id) = w;
-    }
+    *w = (struct waiting){id, (uint16_t)leader, job, *bucket_of(f, id)};
+    *bucket_of(f, id) = w;
     pthread_mutex_unlock(&f->mu);
+    struct sl_buf b;
+    sl_buf_init(&b);
+    put_request(&b, id, job);
+    pthread_rwlock_rdlock(&f->port);
+    int rc = f->closed ? SL_ECLOSED : part__peer_send(f->peer, (uint16_t)leader, b.p, b.n);
+    pthread_rwlock_unlock(&f->port);
     sl_buf_free(&b);
     if (rc != SL_OK) {
-        finish(e, job, rc == SL_ECLOSED ? SL_ECLOSED : SL_EUNAVAIL);
+        pthread_mutex_lock(&f->mu);
+        struct waiting *mine = unwait(f, id); /* NULL: a link failure took it first */
+        pthread_mutex_unlock(&f->mu);
+        if (mine != NULL) {
+            free(mine);
+            finish(e, job, rc == SL_ECLOSED ? SL_ECLOSED : SL_EUNAVAIL);
+        }
     }
 }
 
@@ -874,6 +882,7 @@ int part__fwd_new(struct part_engine *e, const struct part_cluster_options *c,
     f->e = e;
     f->self = c->node_id;
     pthread_mutex_init(&f->mu, NULL);
+    pthread_rwlock_init(&f->port, NULL);
     struct part__peer_node_options o = {.id = c->node_id,
                                         .host = self != NULL ? self->peer_host : NULL,
                                         .port = self != NULL ? self->peer_port : 0,
@@ -892,6 +901,7 @@ int part__fwd_new(struct part_engine *e, const struct part_cluster_options *c,
         snprintf(err, errlen, "the peer port of node %u (%s:%u): %s", c->node_id,
                  self != NULL && self->peer_host != NULL ? self->peer_host : "?",
                  self != NULL ? self->peer_port : 0, sl_strerror(rc));
+        pthread_rwlock_destroy(&f->port);
         pthread_mutex_destroy(&f->mu);
         free(f);
         return rc;
@@ -907,10 +917,10 @@ void part__fwd_stop(struct part_fwd *f)
     if (f == NULL) {
         return;
     }
-    pthread_mutex_lock(&f->mu);
+    pthread_rwlock_wrlock(&f->port); /* waits out the sends under way */
     bool was = f->closed;
     f->closed = true;
-    pthread_mutex_unlock(&f->mu);
+    pthread_rwlock_unlock(&f->port);
     if (!was) {
         part__peer_node_close(f->peer, NULL, NULL); /* joins its thread */
         f->peer = NULL;
@@ -924,6 +934,7 @@ void part__fwd_free(struct part_fwd *f)
         return;
     }
     part__fwd_stop(f);
+    pthread_rwlock_destroy(&f->port);
     pthread_mutex_destroy(&f->mu);
     free(f);
 }

@@ -110,6 +110,9 @@ struct part_repl_group {
     struct repl_proposal *pending; /* this node's write in flight */
     uint64_t next_seq;
     atomic_bool leading; /* leader, and every earlier entry applied */
+    /* has heard from a leader (or is one) and applied every entry known
+     * committed: its image is as recent as this node can know */
+    atomic_bool caught_up;
     _Atomic uint64_t leader_id;
     _Atomic uint64_t applied;
 };
@@ -393,6 +396,9 @@ static void watch_group(struct part_repl_group *g)
     const char *address = NULL;
     raft_leader(&g->raft, &id, &address);
     atomic_store(&g->leader_id, (uint64_t)id);
+    /* A follower knows the commit index from its leader's appends. */
+    atomic_store(&g->caught_up, id != 0 && g->raft.commit_index > 0 &&
+                                    raft_last_applied(&g->raft) >= g->raft.commit_index);
     if (raft_state(&g->raft) != RAFT_LEADER) {
         atomic_store(&g->leading, false);
     } else if (!atomic_load(&g->leading) && !g->barrier_pending) {
@@ -505,6 +511,46 @@ int part__repl_write_end(struct part_repl_group *g, struct sl_slice note)
     return p.status;
 }
 
+/* A barrier this node proposes, and its waiter. */
+struct sync_call {
+    struct raft_barrier req;
+    struct part_repl_group *g;
+    int status;
+    bool done;
+};
+
+static void sync_done(struct raft_barrier *req, int status)
+{
+    struct sync_call *c = req->data;
+    pthread_mutex_lock(&c->g->mu);
+    c->status = status == 0 ? SL_OK : status == RAFT_SHUTDOWN ? SL_ECLOSED : SL_EUNAVAIL;
+    c->done = true;
+    pthread_cond_broadcast(&c->g->cv);
+    pthread_mutex_unlock(&c->g->mu);
+}
+
+static void sync_on_raft_thread(void *arg)
+{
+    struct sync_call *c = arg;
+    c->req.data = c;
+    int rv = c->g->node->closing ? RAFT_SHUTDOWN : raft_barrier(&c->g->raft, &c->req, sync_done);
+    if (rv != 0) {
+        sync_done(&c->req, rv);
+    }
+}
+
+int part__repl_sync(struct part_repl_group *g)
+{
+    struct sync_call c = {.g = g};
+    run_on_raft_thread(g->node, sync_on_raft_thread, &c);
+    pthread_mutex_lock(&g->mu);
+    while (!c.done) {
+        pthread_cond_wait(&g->cv, &g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return c.status;
+}
+
 /* ---- reads --------------------------------------------------------------------- */
 
 static int open_db_locked(struct part_repl_group *g, sqlite3 **out);
@@ -535,6 +581,11 @@ int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3
 bool part__repl_leading(const struct part_repl_group *g)
 {
     return atomic_load(&g->leading);
+}
+
+bool part__repl_caught_up(const struct part_repl_group *g)
+{
+    return atomic_load(&g->caught_up);
 }
 
 uint64_t part__repl_leader(struct part_repl_group *g)

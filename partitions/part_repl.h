@@ -101,6 +101,11 @@ int part__repl_group_open(struct part_repl *r, const char *name,
  * before its term began, so its image is whole: writes may start. */
 bool part__repl_leading(const struct part_repl_group *g);
 
+/* True once this node knows a leader of the group and has applied every
+ * entry it knows committed (a node that just started, or was cut off, is
+ * not): what it reads of the image is then as recent as it can know. */
+bool part__repl_caught_up(const struct part_repl_group *g);
+
 /* The id of the group's leader as this node last learnt it, 0 if none. */
 uint64_t part__repl_leader(struct part_repl_group *g);
 
@@ -125,6 +130,14 @@ int part__repl_write_begin(struct part_repl_group *g);
  * not say it was not), with the transaction rolled back here; SL_ECLOSED
  * when the node is closing. */
 int part__repl_write_end(struct part_repl_group *g, struct sl_slice note);
+
+/* On the group's leader: waits until a barrier entry proposed now is
+ * committed. Its append carries the commit of every entry before it to
+ * the followers, which apply them at once instead of at the next
+ * heartbeat: a write then followed by this is visible on a majority's
+ * memory when it returns. Returns SL_OK, SL_EUNAVAIL (the lead was lost)
+ * or SL_ECLOSED. Not on the Raft thread. */
+int part__repl_sync(struct part_repl_group *g);
 
 /* Runs fn with a read connection to the group's image on this node, under
  * the group's lock (so never beside an apply); fn's return value is

@@ -233,6 +233,14 @@ int gw__act_resolve(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref, 
 {
     if (gw__act_find_queue(ctx, ref->tenant, ref->name, q) != SL_OK) {
         struct gw_sqs_err err;
+        if (!part_engine_ready(ctx->api->engine)) {
+            /* A cluster's node still catching up may not know the queue
+             * yet: a retry (on it, or another node) finds out. */
+            gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE,
+                           "This node is catching up with the cluster; retry later.");
+            gw__act_fail(ctx, &err);
+            return SL_EUNAVAIL;
+        }
         gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
         gw__act_fail(ctx, &err);
         return SL_ENOTFOUND;

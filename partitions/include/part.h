@@ -123,6 +123,12 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
 /* A cluster's: this node's id; 0 on one node. Any thread. */
 uint16_t part_engine_node_id(const struct part_engine *e);
 
+/* A cluster's: whether this node can serve: it knows the catalog's leader
+ * and has applied every catalog entry it knows committed (a node that just
+ * started, or is cut off from the majority, cannot: its queues may be
+ * stale). Always true on one node. Any thread. */
+bool part_engine_ready(const struct part_engine *e);
+
 /* part_engine_leader's name for the catalog's group. */
 #define PART_CATALOG UINT32_MAX
 

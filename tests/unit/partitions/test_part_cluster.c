@@ -159,6 +159,7 @@ static int do_send(struct t_env *t, void *arg, struct t_done *d)
 struct recv_arg {
     uint64_t q;
     uint32_t p;
+    uint32_t wait_ms; /* a long poll: a follower counts a message once its entry lands */
 };
 
 static int do_recv(struct t_env *t, void *arg, struct t_done *d)
@@ -168,7 +169,8 @@ static int do_recv(struct t_env *t, void *arg, struct t_done *d)
                                    .partitions = &a->p,
                                    .partition_count = 1,
                                    .max_messages = PART_MAX_BATCH,
-                                   .visibility_s = 30};
+                                   .visibility_s = 30,
+                                   .wait_ms = a->wait_ms};
     return part_receive(t->c, &req, t_ck(d), t_on_done, NULL);
 }
 
@@ -272,7 +274,7 @@ static void test_replicated_failover(void **state)
 
     /* Received through one node, deleted through another: a receipt handle
      * is good on every node. */
-    struct recv_arg r0 = {q, 0};
+    struct recv_arg r0 = {q, 0, 0};
     on_node(c, 1, do_recv, &r0, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.count, 2);
@@ -337,7 +339,7 @@ static void test_replicated_failover(void **state)
     assert_int_equal(known_on(c, lead0, "orders"), q);
     wait_counts(c, lead0, q, 0, 0, 0);
     wait_counts(c, lead0, q, 1, 1, 0);
-    struct recv_arg r1 = {q, 1};
+    struct recv_arg r1 = {q, 1, 0};
     on_node(c, lead0, do_recv, &r1, &d);
     assert_int_equal(d.status, SL_OK);
     assert_int_equal(d.count, 1);
@@ -382,12 +384,49 @@ static void test_long_poll_wakes_anywhere(void **state)
     (void)ticket;
 }
 
+/* After a failover, the new leader's own writes stay visible to it: a
+ * message leased and deleted is never leased again. */
+static void test_new_leader_sees_its_writes(void **state)
+{
+    struct cluster *c = *state;
+    struct t_done d;
+    on_node(c, 0, do_create, "churn", &d);
+    assert_int_equal(d.status, SL_OK);
+    uint64_t q = d.queue_id;
+    int lead = leader_of(c, 0, 0);
+    node_close(c, lead);
+    int via = (lead + 1) % NODES;
+    known_on(c, via, "churn");
+    struct recv_arg r0 = {q, 0, 5000};
+    for (int round = 0; round < 200; round++) {
+        char body[32];
+        snprintf(body, sizeof body, "m%d", round);
+        struct send_arg s0 = {q, 0, body};
+        on_node(c, via, do_send, &s0, &d);
+        assert_int_equal(d.status, SL_OK);
+        on_node(c, via, do_recv, &r0, &d);
+        assert_int_equal(d.status, SL_OK);
+        if (d.count != 1 || strcmp(d.msgs[0].body, body) != 0 || d.msgs[0].receive_count != 1) {
+            fail_msg("round %d: got %zu messages, first %s (count %u)", round, d.count,
+                     d.count ? d.msgs[0].body : "-", d.count ? d.msgs[0].receive_count : 0);
+        }
+        char receipt[PART_RECEIPT_MAX];
+        snprintf(receipt, sizeof receipt, "%s", d.msgs[0].receipt);
+        struct delete_arg del = {q, receipt};
+        on_node(c, (via + round) % NODES == lead ? via : (via + round) % NODES, do_delete, &del,
+                &d);
+        assert_int_equal(d.status, SL_OK);
+        assert_int_equal(d.entry[0], SL_OK);
+    }
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_replicated_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_poll_wakes_anywhere, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_leader_sees_its_writes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
