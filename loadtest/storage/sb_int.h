@@ -64,6 +64,9 @@ struct sb_opts {
      * consumer deletes what it received); 10 and 10 unless ceiling_only */
     uint32_t cycle_send_batch;
     double cycle_take;
+    /* --page-size, with ceiling_only: the ceiling's files made with this
+     * page size instead of SQLite's default (0) */
+    uint32_t page_size;
     uint64_t memory; /* >0: the memory probe with this many messages instead */
     uint32_t memory_partitions;
     uint32_t memory_body;

@@ -26,6 +26,7 @@ static const char USAGE[] =
     "  --cycle-send-batch N  with --ceiling-only: messages per send job of the cycle (10)\n"
     "  --cycle-take X      with --ceiling-only: mean messages per receive job of the\n"
     "                      cycle, and per delete job (10)\n"
+    "  --page-size N       with --ceiling-only: the files' page size (512..65536)\n"
     "  --memory N          instead: resident memory with N ready messages\n"
     "  --memory-partitions P (default 1)   --memory-body N (default 16)\n"
     "  --tmpdir DIR        parent of the fresh data dirs (default $TMPDIR or /tmp)\n"
@@ -128,7 +129,8 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
         O_CEILING_ONLY,
         O_JOBS_PER_COMMIT,
         O_CYCLE_SEND,
-        O_CYCLE_TAKE
+        O_CYCLE_TAKE,
+        O_PAGE_SIZE
     };
     static const struct option longs[] = {
         {"partitions", required_argument, NULL, 'p'},
@@ -145,6 +147,7 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
         {"jobs-per-commit", required_argument, NULL, O_JOBS_PER_COMMIT},
         {"cycle-send-batch", required_argument, NULL, O_CYCLE_SEND},
         {"cycle-take", required_argument, NULL, O_CYCLE_TAKE},
+        {"page-size", required_argument, NULL, O_PAGE_SIZE},
         {"memory", required_argument, NULL, 'm'},
         {"memory-partitions", required_argument, NULL, O_MEM_PARTS},
         {"memory-body", required_argument, NULL, O_MEM_BODY},
@@ -213,6 +216,10 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
         case O_CYCLE_TAKE:
             ok = parse_double(optarg, 1, PART_MAX_BATCH, &o->cycle_take);
             break;
+        case O_PAGE_SIZE:
+            ok = parse_u64(optarg, 512, 65536, &v) && (v & (v - 1)) == 0;
+            o->page_size = (uint32_t)v;
+            break;
         case 'm':
             ok = parse_u64(optarg, 2, 100000000, &v);
             o->memory = v;
@@ -249,11 +256,13 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
     }
     /* The engine's cycle driver sends, receives and deletes in tens; a
      * ceiling of other batches would not be its ceiling. */
-    bool cycle_custom = o->cycle_send_batch != PART_MAX_BATCH || o->cycle_take != PART_MAX_BATCH;
+    bool cycle_custom = o->cycle_send_batch != PART_MAX_BATCH || o->cycle_take != PART_MAX_BATCH ||
+                        o->page_size != 0;
     if ((o->ceiling_only != (o->jobs_per_commit > 0)) || (cycle_custom && !o->ceiling_only) ||
         (o->ceiling_only && (!o->ceiling || o->memory > 0))) {
-        fprintf(stderr, "sluice-storage-bench: --ceiling-only goes with --jobs-per-commit (and "
-                        "only it with --cycle-*), without --no-ceiling or --memory\n");
+        fprintf(stderr,
+                "sluice-storage-bench: --ceiling-only goes with --jobs-per-commit (and "
+                "only it with --cycle-* and --page-size), without --no-ceiling or --memory\n");
         return SL_EINVAL;
     }
     if (!any_part) {

@@ -475,7 +475,13 @@ static int raw_open(struct raw_part *rp, const char *dir, enum part_durability d
     }
     const char *pragmas =
         part_sql_text(dur == PART_DURABILITY_FSYNC ? PART_SQL_PRAGMAS_FSYNC : PART_SQL_PRAGMAS_OS);
-    if (sqlite3_exec(rp->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
+    /* --page-size: what another page size would write (the file is new,
+     * so the pragma takes before the WAL and the schema exist) */
+    char page_size[48];
+    snprintf(page_size, sizeof page_size, "PRAGMA page_size=%u", rp->opt->page_size);
+    if ((rp->opt->page_size > 0 &&
+         sqlite3_exec(rp->db, page_size, NULL, NULL, NULL) != SQLITE_OK) ||
+        sqlite3_exec(rp->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(rp->db, part_sql_text(PART_SQL_SCHEMA), NULL, NULL, NULL) != SQLITE_OK) {
         goto fail;
     }

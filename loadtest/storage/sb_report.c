@@ -151,6 +151,7 @@ int sb_report_json(const struct sb_run *run, const char *path)
     json_object_set_new(opts, "jobs_per_commit", json_real(o->jobs_per_commit));
     json_object_set_new(opts, "cycle_send_batch", json_integer((json_int_t)o->cycle_send_batch));
     json_object_set_new(opts, "cycle_take", json_real(o->cycle_take));
+    json_object_set_new(opts, "page_size", json_integer((json_int_t)o->page_size));
     json_object_set_new(root, "options", opts);
     json_t *cells = json_array();
     for (size_t i = 0; i < run->ncells; i++) {
