@@ -407,7 +407,10 @@ int part__sql_exec(sqlite3 *db, const char *sql)
  * (migrating a replicated image belongs with rolling upgrades). */
 static bool schema_replicated(struct part_writer *w, char *why, size_t whylen, int *rc)
 {
-    if (part__sql_exec(w->db, "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;") != SL_OK) {
+    /* secure_delete=FAST as on one node (PART_PRAGMAS): every page a
+     * delete zeroes would be a frame of the entry, on every replica. */
+    if (part__sql_exec(w->db, "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"
+                              " PRAGMA secure_delete=FAST;") != SL_OK) {
         return failed(w, why, whylen, rc);
     }
     int version = user_version(w);
