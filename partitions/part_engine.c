@@ -27,6 +27,7 @@
 #include "part_client.h"
 #include "part_disk.h"
 #include "part_fwd.h"
+#include "part_handshake.h"
 #include "part_poll.h"
 #include "part_raft_transport.h"
 #include "part_repl.h"
@@ -517,6 +518,25 @@ const uint8_t *part_engine_key(const struct part_engine *e)
 uint16_t part_engine_node_id(const struct part_engine *e)
 {
     return e->node_id;
+}
+
+_Static_assert(PART_CLUSTER_REJECT_REASONS == PART__HS_REJECT_COUNT,
+               "part.h's count of refusal reasons is the handshake's");
+
+int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (e->repl == NULL) {
+        return SL_EINVAL;
+    }
+    part__repl_port_rejected(e->repl, out->raft_rejected);
+    part__fwd_stats(e->fwd, out);
+    return SL_OK;
+}
+
+const char *part_cluster_reject_reason(size_t i)
+{
+    return i < PART__HS_REJECT_COUNT ? part__hs_reject_name((enum part__hs_reject)i) : NULL;
 }
 
 bool part_engine_ready(const struct part_engine *e)

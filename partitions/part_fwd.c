@@ -864,6 +864,19 @@ static void on_link_down(void *arg, uint16_t node_id, uint64_t link, bool outgoi
     }
 }
 
+void part__fwd_stats(struct part_fwd *f, struct part_cluster_stats *out)
+{
+    pthread_rwlock_rdlock(&f->port);
+    if (!f->closed) {
+        struct part__peer_stats st;
+        part__peer_node_stats(f->peer, &st);
+        memcpy(out->peer_rejected, st.rejected, sizeof out->peer_rejected);
+        out->peer_frames_in = st.frames_in;
+        out->peer_frames_out = st.frames_out;
+    }
+    pthread_rwlock_unlock(&f->port);
+}
+
 /* ---- life ------------------------------------------------------------------------- */
 
 int part__fwd_new(struct part_engine *e, const struct part_cluster_options *c,

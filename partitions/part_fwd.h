@@ -20,6 +20,10 @@
 int part__fwd_new(struct part_engine *e, const struct part_cluster_options *c,
                   const uint8_t cluster_id[16], char *err, size_t errlen);
 
+/* The peer port's refusals and frames into *out (left as they are once
+ * it closed). Any thread. */
+void part__fwd_stats(struct part_fwd *f, struct part_cluster_stats *out);
+
 /* Closes the peer port: jobs waiting for another node fail with
  * SL_ECLOSED, and what is forwarded or answered from now on is dropped.
  * Before the writers stop. NULL: nothing. */

@@ -593,6 +593,13 @@ uint64_t part__repl_leader(struct part_repl_group *g)
     return atomic_load(&g->leader_id);
 }
 
+void part__repl_port_rejected(const struct part_repl *r, uint64_t out[PART__HS_REJECT_COUNT])
+{
+    struct part__raft_stats st;
+    part__raft_node_stats(r->port, &st);
+    memcpy(out, st.rejected, sizeof st.rejected);
+}
+
 uint64_t part__repl_applied(struct part_repl_group *g)
 {
     return atomic_load(&g->applied);

@@ -28,6 +28,7 @@
 
 #include <sqlite3.h>
 
+#include "part_handshake.h"
 #include "sl.h"
 
 /* Every image is written with this page size: a frame of the log is one
@@ -150,6 +151,10 @@ int part__repl_read(struct part_repl_group *g, int (*fn)(sqlite3 *db, void *arg)
  * one, rather than opening and closing one each time. */
 int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3 *db, void *arg),
                        void *arg);
+
+/* The Raft port's refused handshakes, by enum part__hs_reject. Any
+ * thread. */
+void part__repl_port_rejected(const struct part_repl *r, uint64_t out[PART__HS_REJECT_COUNT]);
 
 /* Entries this node applied to the group's image since the group opened
  * (its own writes included). */

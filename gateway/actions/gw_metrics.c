@@ -982,6 +982,25 @@ static void render_cluster(struct sl_buf *out, struct part_engine *e)
     for (uint32_t p = 0; p < np; p++) {
         v[p] = (double)part_engine_leader(e, p);
     }
+    struct part_cluster_stats cs;
+    if (part_engine_cluster_stats(e, &cs) == SL_OK) {
+        family(out, "sluice_cluster_rejected_total", "counter",
+               "Connections to this node's Raft or peer port refused at the handshake, by "
+               "reason (unauthenticated, another cluster, an unknown node, ...).");
+        for (size_t i = 0; i < PART_CLUSTER_REJECT_REASONS; i++) {
+            const char *reason = part_cluster_reject_reason(i);
+            sl_buf_printf(out, "sluice_cluster_rejected_total{port=\"raft\",reason=\"%s\"} %llu\n",
+                          reason, (unsigned long long)cs.raft_rejected[i]);
+            sl_buf_printf(out, "sluice_cluster_rejected_total{port=\"peer\",reason=\"%s\"} %llu\n",
+                          reason, (unsigned long long)cs.peer_rejected[i]);
+        }
+        family(out, "sluice_cluster_peer_frames_total", "counter",
+               "Frames on the peer port: jobs forwarded to their leaders and their answers.");
+        sl_buf_printf(out, "sluice_cluster_peer_frames_total{direction=\"in\"} %llu\n",
+                      (unsigned long long)cs.peer_frames_in);
+        sl_buf_printf(out, "sluice_cluster_peer_frames_total{direction=\"out\"} %llu\n",
+                      (unsigned long long)cs.peer_frames_out);
+    }
     partition_family(out, "sluice_partition_leader_node", "gauge",
                      "The node that leads the partition's Raft group, as this node knows it; 0: "
                      "none.",

@@ -129,6 +129,22 @@ uint16_t part_engine_node_id(const struct part_engine *e);
  * stale). Always true on one node. Any thread. */
 bool part_engine_ready(const struct part_engine *e);
 
+/* A cluster's node-to-node ports, counted since the node started. */
+#define PART_CLUSTER_REJECT_REASONS 10
+struct part_cluster_stats {
+    /* connections refused at the handshake, on the Raft port and on the
+     * peer port, by reason (part_cluster_reject_reason) */
+    uint64_t raft_rejected[PART_CLUSTER_REJECT_REASONS];
+    uint64_t peer_rejected[PART_CLUSTER_REJECT_REASONS];
+    uint64_t peer_frames_in; /* forwarded jobs and their answers */
+    uint64_t peer_frames_out;
+};
+/* Fills *out: SL_OK, or SL_EINVAL on one node. Any thread. */
+int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_stats *out);
+/* The label of reason i ("bad_mac", "unknown_node", ...), NULL past the
+ * last. */
+const char *part_cluster_reject_reason(size_t i);
+
 /* part_engine_leader's name for the catalog's group. */
 #define PART_CATALOG UINT32_MAX
 

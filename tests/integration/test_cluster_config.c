@@ -3,8 +3,9 @@
  * `sluiced --check-config` accepts a valid one (exit 0) and refuses two
  * nodes with one id, or a node list that disagrees with this node's own
  * addresses, with FILE:LINE:COLUMN (exit 1); a cluster of one node runs,
- * serves SQS from its replicated groups and keeps what it acknowledged
- * across a restart; and a SIGHUP that adds the section to a running node
+ * serves SQS from its replicated groups, shows its leaders and counts a
+ * stranger refused on its Raft port in /metrics, and keeps what it
+ * acknowledged across a restart; and a SIGHUP that adds the section to a running node
  * is logged as needing a restart while the node goes on serving.
  */
 #include <arpa/inet.h>
@@ -158,6 +159,7 @@ int main(void)
                  "    - {id: 1, raft: %s, peer: 127.0.0.1:7101, api: 127.0.0.1:9324}\n",
                  raft, secret, raft);
         nopt.extra_yaml = one;
+        nopt.admin = true;
         IT_REQUIRE(it_server_start(&node, &nopt) == 0);
         struct it_response r;
         sqs_retrying(&node, "CreateQueue", "{\"QueueName\":\"replicated\"}", &r);
@@ -170,6 +172,25 @@ int main(void)
         IT_CHECK(r.status == 200);
         it_response_free(&r);
         IT_CHECK(it_log_contains(&node, "node 1 of a cluster of 1"));
+        IT_CHECK(it_metric(&node, "sluice_cluster_node_id") == 1);
+        IT_CHECK(it_metric(&node, "sluice_partition_leader_node{partition=\"0\"}") == 1);
+
+        /* A stranger on the Raft port is refused and counted. */
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        IT_REQUIRE(fd >= 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        sa.sin_port = htons((uint16_t)atoi(strchr(raft, ':') + 1));
+        IT_REQUIRE(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+        static const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+                                   "padding to a whole hello, and more of it: 0123456789";
+        IT_CHECK(write(fd, junk, sizeof(junk) - 1) == (ssize_t)(sizeof(junk) - 1));
+        char sink[64];
+        while (read(fd, sink, sizeof(sink)) > 0) {
+        }
+        close(fd);
+        IT_CHECK(
+            it_metric(&node, "sluice_cluster_rejected_total{port=\"raft\",reason=\"bad_magic\"}") ==
+            1);
         IT_CHECK(it_server_stop(&node) == 0);
         IT_REQUIRE(it_server_restart(&node) == 0);
         snprintf(body, sizeof(body), "{\"QueueUrl\":\"%s\",\"WaitTimeSeconds\":2}", url);
