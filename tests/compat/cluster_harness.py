@@ -41,12 +41,14 @@ class Node:
 
 
 class Cluster:
-    """Three nodes; use as a context manager."""
+    """Three nodes (size of them); use as a context manager."""
 
-    def __init__(self, size=3, partitions=4, shard_size=4):
+    def __init__(self, size=3, partitions=4, shard_size=4, rate=5000, clustered=True):
         self.root = tempfile.mkdtemp(prefix="sluice-cluster-")
         self.partitions = partitions
         self.shard_size = shard_size
+        self.rate = rate  # each tenant's requests_per_second and burst
+        self.clustered = clustered  # False: one node without a cluster: section (baselines)
         self.secret = os.path.join(self.root, "cluster.secret")
         with open(self.secret, "wb") as f:
             f.write(os.urandom(48))
@@ -55,7 +57,10 @@ class Cluster:
     def _config(self, node):
         lines = harness.config_lines(node.port, node.admin_port, f"{node.dir}/data",
                                      self.partitions, self.shard_size, "fsync",
-                                     ["    limits: {requests_per_second: 5000, burst: 5000}"])
+                                     [f"    limits: {{requests_per_second: {self.rate}, "
+                                      f"burst: {self.rate}}}"])
+        if not self.clustered:
+            return "\n".join(lines) + "\n"
         lines += [
             "cluster:",
             f"  node_id: {node.id}",
