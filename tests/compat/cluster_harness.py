@@ -2,21 +2,98 @@
 loopback for the cluster tests: every node a real sluiced with its own
 data_dir and its SQS, admin, Raft and peer ports on 127.0.0.1, one shared
 cluster secret, each process tied to the test's life (PR_SET_PDEATHSIG),
-and the faults the tests inject: SIGKILL, SIGSTOP/SIGCONT and a restart on
-the node's own data_dir.
+and the faults the tests inject: SIGKILL, SIGSTOP/SIGCONT, a restart on
+the node's own data_dir, and a network cut.
+
+The cut: each node reaches each other node's Raft and peer ports through
+a TCP proxy of the test's own (a node's configuration lists the others at
+their proxies' addresses, itself at its real ones), so cutting a node off
+closes every proxied connection to and from it and refuses new ones until
+it is healed, as a partitioned network would.
 """
 
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 
 import harness
 from harness import BEARER_TOKEN, fail
+
+
+class Proxy:
+    """127.0.0.1:port -> 127.0.0.1:target, byte for byte, that can be cut."""
+
+    def __init__(self, target):
+        self.target = target
+        self.cut = False
+        self.lock = threading.Lock()
+        self.conns = []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                a, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.cut:
+                a.close()
+                continue
+            try:
+                b = socket.create_connection(("127.0.0.1", self.target), timeout=2)
+            except OSError:
+                a.close()
+                continue
+            b.settimeout(None)
+            with self.lock:
+                self.conns += [a, b]
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(b, a), daemon=True).start()
+
+    def _pipe(self, src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data or self.cut:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def set_cut(self, cut):
+        self.cut = cut
+        if cut:
+            with self.lock:
+                conns, self.conns = self.conns, []
+            for s in conns:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                    s.close()
+                except OSError:
+                    pass
+
+    def close(self):
+        self.closed = True
+        self.set_cut(True)
+        self.sock.close()
 
 
 class Node:
@@ -34,10 +111,12 @@ class Node:
         self.proc = None
         self.log = None
         self.stopped = False  # SIGSTOPped
+        self.cut = False  # cut off from the other nodes
 
     @property
     def up(self):
-        return self.proc is not None and self.proc.poll() is None and not self.stopped
+        return (self.proc is not None and self.proc.poll() is None and not self.stopped
+                and not self.cut)
 
 
 class Cluster:
@@ -53,6 +132,14 @@ class Cluster:
         with open(self.secret, "wb") as f:
             f.write(os.urandom(48))
         self.nodes = [Node(self.root, i + 1) for i in range(size)]
+        # proxies[(i, j, kind)]: node i's way to node j's kind port
+        self.proxies = {}
+        if clustered:
+            for a in self.nodes:
+                for b in self.nodes:
+                    if a is not b:
+                        self.proxies[(a.id, b.id, "raft")] = Proxy(b.raft_port)
+                        self.proxies[(a.id, b.id, "peer")] = Proxy(b.peer_port)
 
     def _config(self, node):
         lines = harness.config_lines(node.port, node.admin_port, f"{node.dir}/data",
@@ -71,9 +158,20 @@ class Cluster:
             "  nodes:",
         ]
         for n in self.nodes:
-            lines.append(f"    - {{id: {n.id}, raft: 127.0.0.1:{n.raft_port}, "
-                         f"peer: 127.0.0.1:{n.peer_port}, api: 127.0.0.1:{n.port}}}")
+            raft, peer = n.raft_port, n.peer_port
+            if n is not node:
+                raft = self.proxies[(node.id, n.id, "raft")].port
+                peer = self.proxies[(node.id, n.id, "peer")].port
+            lines.append(f"    - {{id: {n.id}, raft: 127.0.0.1:{raft}, "
+                         f"peer: 127.0.0.1:{peer}, api: 127.0.0.1:{n.port}}}")
         return "\n".join(lines) + "\n"
+
+    def cut(self, node, cut=True):
+        """Cuts node off from the others (cut=False heals it)."""
+        node.cut = cut
+        for (a, b, _), p in self.proxies.items():
+            if node.id in (a, b):
+                p.set_cut(cut)
 
     def start(self, node):
         binary = os.path.join(harness.build_dir(), "sluiced")
@@ -184,6 +282,8 @@ class Cluster:
         if exc_type is not None:
             for node in self.nodes:
                 print(f"--- node {node.id} log (tail)\n{self.log_tail(node)}")
+        for p in self.proxies.values():
+            p.close()
         if os.environ.get("SLUICE_CLUSTER_KEEP"):
             print(f"kept {self.root}")  # for a post-mortem of a failed run
         else:

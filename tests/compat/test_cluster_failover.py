@@ -3,8 +3,10 @@
 cluster-client.mjs), their workload spread over the three nodes'
 endpoints, while the node that leads the most partitions is killed with
 SIGKILL, then (after it came back) one is SIGSTOPped for longer than the
-election timeout. A checker that recorded every acknowledgement proves
-afterwards:
+election timeout, and then one is cut off the network (every connection
+to and from it through the test's proxies dropped) and healed; the cut
+node answers a send with 503, never an acknowledgement. A checker that
+recorded every acknowledgement proves afterwards:
   - no acknowledged send is lost (every one is received);
   - no acknowledged delete comes back (nothing is received after the
     acknowledgement of its delete);
@@ -27,7 +29,7 @@ import threading
 import time
 
 import harness
-from harness import TENANTS, Steps, eq, ok
+from harness import TENANTS, Steps, eq, fail, ok
 
 boto3 = harness.require_module("boto3", "python3-boto3")
 harness.require_module("botocore", "python3-botocore")
@@ -266,6 +268,26 @@ def main(s):
         cluster.pause(stopped)
         time.sleep(PHASE_S)
         cluster.resume(stopped)
+        time.sleep(PHASE_S)
+
+        s.step("cut the busiest node off the network: it refuses writes, then heals")
+        cut = cluster.busiest()
+        cluster.cut(cut)
+        cluster.wait_leaders()  # the majority elects leaders among itself
+        time.sleep(3)  # past the election timeout: the cut node steps down
+        lone = boto3.client("sqs", endpoint_url=cut.endpoint, region_name=harness.REGION,
+                            aws_access_key_id=key, aws_secret_access_key=secret,
+                            config=botocore_config.Config(retries={"total_max_attempts": 1},
+                                                          read_timeout=20))
+        for i in range(5):
+            try:
+                lone.send_message(QueueUrl=std_url, MessageBody=f"minority-{i}")
+                fail(f"the cut-off node acknowledged send minority-{i}")
+            except lone.exceptions.ClientError as exc:
+                eq(exc.response["ResponseMetadata"]["HTTPStatusCode"], 503,
+                   f"the cut-off node's answer to a send ({exc})")
+        time.sleep(PHASE_S / 2)
+        cluster.cut(cut, False)
         time.sleep(PHASE_S)
 
         s.step("drain and check every acknowledgement")
