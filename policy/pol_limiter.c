@@ -126,6 +126,28 @@ static void *open_slot(void *array, size_t *count, size_t *cap, size_t at, size_
     return array;
 }
 
+/* A cluster's node admits 1/N of every rate and burst of the snapshot,
+ * N its configured nodes: a load balancer spreads a tenant's requests
+ * over the nodes, and no request waits on another node to be admitted
+ * (docs/policy.md, "Limits across a cluster's nodes"). A burst rounds up,
+ * so that a burst of 1 still admits one request per node. */
+static uint32_t share_of(const struct cfg_snapshot *snap)
+{
+    return snap->cluster.enabled && snap->cluster.node_count > 1
+               ? (uint32_t)snap->cluster.node_count
+               : 1;
+}
+
+static struct cfg_rate shared(double requests_per_second, uint32_t burst, uint32_t share)
+{
+    struct cfg_rate r = {.requests_per_second = requests_per_second, .burst = burst};
+    if (share > 1) {
+        r.requests_per_second = requests_per_second / share;
+        r.burst = burst == 0 ? 0 : (burst + share - 1) / share;
+    }
+    return r;
+}
+
 /* A rule starts unlimited and inactive, so that its first activation
  * (pol_gcra_set_rate from "unlimited") starts it full. */
 static void rule_init(struct pol_rate_rule *r)
@@ -137,13 +159,15 @@ static void rule_init(struct pol_rate_rule *r)
 /* Follows the snapshot: an unset rate turns the rule inactive and leaves
  * its level alone; a set one keeps the level under the new rate (no free
  * burst) and turns it active after the rate is in place. */
-static void rule_apply(struct pol_rate_rule *r, const struct cfg_rate *want, uint64_t now_ns)
+static void rule_apply(struct pol_rate_rule *r, const struct cfg_rate *want, uint32_t share,
+                       uint64_t now_ns)
 {
     if (want == NULL || want->requests_per_second <= 0) {
         atomic_store(&r->active, false);
         return;
     }
-    pol_gcra_set_rate(&r->rate, want->requests_per_second, want->burst, now_ns);
+    struct cfg_rate mine = shared(want->requests_per_second, want->burst, share);
+    pol_gcra_set_rate(&r->rate, mine.requests_per_second, mine.burst, now_ns);
     atomic_store(&r->active, true);
 }
 
@@ -154,15 +178,16 @@ static struct pol_gcra *rule_rate(struct pol_rate_rule *r)
 
 /* The tenant's per-action and per-queue rules follow t's limits. */
 static void apply_rules(struct pol_tenant_state *s, const struct cfg_limits *limits,
-                        uint64_t now_ns)
+                        uint32_t share, uint64_t now_ns)
 {
     for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
-        rule_apply(&s->actions[a], &limits->actions[a], now_ns);
+        rule_apply(&s->actions[a], &limits->actions[a], share, now_ns);
     }
     /* Queues the snapshot no longer names turn inactive... */
     for (size_t i = 0; i < s->_queue_count; i++) {
         const char *q = s->_queues[i]->queue;
-        rule_apply(&s->_queues[i]->rule, cfg_find_queue_rate(limits, q, strlen(q)), now_ns);
+        rule_apply(&s->_queues[i]->rule, cfg_find_queue_rate(limits, q, strlen(q)), share,
+                   now_ns);
     }
     /* ...and those it names are added (full) or were just updated. */
     for (size_t i = 0; i < limits->queue_rate_count; i++) {
@@ -178,13 +203,14 @@ static void apply_rules(struct pol_tenant_state *s, const struct cfg_limits *lim
         SL_ASSERT(len > 0 && len < sizeof(r->queue));
         memcpy(r->queue, want->queue, len + 1);
         rule_init(&r->rule);
-        rule_apply(&r->rule, &want->rate, now_ns);
+        rule_apply(&r->rule, &want->rate, share, now_ns);
         s->_queues = open_slot(s->_queues, &s->_queue_count, &s->_queue_cap, at, sizeof(r));
         s->_queues[at] = r;
     }
 }
 
-static void insert_at(struct pol_limiter *l, size_t at, const struct cfg_tenant *t, uint64_t now_ns)
+static void insert_at(struct pol_limiter *l, size_t at, const struct cfg_tenant *t, uint32_t share,
+                      uint64_t now_ns)
 {
     struct pol_tenant_state *s = sl_xcalloc(1, sizeof(*s));
     size_t len = strlen(t->name);
@@ -192,13 +218,14 @@ static void insert_at(struct pol_limiter *l, size_t at, const struct cfg_tenant 
     /* cfg validates names to 1..64 characters; a longer one is a bug there. */
     SL_ASSERT(len > 0 && len < sizeof(s->name));
     memcpy(s->name, t->name, len + 1);
-    pol_gcra_init(&s->rate, t->limits.requests_per_second, t->limits.burst);
+    struct cfg_rate rate = shared(t->limits.requests_per_second, t->limits.burst, share);
+    pol_gcra_init(&s->rate, rate.requests_per_second, rate.burst);
     pol_slots_init(&s->long_polls, t->limits.max_long_polls);
     pol_slots_init(&s->requests, t->limits.max_concurrent_requests);
     for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
         rule_init(&s->actions[a]);
     }
-    apply_rules(s, &t->limits, now_ns);
+    apply_rules(s, &t->limits, share, now_ns);
     l->states = open_slot(l->states, &l->count, &l->cap, at, sizeof(s));
     l->states[at] = s;
 }
@@ -232,6 +259,7 @@ void pol_limiter_free(struct pol_limiter *l)
 
 void pol_limiter_apply(struct pol_limiter *l, const struct cfg_snapshot *snap, uint64_t now_ns)
 {
+    uint32_t share = share_of(snap);
     lock_exclusive(l);
     for (size_t i = 0; i < snap->tenant_count; i++) {
         const struct cfg_tenant *t = &snap->tenants[i];
@@ -239,14 +267,14 @@ void pol_limiter_apply(struct pol_limiter *l, const struct cfg_snapshot *snap, u
         size_t at = search_state(l, t->name, strlen(t->name), &found);
 
         if (!found) {
-            insert_at(l, at, t, now_ns);
+            insert_at(l, at, t, share, now_ns);
             continue;
         }
-        pol_gcra_set_rate(&l->states[at]->rate, t->limits.requests_per_second, t->limits.burst,
-                          now_ns);
+        struct cfg_rate rate = shared(t->limits.requests_per_second, t->limits.burst, share);
+        pol_gcra_set_rate(&l->states[at]->rate, rate.requests_per_second, rate.burst, now_ns);
         pol_slots_set_max(&l->states[at]->long_polls, t->limits.max_long_polls);
         pol_slots_set_max(&l->states[at]->requests, t->limits.max_concurrent_requests);
-        apply_rules(l->states[at], &t->limits, now_ns);
+        apply_rules(l->states[at], &t->limits, share, now_ns);
     }
     pthread_rwlock_unlock(&l->lock);
 }

@@ -122,7 +122,7 @@ class Node:
 class Cluster:
     """Three nodes (size of them); use as a context manager."""
 
-    def __init__(self, size=3, partitions=4, shard_size=4, rate=5000, clustered=True):
+    def __init__(self, size=3, partitions=4, shard_size=4, rate=30000, clustered=True):
         self.root = tempfile.mkdtemp(prefix="sluice-cluster-")
         self.partitions = partitions
         self.shard_size = shard_size

@@ -104,6 +104,28 @@ static void test_reload_keeps_state_and_takes_new_rates(void **state)
     pol_limiter_free(l);
 }
 
+/* A cluster's node admits 1/N of each rate and burst (rounded up), so
+ * that N nodes behind a balancer admit the configured rate together. */
+static void test_cluster_node_takes_its_share(void **state)
+{
+    struct fixture f;
+    make(&f, 2, (char *[]){"acme", "beta"},
+         (struct cfg_limits[]){limits(300, 30, 1), limits(300, 1, 1)});
+    f.snap.cluster.enabled = true;
+    f.snap.cluster.node_count = 3;
+    struct pol_limiter *l = pol_limiter_new(&f.snap, T0);
+    struct pol_tenant_state *acme = pol_limiter_find(l, "acme", 4);
+    assert_int_equal(take_many(acme, 100, T0), 10);
+    /* 100/s here: 10 ms refill one token */
+    assert_int_equal(take_many(acme, 100, T0 + 10 * MS), 1);
+    assert_int_equal(take_many(pol_limiter_find(l, "beta", 4), 100, T0), 1);
+    /* One node (no cluster) takes the whole rate again on reload. */
+    f.snap.cluster.enabled = false;
+    pol_limiter_apply(l, &f.snap, T0 + 3600 * SEC);
+    assert_int_equal(take_many(acme, 100, T0 + 7200 * SEC), 30);
+    pol_limiter_free(l);
+}
+
 static void test_tenants_that_leave_keep_their_state(void **state)
 {
     struct fixture f;
@@ -233,6 +255,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_find),
         cmocka_unit_test(test_reload_keeps_state_and_takes_new_rates),
+        cmocka_unit_test(test_cluster_node_takes_its_share),
         cmocka_unit_test(test_tenants_that_leave_keep_their_state),
         cmocka_unit_test(test_long_polls),
         cmocka_unit_test(test_concurrent_requests),
