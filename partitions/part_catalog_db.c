@@ -76,14 +76,21 @@ enum {
     FIFO_CONTENT_DEDUP = 2,
     FIFO_DEDUP_PER_GROUP = 4,
     FIFO_THROUGHPUT_PER_GROUP = 8,
+    /* sluice's own settings share the column (no schema change): a
+     * catalog written before them holds none of these bits */
+    PRIORITY_ORDER = 16,
+    IDEMPOTENCY_WINDOW_SHIFT = 8, /* bits 8..19: the window in seconds */
 };
 
 static int fifo_bits(const struct part_queue_config *cfg)
 {
+    int own = (cfg->priority_order ? PRIORITY_ORDER : 0) |
+              (int)(SL_MIN(cfg->idempotency_window_s, PART_IDEMPOTENCY_WINDOW_MAX_S)
+                    << IDEMPOTENCY_WINDOW_SHIFT);
     if (!cfg->fifo) {
-        return 0;
+        return own;
     }
-    return FIFO_BIT | (cfg->content_based_dedup ? FIFO_CONTENT_DEDUP : 0) |
+    return own | FIFO_BIT | (cfg->content_based_dedup ? FIFO_CONTENT_DEDUP : 0) |
            (cfg->dedup_per_group ? FIFO_DEDUP_PER_GROUP : 0) |
            (cfg->throughput_per_group ? FIFO_THROUGHPUT_PER_GROUP : 0);
 }
@@ -98,6 +105,8 @@ static void row_cfg(sqlite3_stmt *st, int col, struct part_queue_config *cfg)
     cfg->content_based_dedup = (fifo & FIFO_CONTENT_DEDUP) != 0;
     cfg->dedup_per_group = (fifo & FIFO_DEDUP_PER_GROUP) != 0;
     cfg->throughput_per_group = (fifo & FIFO_THROUGHPUT_PER_GROUP) != 0;
+    cfg->priority_order = (fifo & PRIORITY_ORDER) != 0;
+    cfg->idempotency_window_s = (uint32_t)(fifo >> IDEMPOTENCY_WINDOW_SHIFT) & 0xfffu;
     cfg->dlq_target_id = (uint64_t)sqlite3_column_int64(st, col + 4);
     cfg->max_receive_count = (uint32_t)sqlite3_column_int64(st, col + 5);
     cfg->max_message_size = (uint32_t)sqlite3_column_int64(st, col + 6);

@@ -153,8 +153,12 @@ static void age_queue(struct part_writer *w, struct part_batch *b, struct part_q
     qc->age_due = 0;
     struct part_delta *d = part__delta_of(b, q); /* publish_head reschedules */
     struct part_queue_config cfg;
-    /* A FIFO queue's order is its sequence: no lane may reorder it. */
-    if (aging == 0 || aging >= now || !part__queue_cfg(w->engine, q, &cfg) || cfg.fifo) {
+    /* A FIFO queue's order is its sequence: no lane may reorder it. A
+     * priority queue's rows carry the producer's priority, not their send
+     * time, so "priority <= now - aging" would say nothing about age
+     * (and sideline the most urgent ones first). */
+    if (aging == 0 || aging >= now || !part__queue_cfg(w->engine, q, &cfg) || cfg.fifo ||
+        cfg.priority_order) {
         return;
     }
     sqlite3_stmt *st = part__stmt(w, ST_AGE);
@@ -338,9 +342,9 @@ static int dedup_check(struct part_writer *w, struct part_batch *b, struct part_
 
 static bool dedup_put(struct part_writer *w, struct part_batch *b, struct part_job *job,
                       const char *key, size_t keylen, uint64_t hash, uint64_t now,
-                      const char *message_id, uint64_t seq)
+                      uint64_t window_ms, const char *message_id, uint64_t seq)
 {
-    uint64_t expires = now + PART_DEDUP_INTERVAL_MS;
+    uint64_t expires = now + window_ms;
     sqlite3_stmt *st = part__stmt(w, ST_DEDUP_PUT);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     sqlite3_bind_blob(st, 2, key, (int)keylen, SQLITE_STATIC);
@@ -372,7 +376,12 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         job->res.sent = sent = sl_xcalloc(job->nmsgs, sizeof *job->res.sent);
         job->res.sent_count = job->nmsgs;
     }
-    if (cfg.fifo &&
+    /* A standard queue with idempotent sends keeps ids as a FIFO queue
+     * does, for its own window, and sweeps them the same way. */
+    bool idempotent = !cfg.fifo && cfg.idempotency_window_s > 0;
+    uint64_t window_ms =
+        cfg.fifo ? PART_DEDUP_INTERVAL_MS : (uint64_t)cfg.idempotency_window_s * 1000;
+    if ((cfg.fifo || idempotent) &&
         !dedup_sweep(w, b, now, DEDUP_SWEEP_MIN + DEDUP_SWEEP_PER_MSG * (size_t)job->nmsgs)) {
         return;
     }
@@ -380,10 +389,11 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         struct part_send_msg *m = &job->msgs[i];
         struct part_sent *out = &sent[m->index];
         bool fifo = cfg.fifo && m->dedup_id != NULL && m->group_id != NULL;
+        bool keyed = fifo || (idempotent && m->dedup_id != NULL);
         char key[PART_GROUP_ID_MAX + 1 + PART_DEDUP_ID_MAX];
-        size_t keylen = fifo ? dedup_key(&cfg, m, key) : 0;
-        uint64_t hash = fifo ? part__dedup_hash(w->dedup, job->queue_id, key, keylen) : 0;
-        if (fifo) {
+        size_t keylen = keyed ? dedup_key(&cfg, m, key) : 0;
+        uint64_t hash = keyed ? part__dedup_hash(w->dedup, job->queue_id, key, keylen) : 0;
+        if (keyed) {
             int dup = dedup_check(w, b, job, key, keylen, hash, now, out);
             if (dup != 0) {
                 if (dup < 0) {
@@ -433,8 +443,10 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         if (!run(w, b, st)) {
             return;
         }
-        if (fifo &&
-            !dedup_put(w, b, job, key, keylen, hash, now, m->message_id, (uint64_t)priority)) {
+        /* A standard queue's message has no sequence number: a duplicate
+         * answers the first send's row, as part_sent.sequence does. */
+        if (keyed && !dedup_put(w, b, job, key, keylen, hash, now, window_ms, m->message_id,
+                                fifo ? (uint64_t)priority : (uint64_t)rowid)) {
             return;
         }
         memcpy(out->message_id, m->message_id, sizeof m->message_id);
@@ -1215,7 +1227,8 @@ static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_
     st = part__stmt(w, ST_DEDUP_PURGE);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     if (run(w, b, st)) {
-        if (job->q->fifo) { /* a standard queue has no ids: no walk of the table */
+        /* a queue that kept no ids needs no walk of the table */
+        if (sqlite3_changes(w->db) > 0) {
             part__dedup_forget_queue(w->dedup, job->queue_id); /* logged, as an add is */
         }
         atomic_fetch_add(&(job->parent ? job->parent : job)->purged, n);
@@ -1229,6 +1242,7 @@ struct move_dest {
     struct part_queue *q; /* referenced; NULL = unusable */
     uint32_t retention_s;
     bool fifo;
+    bool priority_order;
 };
 
 #define MOVE_DEST_CACHE 16
@@ -1254,6 +1268,7 @@ static struct move_dest *move_dest_of(struct part_engine *e, struct part_queue *
         d->q = q;
         d->retention_s = cfg.retention_s;
         d->fifo = cfg.fifo;
+        d->priority_order = cfg.priority_order;
     } else {
         part__queue_unref(q);
     }
@@ -1279,6 +1294,8 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         uint64_t expires_at;
         bool has_group;
         char group[PART_GROUP_ID_MAX + 1];
+        int64_t priority;
+        int64_t sent_at;
     } *rows = sl_xcalloc(job->move_max, sizeof *rows);
     size_t nrows = 0;
     sqlite3_stmt *st = part__stmt(w, ST_MOVE_SCAN);
@@ -1296,6 +1313,8 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         if (group != NULL) {
             snprintf(rows[nrows].group, sizeof rows[nrows].group, "%s", group);
         }
+        rows[nrows].priority = sqlite3_column_int64(st, 5);
+        rows[nrows].sent_at = sqlite3_column_int64(st, 6);
         nrows++;
     }
     sqlite3_reset(st);
@@ -1311,7 +1330,8 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
     size_t ncache = 0;
     struct move_dest fixed = {0};
     if (job->dest_q != NULL) {
-        fixed = (struct move_dest){job->dest_q->id, job->dest_q, cfg.retention_s, cfg.fifo};
+        fixed = (struct move_dest){job->dest_q->id, job->dest_q, cfg.retention_s, cfg.fifo,
+                                   cfg.priority_order};
     }
     job->res.move_cursor = job->move_after;
     for (size_t i = 0; i < nrows && !b->sql_failed; i++) {
@@ -1341,9 +1361,15 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         sqlite3_bind_int64(st, 4, (sqlite3_int64)expires);
         sqlite3_bind_text(st, 5, mid, -1, SQLITE_STATIC);
         /* A FIFO destination sequences the message anew: rows are moved
-         * oldest first, so each group keeps its order there. */
-        sqlite3_bind_int64(st, 6,
-                           d->fifo ? (sqlite3_int64)part__seq_next(e, now) : (sqlite3_int64)now);
+         * oldest first, so each group keeps its order there. A priority
+         * queue keeps the priority its producer gave (a row whose
+         * priority is its send time was given none: it becomes the new
+         * send time, as on any standard queue). */
+        int64_t priority = d->fifo ? (int64_t)part__seq_next(e, now)
+                           : d->priority_order && rows[i].priority != rows[i].sent_at
+                               ? rows[i].priority
+                               : (int64_t)now;
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)priority);
         if (!run(w, b, st)) {
             break;
         }

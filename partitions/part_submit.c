@@ -142,7 +142,10 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         return rc;
     }
     struct part_queue_config cfg;
-    bool fifo = part__queue_cfg(c->engine, job->q, &cfg) && cfg.fifo;
+    bool known = part__queue_cfg(c->engine, job->q, &cfg);
+    bool fifo = known && cfg.fifo;
+    /* a standard queue's idempotent sends keep their ids (optional there) */
+    bool keep_ids = fifo || (known && cfg.idempotency_window_s > 0);
     for (size_t i = 0; fifo && i < n; i++) {
         if (entries[i].group_id.n == 0 || entries[i].dedup_id.n == 0) {
             part__job_discard(job);
@@ -153,7 +156,7 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         bytes += entries[i].body.n + entries[i].attrs.n + entries[i].sys_attrs.n +
-                 entries[i].group_id.n + 1 + (fifo ? entries[i].dedup_id.n + 1 : 0);
+                 entries[i].group_id.n + 1 + (keep_ids ? entries[i].dedup_id.n + 1 : 0);
     }
     job->msgs = sl_xmalloc(n * sizeof *job->msgs + bytes);
     job->nmsgs = n;
@@ -175,7 +178,7 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
             m->group_id = copy_into(&p, entries[i].group_id).p;
             *p++ = '\0';
         }
-        if (fifo) {
+        if (fifo || (keep_ids && entries[i].dedup_id.n > 0)) {
             m->dedup_id = copy_into(&p, entries[i].dedup_id).p;
             *p++ = '\0';
         }

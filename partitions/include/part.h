@@ -163,7 +163,20 @@ struct part_queue_config {
     uint32_t receive_wait_s;   /* ReceiveMessageWaitTimeSeconds */
     bool content_based_dedup;  /* FIFO ContentBasedDeduplication */
     bool throughput_per_group; /* FIFO FifoThroughputLimit perMessageGroupId */
+    /* sluice's own (docs/api.md, "Beyond SQS"), standard queues only. A
+     * priority queue's ready messages are ordered by the priority each
+     * send gives (part_send_entry.has_priority) and are never aged into
+     * the overflow lane: aging takes a main-lane row's priority for its
+     * send time, which a producer's priority is not. */
+    bool priority_order;
+    /* > 0: a send carrying a deduplication id (part_send_entry.dedup_id)
+     * is stored once per id within this many seconds, as a FIFO queue's
+     * are within PART_DEDUP_INTERVAL_MS; 0: ids are ignored. At most
+     * PART_IDEMPOTENCY_WINDOW_MAX_S. */
+    uint32_t idempotency_window_s;
 };
+
+#define PART_IDEMPOTENCY_WINDOW_MAX_S 3600u
 
 /* SQS defaults: 30 s visibility, no delay, 4 days retention, no DLQ,
  * 1 MiB messages, no long-poll wait. */
@@ -386,7 +399,10 @@ struct part_send_entry {
      * PART_DEDUP_ID_MAX; the caller makes it from the body for content-
      * based deduplication). A second send with the same id (within its
      * group under dedup_per_group) within PART_DEDUP_INTERVAL_MS stores
-     * nothing and answers part_sent.duplicate. Ignored on standard queues. */
+     * nothing and answers part_sent.duplicate. On a standard queue with
+     * idempotency_window_s > 0 it is optional and deduplicates the same
+     * way within that window (the id alone is the key); ignored on other
+     * standard queues. */
     struct sl_slice dedup_id;
     int32_t delay_s;   /* < 0: the queue's default */
     bool has_priority; /* false: priority = send time in ms */
@@ -552,7 +568,9 @@ struct part_move_req {
  * A moved message is a new message of its destination, as SQS redrive
  * makes it: a new message id, sent (and prioritised) now, retention
  * restarted from the destination's, receive count 0, no source queue.
- * Body, attributes, system attributes and group id are kept.
+ * Body, attributes, system attributes and group id are kept; so is a
+ * priority its producer gave (one other than its send time) when the
+ * destination is a priority queue (priority_order).
  *
  * The destination is dest_queue_id, or, when 0, each message's own
  * source_queue_id. A row whose destination is gone, of another tenant,
