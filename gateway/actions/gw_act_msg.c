@@ -15,6 +15,7 @@
  */
 #include "gw_act.h"
 
+#include "gw_act_beyond.h"
 #include "gw_act_fifo.h"
 
 #include <jansson.h>
@@ -284,6 +285,8 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     struct msg_batch *b = batch_new(ctx, count);
     b->fifo = q.cfg.fifo;
     uint32_t max_size = q.cfg.max_message_size ? q.cfg.max_message_size : GW_SQS_MAX_MESSAGE_BYTES;
+    bool has_prio[PART_MAX_BATCH];
+    int64_t prio[PART_MAX_BATCH];
     for (size_t i = 0; i < count; i++) {
         b->fail[i] = entries[i].fail;
         if (b->fail[i] == NULL && entries[i].size > max_size) {
@@ -293,7 +296,16 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
                            max_size);
             b->fail[i] = &b->errs[i];
         }
+        /* sluice.* attributes (a priority): a bad one fails its entry */
+        if (b->fail[i] == NULL && entries[i].attr_count > 0 &&
+            gw__beyond_check(&q.cfg, &entries[i], &has_prio[b->job_count], &prio[b->job_count],
+                             &b->errs[i]) != SL_OK) {
+            b->fail[i] = &b->errs[i];
+        }
         if (b->fail[i] == NULL) {
+            if (entries[i].attr_count == 0) {
+                has_prio[b->job_count] = false;
+            }
             b->job_entry[b->job_count++] = (uint32_t)i;
         }
     }
@@ -336,6 +348,10 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     char content_ids[PART_MAX_BATCH][65];
     uint32_t fifo_part[PART_MAX_BATCH] = {0};
     bool fanned = false;
+    /* Idempotent sends on a standard queue go to their id's home (those
+     * without an id to the least loaded partition, as any send). */
+    bool keyed = !b->fifo && q.cfg.idempotency_window_s > 0;
+    uint32_t least_loaded = UINT32_MAX;
     for (size_t j = 0; j < b->job_count; j++) {
         const struct gw_sqs_send_entry *m = &entries[b->job_entry[j]];
         attrs_at[j] = enc.n;
@@ -349,7 +365,19 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             .digests = {(const char *)b->digests[j].bytes, b->digests[j].n},
             .group_id = m->has_group_id ? m->group_id : (struct sl_slice){NULL, 0},
             .delay_s = delay,
+            .has_priority = has_prio[j],
+            .priority = prio[j],
         };
+        if (keyed) {
+            if (m->has_dedup_id) {
+                job[j].dedup_id = m->dedup_id;
+                fifo_part[j] = gw__beyond_key_partition(ctx, &q, m->dedup_id);
+            } else {
+                least_loaded = least_loaded != UINT32_MAX ? least_loaded : send_partition(ctx, &q);
+                fifo_part[j] = least_loaded;
+            }
+            fanned = fanned || fifo_part[j] != fifo_part[0];
+        }
         if (b->fifo) {
             /* FIFO: the queue's delay always (a per-message 0 means it) */
             job[j].delay_s = -1;
@@ -375,7 +403,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     if (fanned) {
         send_fanned(ctx, &q, b, job, fifo_part);
     } else {
-        uint32_t partition = b->fifo ? fifo_part[0] : send_partition(ctx, &q);
+        uint32_t partition = b->fifo || keyed ? fifo_part[0] : send_partition(ctx, &q);
         rc =
             part_send(ctx->loop->part, q.id, partition, job, b->job_count, cookie_of(b), send_done);
     }

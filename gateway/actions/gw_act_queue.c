@@ -54,9 +54,23 @@ static const char *attr_default_value(enum gw_sqs_qattr attr, bool fifo)
     return NULL;
 }
 
+/* sluice's own attributes as a queue that never set them has them: not
+ * shown (GetQueueAttributes "All" lists SQS's set exactly), but a
+ * CreateQueue naming these values matches such a queue. */
+static const struct attr_default own_defaults[] = {
+    {GW_SQS_QATTR_SLUICE_PRIORITY, "false", false},
+    {GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS, "false", false},
+    {GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS, "300",
+     false}, /* GW_SQS_IDEMPOTENCY_WINDOW_DEFAULT_S */
+};
+
+_Static_assert(GW_SQS_IDEMPOTENCY_WINDOW_MAX_S == PART_IDEMPOTENCY_WINDOW_MAX_S,
+               "the window the gateway accepts is the one the catalog keeps");
+
 static bool attr_is_integer(enum gw_sqs_qattr a)
 {
     switch (a) {
+    case GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS:
     case GW_SQS_QATTR_DELAY_SECONDS:
     case GW_SQS_QATTR_MAXIMUM_MESSAGE_SIZE:
     case GW_SQS_QATTR_MESSAGE_RETENTION_PERIOD:
@@ -72,7 +86,8 @@ static bool attr_is_integer(enum gw_sqs_qattr a)
 static bool attr_is_bool(enum gw_sqs_qattr a)
 {
     return a == GW_SQS_QATTR_FIFO_QUEUE || a == GW_SQS_QATTR_CONTENT_BASED_DEDUPLICATION ||
-           a == GW_SQS_QATTR_SQS_MANAGED_SSE_ENABLED;
+           a == GW_SQS_QATTR_SQS_MANAGED_SSE_ENABLED || a == GW_SQS_QATTR_SLUICE_PRIORITY ||
+           a == GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS;
 }
 
 /* The canonical stored text of a validated attribute value: integers and
@@ -105,6 +120,44 @@ static const char *attr_effective(const struct part_queue_info *qi, enum gw_sqs_
 {
     const char *v = kv_find(qi->attrs, qi->attr_count, gw_sqs_qattr_name(a));
     return v != NULL ? v : attr_default_value(a, qi->cfg.fifo);
+}
+
+/* attr_effective, with sluice's unshown defaults: what CreateQueue
+ * compares its attributes with. */
+static const char *attr_compared(const struct part_queue_info *qi, enum gw_sqs_qattr a)
+{
+    const char *v = attr_effective(qi, a);
+    for (size_t i = 0; v == NULL && i < SL_ARRAY_LEN(own_defaults); i++) {
+        v = own_defaults[i].attr == a && !qi->cfg.fifo ? own_defaults[i].value : NULL;
+    }
+    return v;
+}
+
+/* SluiceIdempotentSends and SluiceIdempotencyWindowSeconds, which may come
+ * in separate requests, as the one number the engine keeps: the window,
+ * 0 when off. stored (NULL for a new queue) has the queue's attributes. */
+static void apply_idempotency(const struct gw_sqs_qattrs *attrs,
+                              const struct part_queue_info *stored, struct part_queue_config *cfg)
+{
+    const struct gw_sqs_qattr_value *on =
+        gw_sqs_qattrs_find(attrs, GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS);
+    const struct gw_sqs_qattr_value *win =
+        gw_sqs_qattrs_find(attrs, GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS);
+    if (on == NULL && win == NULL) {
+        return;
+    }
+    bool enabled = on != NULL ? on->number != 0 : cfg->idempotency_window_s > 0;
+    uint32_t window = GW_SQS_IDEMPOTENCY_WINDOW_DEFAULT_S;
+    const char *kept =
+        stored != NULL ? kv_find(stored->attrs, stored->attr_count,
+                                 gw_sqs_qattr_name(GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS))
+                       : NULL;
+    if (win != NULL) {
+        window = (uint32_t)win->number;
+    } else if (kept != NULL) {
+        window = (uint32_t)strtoul(kept, NULL, 10); /* stored canonical and in range */
+    }
+    cfg->idempotency_window_s = enabled ? window : 0;
 }
 
 /* A RedrivePolicy names its dead-letter queue by ARN; the engine wants its
@@ -227,6 +280,9 @@ static int apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *n
             if (for_create) {
                 cfg->dedup_per_group = sl_slice_eq_cstr(v->value, "messageGroup");
             }
+            break;
+        case GW_SQS_QATTR_SLUICE_PRIORITY:
+            cfg->priority_order = v->number != 0;
             break;
         case GW_SQS_QATTR_REDRIVE_POLICY:
             if (v->value.n == 0) {
@@ -399,7 +455,7 @@ static void create_done(struct part_cookie cookie, int status, const struct part
         for (size_t i = 0; i < r->attributes.count; i++) {
             const struct gw_sqs_qattr_value *v = &r->attributes.items[i];
             char *want = attr_canonical(v);
-            const char *have = attr_effective(qi, v->attr);
+            const char *have = attr_compared(qi, v->attr);
             bool same = have != NULL ? strcmp(want, have) == 0 : want[0] == '\0';
             free(want);
             if (!same) {
@@ -475,6 +531,7 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
         gw__act_fail(ctx, &err);
         return;
     }
+    apply_idempotency(&r->attributes, NULL, &cfg);
     struct part_kv *attrs = attrs_to_kv(&r->attributes, false);
     struct part_kv *tags = tags_to_kv(r->tags, r->tag_count);
     int rc = part_queue_create(ctx->loop->part, tenant, name, &cfg, attrs, r->attributes.count,
@@ -752,6 +809,12 @@ void gw__act_set_queue_attributes(struct gw_act_ctx *ctx)
         gw__act_fail(ctx, &err);
         return;
     }
+    struct part_queue_info *stored = NULL;
+    if (gw_sqs_qattrs_find(&r->attributes, GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS) != NULL) {
+        (void)part_queue_get(ctx->api->engine, q.id, &stored); /* NULL: the default window */
+    }
+    apply_idempotency(&r->attributes, stored, &cfg);
+    part_queue_info_free(stored);
     struct part_kv *attrs = attrs_to_kv(&r->attributes, true);
     int rc = part_queue_set_attributes(ctx->loop->part, q.id, &cfg, attrs, r->attributes.count,
                                        cookie_of(ctx), done_empty);

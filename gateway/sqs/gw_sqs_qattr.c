@@ -39,6 +39,7 @@ static const struct {
     int64_t min, max;
     bool fifo_only;
     bool create_only;
+    bool standard_only; /* sluice's own features of standard queues */
 } rules[GW_SQS_QATTR__COUNT] = {
     [GW_SQS_QATTR_DELAY_SECONDS] = {K_INT, 0, 900, false, false},
     [GW_SQS_QATTR_MAXIMUM_MESSAGE_SIZE] = {K_INT, 1024, 1048576, false, false},
@@ -61,6 +62,10 @@ static const struct {
     [GW_SQS_QATTR_CREATED_TIMESTAMP] = {K_READONLY, 0, 0, false, false},
     [GW_SQS_QATTR_LAST_MODIFIED_TIMESTAMP] = {K_READONLY, 0, 0, false, false},
     [GW_SQS_QATTR_QUEUE_ARN] = {K_READONLY, 0, 0, false, false},
+    [GW_SQS_QATTR_SLUICE_PRIORITY] = {K_BOOL, 0, 0, false, false, true},
+    [GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS] = {K_BOOL, 0, 0, false, false, true},
+    [GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS] = {K_INT, 1, GW_SQS_IDEMPOTENCY_WINDOW_MAX_S,
+                                                        false, false, true},
 };
 
 #define MAX_RECEIVE_COUNT 1000
@@ -69,7 +74,7 @@ static const struct {
 
 bool gw__sqs_qattr_applies(enum gw_sqs_qattr a, bool fifo)
 {
-    return fifo || !rules[a].fifo_only;
+    return fifo ? !rules[a].standard_only : !rules[a].fifo_only;
 }
 
 const struct gw_sqs_qattr_value *gw_sqs_qattrs_find(const struct gw_sqs_qattrs *a,
@@ -345,6 +350,12 @@ int gw_sqs_qattrs_decode(const json_t *obj, bool fifo, bool for_create,
             return gw__sqs_type_error(v, "a String", err);
         }
         if (!gw__sqs_qattr_applies(a, fifo)) {
+            if (rules[a].standard_only) {
+                /* a FIFO queue's order and deduplication are SQS's */
+                return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_NAME,
+                                      "You can specify the %s only when FifoQueue is false.",
+                                      gw_sqs_qattr_name(a));
+            }
             if (a == GW_SQS_QATTR_CONTENT_BASED_DEDUPLICATION) {
                 return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_NAME, "Unknown Attribute %s.",
                                       gw_sqs_qattr_name(a));

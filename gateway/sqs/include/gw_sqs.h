@@ -207,7 +207,14 @@ void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
 
 /* ---- queue attributes (Amazon SQS API Reference, SetQueueAttributes) --- */
 
-/* X(ENUM, "Name") */
+/* SluiceIdempotencyWindowSeconds: 1..this (the engine's
+ * PART_IDEMPOTENCY_WINDOW_MAX_S; gw_act_queue.c asserts they agree) and
+ * 300 when SluiceIdempotentSends is on without it. */
+#define GW_SQS_IDEMPOTENCY_WINDOW_MAX_S 3600
+#define GW_SQS_IDEMPOTENCY_WINDOW_DEFAULT_S 300
+
+/* X(ENUM, "Name"); the Sluice* ones are sluice's own (docs/api.md,
+ * "Beyond SQS") */
 #define GW_SQS_QATTR_LIST(X)                                                                       \
     X(DELAY_SECONDS, "DelaySeconds")                                                               \
     X(MAXIMUM_MESSAGE_SIZE, "MaximumMessageSize")                                                  \
@@ -229,7 +236,10 @@ void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
     X(APPROXIMATE_NUMBER_OF_MESSAGES_DELAYED, "ApproximateNumberOfMessagesDelayed")                \
     X(CREATED_TIMESTAMP, "CreatedTimestamp")                                                       \
     X(LAST_MODIFIED_TIMESTAMP, "LastModifiedTimestamp")                                            \
-    X(QUEUE_ARN, "QueueArn")
+    X(QUEUE_ARN, "QueueArn")                                                                       \
+    X(SLUICE_PRIORITY, "SluicePriority")                                                           \
+    X(SLUICE_IDEMPOTENT_SENDS, "SluiceIdempotentSends")                                            \
+    X(SLUICE_IDEMPOTENCY_WINDOW_SECONDS, "SluiceIdempotencyWindowSeconds")
 
 enum gw_sqs_qattr {
 #define GW_SQS_QATTR_ENUM(e, n) GW_SQS_QATTR_##e,
