@@ -221,7 +221,15 @@ struct part_recv {
     bool replay_only;            /* nothing of the attempt left: answer empty, lease nothing */
     bool replayed;               /* msgs are a replay: a cancel releases nothing */
     uint8_t pos[PART_MAX_BATCH]; /* replay: each message's place in the first reply */
+    /* A priority queue's receive merges its partitions exactly: each
+     * visit takes rows no worse than bound (the best head elsewhere,
+     * INT64_MAX: any), then the plan is made again (part_poll.c). */
+    bool strict;
+    int64_t bound;
+    uint32_t hops; /* strict visits so far; past PART_STRICT_HOPS_MAX, plain */
 };
+
+#define PART_STRICT_HOPS_MAX (4 * PART_MAX_BATCH)
 
 struct part_catalog_req {
     char *tenant;

@@ -583,6 +583,9 @@ static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_j
     sqlite3_bind_int(st, 3, lane);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && *ncand < want) {
+        if (sqlite3_column_int64(st, 6) > r->bound) {
+            break; /* another partition's head comes first (recv_submit) */
+        }
         take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
         cand[(*ncand)++].lane = lane;
     }

@@ -145,6 +145,32 @@ static bool recv_plan(struct part_engine *e, struct part_job *job, uint32_t firs
 
 static void recv_no_message(struct part_engine *e, struct part_job *job);
 
+/* Sends the receive to partition p of its current plan. On a priority
+ * queue it may take there only rows no worse than the best head of the
+ * plan's other partitions (ties included, so that it always progresses):
+ * a receive of ten then gets the ten best of the shard, not the ten best
+ * of the partition whose best is best. Each visit's commit publishes its
+ * partition's new head before the receive continues, so the next plan
+ * sees it. A receive that keeps finding nothing under its bound (heads
+ * moved by other receives) goes plain after PART_STRICT_HOPS_MAX
+ * visits. */
+static void recv_submit(struct part_engine *e, struct part_job *job, uint32_t p)
+{
+    struct part_recv *r = job->recv;
+    r->bound = INT64_MAX;
+    if (r->strict && r->hops < PART_STRICT_HOPS_MAX) {
+        int lane = r->lanes[r->pass];
+        for (size_t i = 0; i < r->norder; i++) {
+            uint32_t o = r->order[i];
+            if (o != p && lane_ready(job->q, o, lane) > 0) {
+                r->bound = SL_MIN(r->bound, head_of(job->q, o, lane));
+            }
+        }
+        r->hops++;
+    }
+    part__submit_partition(e, p, job);
+}
+
 /* A retry of a FIFO receive (an attempt id) first visits, one after the
  * other, each partition of its read set where the queue has messages in
  * flight: only there can the attempt's leases be, and exec_receive
@@ -220,7 +246,7 @@ void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t f
         }
     }
     r->next = 1;
-    part__submit_partition(e, r->order[0], job);
+    recv_submit(e, job, r->order[0]);
 }
 
 /* A receive found nothing: completes it, or parks it until a commit wakes
@@ -350,6 +376,15 @@ static void receive_continue(struct part_engine *e, struct part_job *job)
         part__complete(job);
         return;
     }
+    if (r->strict && r->hops < PART_STRICT_HOPS_MAX) {
+        /* plan again: the partition just visited published its new head */
+        if (recv_plan(e, job, UINT32_MAX)) {
+            r->next = 1;
+            recv_submit(e, job, r->order[0]);
+            return;
+        }
+        r->next = r->norder;
+    }
     while (r->next < r->norder) {
         uint32_t p = r->order[r->next++];
         if (lane_ready(job->q, p, r->lanes[r->pass]) > 0) {
@@ -361,7 +396,7 @@ static void receive_continue(struct part_engine *e, struct part_job *job)
         r->pass = 1;
         if (recv_plan(e, job, UINT32_MAX)) {
             r->next = 1;
-            part__submit_partition(e, r->order[0], job);
+            recv_submit(e, job, r->order[0]);
             return;
         }
     }

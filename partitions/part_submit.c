@@ -225,8 +225,11 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
         return rc;
     }
     struct part_queue_config cfg;
-    bool fifo = req->attempt.n > 0 && part__queue_cfg(e, job->q, &cfg) && cfg.fifo;
+    bool known = part__queue_cfg(e, job->q, &cfg);
+    bool fifo = req->attempt.n > 0 && known && cfg.fifo;
     struct part_recv *r = sl_xcalloc(1, sizeof *r);
+    r->strict = known && cfg.priority_order;
+    r->bound = INT64_MAX;
     job->recv = r;
     r->ticket = ++c->next_ticket;
     r->parts = sl_xcalloc(req->partition_count, sizeof *r->parts);

@@ -74,6 +74,48 @@ static void test_priority_order_across_partitions(void **state)
     assert_string_equal(got, "abcdefz");
 }
 
+/* Interleaved priorities on two partitions, one receive of ten: a
+ * priority queue merges them exactly; a plain queue takes the best
+ * partition's rows first (its order is only best-effort). */
+static void test_priority_receive_merges_partitions(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t prio = create_own(t, "prio", true, 0);
+    uint64_t plain = create_own(t, "plain", false, 0);
+    char body[8];
+    for (int i = 1; i <= 10; i++) {
+        snprintf(body, sizeof body, "%c", 'a' + i - 1);
+        send_prio(t, prio, (uint32_t)(i % 2), body, i);
+        send_prio(t, plain, (uint32_t)(i % 2), body, i);
+    }
+    struct t_done r;
+    t_recv(t, prio, 10, 300, &r);
+    assert_int_equal(r.count, 10);
+    char got[16] = "";
+    for (size_t i = 0; i < r.count; i++) {
+        got[i] = r.msgs[i].body[0];
+    }
+    assert_string_equal(got, "abcdefghij");
+    t_recv(t, plain, 10, 300, &r);
+    assert_int_equal(r.count, 10);
+    for (size_t i = 0; i < r.count; i++) {
+        got[i] = r.msgs[i].body[0];
+    }
+    assert_string_equal(got, "acegibdfhj");
+    /* a partial merge: three, then the rest in order */
+    for (int i = 1; i <= 6; i++) {
+        snprintf(body, sizeof body, "%c", 'k' + i - 1);
+        send_prio(t, prio, (uint32_t)(i % 2), body, 100 + i);
+    }
+    t_recv(t, prio, 3, 300, &r);
+    assert_int_equal(r.count, 3);
+    assert_string_equal(r.msgs[2].body, "m");
+    t_recv(t, prio, 10, 300, &r);
+    assert_int_equal(r.count, 3);
+    assert_string_equal(r.msgs[0].body, "n");
+    assert_string_equal(r.msgs[2].body, "p");
+}
+
 static void test_priority_queue_is_not_aged(void **state)
 {
     struct t_env *t = *state;
@@ -140,6 +182,7 @@ static void test_priority_through_dlq_and_redrive(void **state)
     struct t_done r;
     t_recv(t, q, 10, 0, &r);
     assert_int_equal(r.count, 2);
+    t_sync(t); /* the writer's timers make them ready again */
     t_recv(t, q, 10, 0, &r);
     assert_int_equal(r.count, 0);
     assert_int_equal(t_counts(t, dlq).ready, 2);
@@ -297,6 +340,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_priority_order_across_partitions, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_priority_receive_merges_partitions, t_setup,
+                                        t_teardown),
         cmocka_unit_test_setup_teardown(test_priority_queue_is_not_aged, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_settings_survive_restart, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_priority_through_dlq_and_redrive, t_setup, t_teardown),
