@@ -184,6 +184,73 @@ static void priority_order(void)
     free(url);
 }
 
+/* The partition a receipt handle names: bytes 1..4 of its URL-safe
+ * base64 (docs/partitions.md, "Receipt handles"); -1 if unreadable. */
+static long handle_partition(const char *h)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char raw[6] = {0};
+    for (size_t i = 0; i < 8; i++) { /* 8 characters: 6 bytes */
+        const char *c = h != NULL && h[i] != '\0' ? strchr(a, h[i]) : NULL;
+        if (c == NULL) {
+            return -1;
+        }
+        unsigned v = (unsigned)(c - a);
+        size_t bit = i * 6;
+        raw[bit / 8] |= (unsigned char)((v << 2) >> (bit % 8));
+        if (bit % 8 > 2) {
+            raw[bit / 8 + 1] |= (unsigned char)(v << (10 - bit % 8));
+        }
+    }
+    return (long)raw[1] << 24 | (long)raw[2] << 16 | (long)raw[3] << 8 | raw[4];
+}
+
+/* Sends go to the tenant's least loaded partition, the first of its
+ * shard unless another is lighter by more than 16 messages (policy.md,
+ * "Send"). So: 20 fillers (priorities past the test's) load the first
+ * partition, the odd priorities go to the second, the even ones to the
+ * first again. One receive of ten must return 0..9, from both. */
+static void send_batch_of_ten(const char *url, int first, int step)
+{
+    json_t *entries = json_array();
+    for (int i = 0; i < 10; i++) {
+        char id[8], p[8];
+        snprintf(id, sizeof id, "e%d", i);
+        snprintf(p, sizeof p, "%d", first + step * i);
+        json_array_append_new(entries, json_pack("{s:s,s:s,s:o}", "Id", id, "MessageBody", p,
+                                                 "MessageAttributes", prio_attr("Number", p)));
+    }
+    struct it_reply r = it_call(&srv, "SendMessageBatch",
+                                json_pack("{s:s,s:o}", "QueueUrl", url, "Entries", entries));
+    IT_OK(&r);
+    it_reply_free(&r);
+}
+
+static void priority_receive_of_ten(void)
+{
+    char *url = it_create_queue(&srv, "merge", json_pack("{s:s}", "SluicePriority", "true"));
+    IT_REQUIRE(url != NULL);
+    send_batch_of_ten(url, 1000, 1);
+    send_batch_of_ten(url, 1010, 1);
+    send_batch_of_ten(url, 1, 2);
+    send_batch_of_ten(url, 0, 2);
+    struct it_reply r = it_receive(&srv, url, json_pack("{s:i}", "MaxNumberOfMessages", 10));
+    IT_CHECK(it_message_count(&r) == 10);
+    bool seen[2] = {false, false};
+    for (size_t i = 0; i < it_message_count(&r); i++) {
+        char want[8];
+        snprintf(want, sizeof want, "%zu", i);
+        json_t *m = json_array_get(it_messages(&r), i);
+        IT_STREQ(it_jstr(m, "Body"), want);
+        long p = handle_partition(it_jstr(m, "ReceiptHandle"));
+        IT_CHECK(p == 0 || p == 1);
+        seen[p == 1] = true;
+    }
+    IT_CHECK(seen[0] && seen[1]); /* the merge spanned both partitions */
+    it_reply_free(&r);
+    free(url);
+}
+
 static void priority_refusals(void)
 {
     char *plain = it_create_queue(&srv, "plain2", NULL);
@@ -374,6 +441,7 @@ int main(void)
 {
     struct it_options opt = {.tls = false, .admin = true, .shard_size = 2};
     IT_REQUIRE(it_server_start(&srv, &opt) == 0);
+    priority_receive_of_ten(); /* first: both partitions empty, so the batches split */
     priority_attributes();
     priority_order();
     priority_refusals();
