@@ -18,9 +18,11 @@ static const char *const top_keys[] = {"listen",       "tls",        "region",  
 static const char *const tls_keys[] = {"cert_file", "key_file", NULL};
 static const char *const admin_keys[] = {"listen", "access_key_id", "secret_access_key",
                                          "bearer_token", NULL};
-static const char *const defaults_keys[] = {"limits", "on_excess", "spill", NULL};
+static const char *const defaults_keys[] = {"limits", "on_excess", "spill", "auto_create_queues",
+                                            NULL};
 static const char *const tenant_keys[] = {
-    "access_key_id", "secret_access_key", "limits", "on_excess", "spill", NULL};
+    "access_key_id", "secret_access_key",  "limits", "on_excess",
+    "spill",         "auto_create_queues", NULL};
 static const char *const limits_keys[] = {
     "requests_per_second",     "burst",      "max_inflight", "max_backlog",
     "max_long_polls",          "max_queues", "queues",       "actions",

@@ -61,6 +61,7 @@ struct tenant_settings {
     struct cfg_limits limits;
     enum cfg_on_excess on_excess;
     struct cfg_spill spill;
+    bool auto_create_queues;
 };
 
 static void set_rps(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
@@ -276,7 +277,8 @@ static void load_spill(struct vctx *v, const char *where, const struct cfg__node
     }
 }
 
-/* limits, on_excess, spill: shared by defaults: and each tenant. Returns
+/* limits, on_excess, spill, auto_create_queues: shared by defaults: and
+ * each tenant. Returns
  * false when the key is none of them. prefix names the section in
  * messages ("defaults" or "tenants.acme"). */
 static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__node *key,
@@ -294,6 +296,8 @@ static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__n
         if (cfg__get_enum(v, key, val, "reject", "spill", &spill) == SL_OK) {
             ts->on_excess = spill ? CFG_EXCESS_SPILL : CFG_EXCESS_REJECT;
         }
+    } else if (cfg__key_is(key, "auto_create_queues")) {
+        cfg__set_bool(v, key, val, &ts->auto_create_queues);
     } else {
         return false;
     }
@@ -368,6 +372,7 @@ static void load_tenant(struct vctx *v, const struct cfg__node *name, const stru
     t.limits = ts.limits;
     t.on_excess = ts.on_excess;
     t.spill = ts.spill;
+    t.auto_create_queues = ts.auto_create_queues;
     s->tenants[s->tenant_count++] = t; /* owned by s from here, complete or not */
 }
 
@@ -624,6 +629,7 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
     s->default_limits = ts.limits;
     s->default_on_excess = ts.on_excess;
     s->default_spill = ts.spill;
+    s->default_auto_create_queues = ts.auto_create_queues;
     if (tenants[0] != NULL) {
         load_tenants(v, tenants[0], tenants[1], &ts);
     }

@@ -114,6 +114,9 @@ struct cfg_tenant {
     struct cfg_limits limits;
     enum cfg_on_excess on_excess;
     struct cfg_spill spill;
+    /* A send to a queue of the tenant's that does not exist creates it
+     * with SQS's default attributes (docs/api.md, "Beyond SQS"). */
+    bool auto_create_queues;
 };
 
 struct cfg_admin {
@@ -190,6 +193,7 @@ struct cfg_snapshot {
     struct cfg_limits default_limits;
     enum cfg_on_excess default_on_excess;
     struct cfg_spill default_spill;
+    bool default_auto_create_queues;
     size_t tenant_count;
     struct cfg_tenant *tenants; /* sorted by name */
     struct cfg_cluster cluster;

@@ -262,15 +262,54 @@ static void send_fanned(struct gw_act_ctx *ctx, const struct gw_queue *q, struct
     send_part_done((struct part_cookie){.ptr = b, .id = 0}, SL_OK, NULL);
 }
 
+/* Whether a queue auto-created for this send, with SQS's default
+ * attributes, would refuse the whole request (then *err says why): the
+ * FIFO rules, and for SendMessage its one entry's own failure or sluice.*
+ * attributes. (A batch's failing entries fail alone, as on any queue.) */
+static bool refused_by_new_queue(const struct gw_sqs_queue_ref *ref,
+                                 const struct gw_sqs_send_entry *entries, size_t count, bool single,
+                                 struct gw_sqs_err *err)
+{
+    struct part_queue_config would = part_queue_config_default();
+    would.fifo = ref->fifo;
+    if (gw__fifo_check(&would, entries, count, err) != SL_OK) {
+        return true;
+    }
+    if (!single) {
+        return false;
+    }
+    if (entries[0].fail != NULL) {
+        *err = *entries[0].fail;
+        return true;
+    }
+    bool has_priority;
+    int64_t priority;
+    return gw__beyond_check(&would, &entries[0], &has_priority, &priority, err) != SL_OK;
+}
+
 /* Sends the request's entries that passed validation. entries/count are
  * the request's; single tells SendMessage from SendMessageBatch. */
 static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
                          const struct gw_sqs_send_entry *entries, size_t count, bool single)
 {
     struct gw_queue q;
-    if (gw__act_resolve(ctx, ref, &q) != SL_OK) {
+    if (gw__act_find_queue(ctx, ref->tenant, ref->name, &q) != SL_OK) {
+        /* A tenant may have its queues made by their first send; a send
+         * the new queue would refuse whole makes none. */
+        struct gw_sqs_err err;
+        if (gw__act_auto_create_applies(ctx, ref) &&
+            refused_by_new_queue(ref, entries, count, single, &err)) {
+            gw__act_fail(ctx, &err);
+            return;
+        }
+        if (!gw__act_auto_create(ctx, ref,
+                                 single ? gw__act_send_message : gw__act_send_message_batch)) {
+            gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
+            gw__act_fail(ctx, &err);
+        }
         return;
     }
+    ctx->queue_id = q.id; /* as gw__act_resolve, whose refusal is the branch above */
     if ((gw__pause_flags(ctx->api, q.id) & GW_PAUSE_ENQUEUE) != 0) {
         struct gw_sqs_err err;
         gw_sqs_err_set(&err, GW_SQS_E_QUEUE_PAUSED, NULL);

@@ -480,8 +480,9 @@ static void create_done(struct part_cookie cookie, int status, const struct part
 
 /* True when tenant already has limits.max_queues queues and name is not
  * one of them (CreateQueue of an existing queue stays idempotent). Counted
- * from the catalog at each CreateQueue, a cold action; creates racing each
- * other may pass the bound by as many as are in flight. */
+ * from the catalog at each CreateQueue (and each auto-creation), a cold
+ * action; creates racing each other may pass the bound by as many as are
+ * in flight. */
 static bool over_queue_cap(const struct gw_act_ctx *ctx, const char *tenant, const char *name)
 {
     struct part_queue_list list = {0};
@@ -509,17 +510,7 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     char name[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
     snprintf(name, sizeof name, "%.*s", (int)r->queue_name.n, r->queue_name.p);
 
-    char key[MARK_NAME_MAX];
-    snprintf(key, sizeof key, "%s/%s", tenant, name);
-    if (mark_recent(ctx->api, 0, key, sl_wall_ms(), false)) {
-        gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DELETED_RECENTLY, NULL);
-        gw__act_fail(ctx, &err);
-        return;
-    }
-    if (over_queue_cap(ctx, tenant, name)) {
-        gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,
-                       "Tenant %s has reached its limit of %u queues (limits.max_queues).", tenant,
-                       ctx->principal.tenant->limits.max_queues);
+    if (gw__act_queue_may_create(ctx, tenant, name, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }
@@ -539,6 +530,89 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     free_kv(attrs, r->attributes.count);
     free_tags_kv(tags, r->tag_count);
     submitted(ctx, rc);
+}
+
+int gw__act_queue_may_create(struct gw_act_ctx *ctx, const char *tenant, const char *name,
+                             struct gw_sqs_err *err)
+{
+    char key[MARK_NAME_MAX];
+    snprintf(key, sizeof key, "%s/%s", tenant, name);
+    if (mark_recent(ctx->api, 0, key, sl_wall_ms(), false)) {
+        return gw_sqs_err_set(err, GW_SQS_E_QUEUE_DELETED_RECENTLY, NULL);
+    }
+    if (over_queue_cap(ctx, tenant, name)) {
+        return gw_sqs_err_set(err, GW_SQS_E_OVER_LIMIT,
+                              "Tenant %s has reached its limit of %u queues (limits.max_queues).",
+                              tenant, ctx->principal.tenant->limits.max_queues);
+    }
+    return SL_OK;
+}
+
+/* ---- auto-creation ------------------------------------------------------------ */
+
+struct auto_create {
+    struct gw_act_ctx *ctx;
+    gw_act_fn *resume;
+};
+
+static void auto_create_done(struct part_cookie cookie, int status, const struct part_result *res)
+{
+    struct auto_create *ac = cookie.ptr;
+    struct gw_act_ctx *ctx = ac->ctx;
+    gw_act_fn *resume = ac->resume;
+    free(ac);
+    /* SL_EEXIST: another send (or a CreateQueue) made it meanwhile */
+    if (status != SL_OK && status != SL_EEXIST) {
+        gw__act_fail_storage(ctx, status);
+        return;
+    }
+    if (status == SL_OK && res->queue != NULL) {
+        sl_log(SL_LOG_INFO, "actions", "queue %s/%s created by its first send (auto_create_queues)",
+               res->queue->tenant, res->queue->name);
+    }
+    resume(ctx);
+}
+
+bool gw__act_auto_create_applies(const struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref)
+{
+    const struct cfg_tenant *own = ctx->principal.tenant;
+    bool fifo = false;
+    return own != NULL && own->auto_create_queues && !ctx->auto_created &&
+           sl_slice_eq_cstr(ref->tenant, own->name) && gw_sqs_queue_name_valid(ref->name, &fifo);
+}
+
+bool gw__act_auto_create(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
+                         gw_act_fn *resume)
+{
+    const struct cfg_tenant *own = ctx->principal.tenant;
+    bool fifo = false;
+    if (!gw__act_auto_create_applies(ctx, ref)) {
+        return false;
+    }
+    (void)gw_sqs_queue_name_valid(ref->name, &fifo);
+    char name[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
+    snprintf(name, sizeof name, "%.*s", (int)ref->name.n, ref->name.p);
+    struct gw_sqs_err err;
+    int rc = gw__act_queue_may_create(ctx, own->name, name, &err);
+    if (rc != SL_OK && err.code == GW_SQS_E_QUEUE_DELETED_RECENTLY) {
+        return false; /* a queue just deleted does not come back by itself */
+    }
+    if (rc != SL_OK) {
+        gw__act_fail(ctx, &err);
+        return true;
+    }
+    ctx->auto_created = true;
+    struct part_queue_config cfg = part_queue_config_default();
+    cfg.fifo = fifo;
+    struct auto_create *ac = sl_xmalloc(sizeof *ac);
+    *ac = (struct auto_create){ctx, resume};
+    rc = part_queue_create(ctx->loop->part, own->name, name, &cfg, NULL, 0, NULL, 0,
+                           (struct part_cookie){.ptr = ac}, auto_create_done);
+    if (rc != SL_OK) {
+        free(ac);
+        gw__act_fail_storage(ctx, rc);
+    }
+    return true;
 }
 
 /* ---- GetQueueUrl ------------------------------------------------------------ */
