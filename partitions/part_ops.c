@@ -644,8 +644,10 @@ static bool group_free(const struct part_writer *w, const struct part_batch *b,
         }
     }
     /* A group on several partitions is leased only by its oldest one
-     * (docs/partitions.md, "The group directory"). */
-    return held <= 0 && part__gdir_may_lease(job->q->gdir, group, w->index);
+     * (docs/partitions.md, "The group directory"); an exclusive queue has
+     * no directory. */
+    return held <= 0 &&
+           (job->q->gdir == NULL || part__gdir_may_lease(job->q->gdir, group, w->index));
 }
 
 /* What a FIFO receive chose so far: rows in order, the groups they are of. */
@@ -872,6 +874,50 @@ static bool pick_fair(struct part_writer *w, struct part_batch *b, struct part_j
     return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
 }
 
+/* An exclusive queue (part_queue_config.exclusive): the best ready rows
+ * of the lane, in order, at most one per value, none of a value held in
+ * flight here (the group counts FIFO's lock uses, with this batch's own
+ * leases and releases). Rows of held values are passed over, through
+ * msg_ready alone (it carries the group id: no table reads); the walk
+ * stops after EXCLUSIVE_WINDOW of them, so a receive costs at most that
+ * many index entries beyond what it returns, and values buried deeper
+ * behind held ones wait until those are deleted. */
+#define EXCLUSIVE_WINDOW 4096
+
+static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                           int lane, uint32_t want, const struct part_queue_config *cfg, bool dlq,
+                           uint64_t now, struct candidate *cand, size_t *ncand)
+{
+    struct part_qcount *qc = &job->q->per[w->index];
+    int64_t chosen[PART_MAX_BATCH];
+    struct candidate picked[PART_MAX_BATCH]; /* values only, for the lock */
+    size_t nchosen = 0;
+    sqlite3_stmt *st = part__stmt(w, ST_FAIR_SCAN);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, lane);
+    sqlite3_bind_int(st, 3, EXCLUSIVE_WINDOW);
+    int rc = SQLITE_DONE;
+    while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *group = (const char *)sqlite3_column_text(st, 1);
+        if (group != NULL &&
+            (picked_in_group(picked, nchosen, group) > 0 || !group_free(w, b, job, qc, group))) {
+            continue;
+        }
+        chosen[nchosen] = sqlite3_column_int64(st, 0);
+        picked[nchosen].has_group = group != NULL;
+        if (group != NULL) {
+            snprintf(picked[nchosen].group, sizeof picked[nchosen].group, "%s", group);
+        }
+        nchosen++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        return false;
+    }
+    return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
+}
+
 /* ---- ReceiveRequestAttemptId ---------------------------------------------- */
 
 /* A row's attempt value (part_schema.c, msg_attempt): the id, the place
@@ -1016,8 +1062,10 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
         struct candidate cand[PART_MAX_BATCH];
         size_t ncand = 0;
         bool ok = cfg.fifo ? pick_fifo(w, b, job, want, &cfg, dlq != NULL, now, cand, &ncand)
-                  : fair   ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
-                           : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
+                  : cfg.exclusive
+                      ? pick_exclusive(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                  : fair ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                         : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
         if (!ok) {
             break;
         }
@@ -1128,9 +1176,9 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             if (run(w, b, st)) {
                 part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
                 part__note_gone(b, (int64_t)en->rh.sequence);
-                if (cfg.fifo && r.state == PART_STATE_INFLIGHT) {
-                    /* its group may be free now: its next message is
-                     * ready for a waiting receive */
+                if ((cfg.fifo || cfg.exclusive) && r.state == PART_STATE_INFLIGHT) {
+                    /* its group (value) may be free now: its next message
+                     * is ready for a waiting receive */
                     part__delta_of(b, job->q)->woke++;
                 }
             }

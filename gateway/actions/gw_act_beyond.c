@@ -83,6 +83,61 @@ int gw__beyond_check(const struct part_queue_config *cfg, const struct gw_sqs_se
     return SL_OK;
 }
 
+char *gw__beyond_exclusivity_key(struct gw_act_ctx *ctx, uint64_t queue_id)
+{
+    struct part_queue_info *qi = NULL;
+    if (part_queue_get(ctx->api->engine, queue_id, &qi) != SL_OK) {
+        return NULL;
+    }
+    const char *want = gw_sqs_qattr_name(GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY);
+    char *key = NULL;
+    for (size_t i = 0; i < qi->attr_count && key == NULL; i++) {
+        if (strcmp(qi->attrs[i].key, want) == 0) {
+            key = sl_xstrdup(qi->attrs[i].value);
+        }
+    }
+    part_queue_info_free(qi);
+    return key;
+}
+
+int gw__beyond_exclusive_value(const struct gw_sqs_send_entry *m, const char *key,
+                               struct sl_slice *value, struct gw_sqs_err *err)
+{
+    if (m->has_group_id) {
+        return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                              "Value %.*s for parameter MessageGroupId is invalid. Reason: an "
+                              "exclusive queue groups its messages by their '%s' attribute.",
+                              (int)SL_MIN(m->group_id.n, 128), m->group_id.p, key);
+    }
+    for (size_t i = 0; i < m->attr_count; i++) {
+        const struct gw_sqs_msg_attr *a = &m->attrs[i];
+        if (!sl_slice_eq_cstr(a->name, key)) {
+            continue;
+        }
+        if (a->type == GW_SQS_ATTR_BINARY || a->value.n == 0 || a->value.n > PART_GROUP_ID_MAX) {
+            return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                                  "Message (user) attribute '%s' is this exclusive queue's key: "
+                                  "it must be a String or Number of 1 to %u bytes.",
+                                  key, (unsigned)PART_GROUP_ID_MAX);
+        }
+        *value = a->value;
+        return SL_OK;
+    }
+    return gw_sqs_err_set(err, GW_SQS_E_MISSING_PARAMETER,
+                          "The queue is exclusive by the message attribute '%s' "
+                          "(SluiceExclusivityKey): every message must carry it.",
+                          key);
+}
+
+uint32_t gw__beyond_value_partition(struct gw_act_ctx *ctx, const struct gw_queue *q,
+                                    struct sl_slice value)
+{
+    const uint32_t *shard;
+    uint32_t k = gw__act_shard(ctx, q->tenant, &shard);
+    return pol_key_home(part_engine_key(ctx->api->engine), PART_KEY_LEN, q->tenant,
+                        strlen(q->tenant), value.p, value.n, shard, k);
+}
+
 uint32_t gw__beyond_key_partition(struct gw_act_ctx *ctx, const struct gw_queue *q,
                                   struct sl_slice dedup_id)
 {

@@ -20,6 +20,25 @@
 int gw__beyond_check(const struct part_queue_config *cfg, const struct gw_sqs_send_entry *m,
                      bool *has_priority, int64_t *priority, struct gw_sqs_err *err);
 
+/* The name of the message attribute an exclusive queue is keyed by
+ * (SluiceExclusivityKey), malloc'd; NULL when the queue is gone or has
+ * none. */
+char *gw__beyond_exclusivity_key(struct gw_act_ctx *ctx, uint64_t queue_id);
+
+/* A send entry's exclusivity value: the String or Number attribute named
+ * key, of 1..PART_GROUP_ID_MAX bytes, into *value (borrowed from m). An
+ * entry without it, with a Binary one, or with a MessageGroupId (the
+ * value is the message's group on an exclusive queue) is refused: returns
+ * SL_EINVAL with err set. */
+int gw__beyond_exclusive_value(const struct gw_sqs_send_entry *m, const char *key,
+                               struct sl_slice *value, struct gw_sqs_err *err);
+
+/* The partition every message of an exclusivity value goes to: the
+ * value's home in the tenant's shard, as a FIFO group's (so the lock is
+ * one writer's decision). */
+uint32_t gw__beyond_value_partition(struct gw_act_ctx *ctx, const struct gw_queue *q,
+                                    struct sl_slice value);
+
 /* The partition an idempotent send with this deduplication id goes to:
  * the id's home in the tenant's shard, so that a retry reaches the
  * partition whose writer holds the id (each partition keeps its own). */

@@ -326,6 +326,8 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     uint32_t max_size = q.cfg.max_message_size ? q.cfg.max_message_size : GW_SQS_MAX_MESSAGE_BYTES;
     bool has_prio[PART_MAX_BATCH];
     int64_t prio[PART_MAX_BATCH];
+    struct sl_slice excl[PART_MAX_BATCH]; /* exclusive queues: each job entry's value */
+    char *excl_key = q.cfg.exclusive ? gw__beyond_exclusivity_key(ctx, q.id) : NULL;
     for (size_t i = 0; i < count; i++) {
         b->fail[i] = entries[i].fail;
         if (b->fail[i] == NULL && entries[i].size > max_size) {
@@ -341,6 +343,11 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
                              &b->errs[i]) != SL_OK) {
             b->fail[i] = &b->errs[i];
         }
+        if (b->fail[i] == NULL && q.cfg.exclusive &&
+            gw__beyond_exclusive_value(&entries[i], excl_key != NULL ? excl_key : "?",
+                                       &excl[b->job_count], &b->errs[i]) != SL_OK) {
+            b->fail[i] = &b->errs[i];
+        }
         if (b->fail[i] == NULL) {
             if (entries[i].attr_count == 0) {
                 has_prio[b->job_count] = false;
@@ -348,6 +355,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             b->job_entry[b->job_count++] = (uint32_t)i;
         }
     }
+    free(excl_key); /* the values borrow from the request, not from it */
     if (single && b->fail[0] != NULL) {
         struct gw_sqs_err err = *b->fail[0];
         free(b);
@@ -407,7 +415,11 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             .has_priority = has_prio[j],
             .priority = prio[j],
         };
-        if (keyed) {
+        if (q.cfg.exclusive) { /* every message of a value on its home */
+            job[j].group_id = excl[j];
+            fifo_part[j] = gw__beyond_value_partition(ctx, &q, excl[j]);
+            fanned = fanned || fifo_part[j] != fifo_part[0];
+        } else if (keyed) {
             if (m->has_dedup_id) {
                 job[j].dedup_id = m->dedup_id;
                 fifo_part[j] = gw__beyond_key_partition(ctx, &q, m->dedup_id);
@@ -442,7 +454,8 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     if (fanned) {
         send_fanned(ctx, &q, b, job, fifo_part);
     } else {
-        uint32_t partition = b->fifo || keyed ? fifo_part[0] : send_partition(ctx, &q);
+        uint32_t partition =
+            b->fifo || keyed || q.cfg.exclusive ? fifo_part[0] : send_partition(ctx, &q);
         rc =
             part_send(ctx->loop->part, q.id, partition, job, b->job_count, cookie_of(b), send_done);
     }

@@ -284,6 +284,9 @@ static int apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *n
         case GW_SQS_QATTR_SLUICE_PRIORITY:
             cfg->priority_order = v->number != 0;
             break;
+        case GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY:
+            cfg->exclusive = v->value.n > 0;
+            break;
         case GW_SQS_QATTR_REDRIVE_POLICY:
             if (v->value.n == 0) {
                 cfg->dlq_target_id = 0;

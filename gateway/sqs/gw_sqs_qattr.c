@@ -31,6 +31,7 @@ enum kind {
     K_DEDUP,      /* messageGroup | queue */
     K_THROUGHPUT, /* perQueue | perMessageGroupId */
     K_TEXT,       /* any string (KmsMasterKeyId) */
+    K_ATTR_NAME,  /* a message attribute's name, not a reserved sluice.* one */
     K_READONLY,   /* counters, timestamps, ARN: not settable */
 };
 
@@ -64,6 +65,7 @@ static const struct {
     [GW_SQS_QATTR_QUEUE_ARN] = {K_READONLY, 0, 0, false, false},
     [GW_SQS_QATTR_SLUICE_PRIORITY] = {K_BOOL, 0, 0, false, false, true},
     [GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS] = {K_BOOL, 0, 0, false, false, true},
+    [GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY] = {K_ATTR_NAME, 0, 0, false, false, true},
     [GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS] = {K_INT, 1, GW_SQS_IDEMPOTENCY_WINDOW_MAX_S,
                                                         false, false, true},
 };
@@ -314,6 +316,10 @@ static int check_value(enum gw_sqs_qattr a, struct sl_slice v, bool fifo,
                    : invalid_value(err, a);
     case K_TEXT:
         return SL_OK;
+    case K_ATTR_NAME:
+        return gw_sqs_attr_name_valid(v) && !(v.n >= 7 && strncasecmp(v.p, "sluice.", 7) == 0)
+                   ? SL_OK
+                   : invalid_value(err, a);
     case K_READONLY:
         break;
     }
@@ -363,6 +369,12 @@ int gw_sqs_qattrs_decode(const json_t *obj, bool fifo, bool for_create,
             return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_NAME,
                                   "You can specify the %s only when FifoQueue is set to true.",
                                   gw_sqs_qattr_name(a));
+        }
+        if (a == GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY && !for_create) {
+            /* stored messages are grouped by the key they were sent under */
+            return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,
+                                  "Invalid value for the parameter SluiceExclusivityKey. Reason: "
+                                  "the exclusivity key is fixed when the queue is created.");
         }
         if (rules[a].create_only && !for_create) {
             return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,

@@ -174,6 +174,12 @@ struct part_queue_config {
      * are within PART_DEDUP_INTERVAL_MS; 0: ids are ignored. At most
      * PART_IDEMPOTENCY_WINDOW_MAX_S. */
     uint32_t idempotency_window_s;
+    /* An exclusive queue: each message's group id is its exclusivity
+     * value, and while a message of a value is in flight on a partition no
+     * other message of that value is leased there, while other values
+     * flow (docs/api.md, "Exclusive queues"). Standard queues only; the
+     * caller sends every message of a value to one partition. */
+    bool exclusive;
 };
 
 #define PART_IDEMPOTENCY_WINDOW_MAX_S 3600u

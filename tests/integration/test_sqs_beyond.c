@@ -437,6 +437,124 @@ static void idempotency_window(void)
     free(url);
 }
 
+/* ---- exclusive queues ------------------------------------------------------ */
+
+static json_t *project(const char *v)
+{
+    return json_pack("{s:{s:s,s:s}}", "project", "DataType", "String", "StringValue", v);
+}
+
+static struct it_reply send_project(const char *url, const char *body, const char *v)
+{
+    json_t *req = json_pack("{s:s,s:s}", "QueueUrl", url, "MessageBody", body);
+    if (v != NULL) {
+        json_object_set_new(req, "MessageAttributes", project(v));
+    }
+    return it_call(&srv, "SendMessage", req);
+}
+
+static void exclusive_attributes(void)
+{
+    static const char *const bad[] = {"", "AWS.project", "sluice.project", ".x", "a..b"};
+    for (size_t i = 0; i < N_OF(bad); i++) {
+        struct it_reply r = it_call(&srv, "CreateQueue",
+                                    json_pack("{s:s,s:{s:s}}", "QueueName", "x", "Attributes",
+                                              "SluiceExclusivityKey", bad[i]));
+        IT_ERR(&r, 400, IAV, "InvalidAttributeValue",
+               "Invalid value for the parameter SluiceExclusivityKey.");
+        it_reply_free(&r);
+    }
+    struct it_reply r = it_call(&srv, "CreateQueue",
+                                json_pack("{s:s,s:{s:s,s:s}}", "QueueName", "x.fifo", "Attributes",
+                                          "FifoQueue", "true", "SluiceExclusivityKey", "project"));
+    IT_ERR(&r, 400, IAN, "InvalidAttributeName",
+           "You can specify the SluiceExclusivityKey only when FifoQueue is false.");
+    it_reply_free(&r);
+    char *plain = it_create_queue(&srv, "plain3", NULL);
+    IT_REQUIRE(plain != NULL);
+    r = it_call(&srv, "SetQueueAttributes",
+                json_pack("{s:s,s:{s:s}}", "QueueUrl", plain, "Attributes", "SluiceExclusivityKey",
+                          "project"));
+    IT_ERR(&r, 400, IAV, "InvalidAttributeValue",
+           "Invalid value for the parameter SluiceExclusivityKey. Reason: the exclusivity key is "
+           "fixed when the queue is created.");
+    it_reply_free(&r);
+    free(plain);
+}
+
+static void exclusive_sends_and_holds(void)
+{
+    char *url =
+        it_create_queue(&srv, "encodes", json_pack("{s:s}", "SluiceExclusivityKey", "project"));
+    IT_REQUIRE(url != NULL);
+    char v[64];
+    queue_attr(url, "SluiceExclusivityKey", v, sizeof v);
+    IT_STREQ(v, "project");
+    /* refusals store nothing */
+    struct it_reply r = send_project(url, "x", NULL);
+    IT_ERR(&r, 400, "MissingParameter", "MissingRequiredParameterException",
+           "The queue is exclusive by the message attribute 'project' (SluiceExclusivityKey): "
+           "every message must carry it.");
+    it_reply_free(&r);
+    r = it_call(&srv, "SendMessage",
+                json_pack("{s:s,s:s,s:s,s:o}", "QueueUrl", url, "MessageBody", "x",
+                          "MessageGroupId", "g", "MessageAttributes", project("a")));
+    IT_ERR(&r, 400, IPV, IPV_SHAPE, NULL);
+    it_reply_free(&r);
+    IT_CHECK(it_queue_attr_int(&srv, url, "ApproximateNumberOfMessages") == 0);
+
+    const char *sends[][2] = {{"a1", "a"}, {"a2", "a"}, {"b1", "b"}, {"a3", "a"}, {"c1", "c"}};
+    for (size_t i = 0; i < N_OF(sends); i++) {
+        r = send_project(url, sends[i][0], sends[i][1]);
+        IT_OK(&r);
+        it_reply_free(&r);
+    }
+    /* one message per value; a, b and c are held */
+    struct it_reply first = it_receive(
+        &srv, url, json_pack("{s:i,s:i}", "MaxNumberOfMessages", 10, "VisibilityTimeout", 60));
+    IT_CHECK(it_message_count(&first) == 3);
+    r = it_receive(&srv, url, json_pack("{s:i}", "MaxNumberOfMessages", 10));
+    IT_CHECK(it_message_count(&r) == 0);
+    it_reply_free(&r);
+    /* deleting a's message releases a: its next one */
+    size_t ia = 0, ib = 0;
+    for (size_t i = 0; i < it_message_count(&first); i++) {
+        const char *body = it_jstr(json_array_get(it_messages(&first), i), "Body");
+        ia = body != NULL && body[0] == 'a' ? i : ia;
+        ib = body != NULL && body[0] == 'b' ? i : ib;
+    }
+    IT_CHECK(it_delete_received(&srv, url, &first, ia));
+    r = it_receive(&srv, url,
+                   json_pack("{s:i,s:i}", "MaxNumberOfMessages", 10, "VisibilityTimeout", 60));
+    IT_CHECK(it_message_count(&r) == 1);
+    IT_STREQ(it_jstr(json_array_get(it_messages(&r), 0), "Body"), "a2");
+    it_reply_free(&r);
+    /* visibility 0 releases b: b1 again */
+    r = it_call(&srv, "ChangeMessageVisibility",
+                json_pack("{s:s,s:s,s:i}", "QueueUrl", url, "ReceiptHandle",
+                          it_jstr(json_array_get(it_messages(&first), ib), "ReceiptHandle"),
+                          "VisibilityTimeout", 0));
+    IT_OK(&r);
+    it_reply_free(&r);
+    r = it_receive(&srv, url,
+                   json_pack("{s:i,s:i}", "MaxNumberOfMessages", 10, "VisibilityTimeout", 60));
+    IT_CHECK(it_message_count(&r) == 1);
+    IT_STREQ(it_jstr(json_array_get(it_messages(&r), 0), "Body"), "b1");
+    it_reply_free(&r);
+    it_reply_free(&first);
+
+    /* kill -9: a, b, c are still held after the restart; d flows */
+    restart(true);
+    r = send_project(url, "d1", "d");
+    IT_OK(&r);
+    it_reply_free(&r);
+    r = it_receive(&srv, url, json_pack("{s:i}", "MaxNumberOfMessages", 10));
+    IT_CHECK(it_message_count(&r) == 1);
+    IT_STREQ(it_jstr(json_array_get(it_messages(&r), 0), "Body"), "d1");
+    it_reply_free(&r);
+    free(url);
+}
+
 int main(void)
 {
     struct it_options opt = {.tls = false, .admin = true, .shard_size = 2};
@@ -448,6 +566,8 @@ int main(void)
     idempotency_attributes();
     idempotent_sends();
     idempotency_window();
+    exclusive_attributes();
+    exclusive_sends_and_holds();
     IT_CHECK(it_healthz(&srv));
     IT_CHECK(it_server_stop(&srv) == 0);
     it_server_cleanup(&srv);

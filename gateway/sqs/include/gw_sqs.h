@@ -202,6 +202,11 @@ void gw_sqs_md5_of_trace_header(struct sl_slice trace_header, char out[33]);
  * "Prefix.*"). */
 bool gw_sqs_attr_filter_match(const struct sl_slice *filters, size_t n, struct sl_slice name);
 
+/* SQS's rule for a message attribute's name: 1..256 of letters, digits,
+ * '_', '-', '.', no leading, trailing or doubled '.', not starting with
+ * AWS. or Amazon. (any case). */
+bool gw_sqs_attr_name_valid(struct sl_slice name);
+
 /* Sorts attributes by name in byte order (the MD5 and storage order). */
 void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
 
@@ -239,7 +244,8 @@ void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
     X(QUEUE_ARN, "QueueArn")                                                                       \
     X(SLUICE_PRIORITY, "SluicePriority")                                                           \
     X(SLUICE_IDEMPOTENT_SENDS, "SluiceIdempotentSends")                                            \
-    X(SLUICE_IDEMPOTENCY_WINDOW_SECONDS, "SluiceIdempotencyWindowSeconds")
+    X(SLUICE_IDEMPOTENCY_WINDOW_SECONDS, "SluiceIdempotencyWindowSeconds")                         \
+    X(SLUICE_EXCLUSIVITY_KEY, "SluiceExclusivityKey")
 
 enum gw_sqs_qattr {
 #define GW_SQS_QATTR_ENUM(e, n) GW_SQS_QATTR_##e,

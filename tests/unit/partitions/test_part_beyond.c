@@ -336,6 +336,73 @@ static void test_idempotent_ids_swept(void **state)
     assert_true(t_part_int(t, 0, "SELECT count(*) FROM dedup") <= 3);
 }
 
+/* One message of exclusivity value v (its group id) to partition 0. */
+static void send_value(struct t_env *t, uint64_t q, const char *body, const char *v)
+{
+    struct part_send_entry en = {
+        .body = sl_slice_cstr(body), .group_id = sl_slice_cstr(v), .delay_s = -1};
+    struct t_done d;
+    assert_int_equal(part_send(t->c, q, 0, &en, 1, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.status, SL_OK);
+}
+
+/* The bodies of one receive of up to ten, space-separated. */
+static void recv_bodies(struct t_env *t, uint64_t q, uint32_t vis, struct t_done *r, char *out,
+                        size_t cap)
+{
+    t_recv(t, q, 10, (int32_t)vis, r);
+    assert_int_equal(r->status, SL_OK);
+    out[0] = '\0';
+    for (size_t i = 0; i < r->count; i++) {
+        size_t n = strlen(out);
+        snprintf(out + n, cap - n, "%s%s", i ? " " : "", r->msgs[i].body);
+    }
+}
+
+static void test_exclusive_one_per_value(void **state)
+{
+    struct t_env *t = *state;
+    struct part_queue_config cfg = part_queue_config_default();
+    cfg.exclusive = true;
+    uint64_t q = t_create(t, "acme", "excl", &cfg);
+    send_value(t, q, "a1", "a");
+    send_value(t, q, "a2", "a");
+    send_value(t, q, "b1", "b");
+    send_value(t, q, "a3", "a");
+    send_value(t, q, "c1", "c");
+    char got[128];
+    struct t_done r1;
+    recv_bodies(t, q, 300, &r1, got, sizeof got);
+    assert_string_equal(got, "a1 b1 c1"); /* one per value, in order */
+    struct t_done r;
+    recv_bodies(t, q, 300, &r, got, sizeof got);
+    assert_string_equal(got, ""); /* every value held */
+    assert_int_equal(t_counts(t, q).groups_inflight, 3);
+
+    /* A delete frees a: its next message, not a3 */
+    struct t_done d;
+    t_delete(t, q, r1.msgs[0].receipt, &d);
+    recv_bodies(t, q, 300, &r, got, sizeof got);
+    assert_string_equal(got, "a2");
+    /* Visibility 0 frees b: b1 again */
+    t_chvis(t, q, r1.msgs[1].receipt, 0, &d);
+    recv_bodies(t, q, 5, &r, got, sizeof got);
+    assert_string_equal(got, "b1");
+    /* A lapsed lease frees it as well */
+    t_advance(t, 5000);
+    t_sync(t);
+    recv_bodies(t, q, 300, &r, got, sizeof got);
+    assert_string_equal(got, "b1");
+
+    /* A restart keeps the holds: a2, b1 and c1 are still in flight */
+    t_close(t);
+    t_open(t);
+    send_value(t, q, "d1", "d");
+    recv_bodies(t, q, 300, &r, got, sizeof got);
+    assert_string_equal(got, "d1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +418,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idempotent_batch_and_purge, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_ids_ignored_without_window, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_idempotent_ids_swept, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_exclusive_one_per_value, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
