@@ -6,12 +6,24 @@ SendMessageBatch) and received lowest first across the tenant's shard of
 two partitions, the attribute MD5s compared with what the client sent and
 parsed; a bad priority refused in a shape botocore parses; idempotent
 sends with MessageDeduplicationId on a standard queue answering the
-first MessageId, batch entries one by one."""
+first MessageId, batch entries one by one; an exclusive queue handing
+out one message per key value; a queue created by its first send for a
+tenant with auto_create_queues."""
 
 import sys
 
 from harness import REGION, TENANTS, Sluiced, Steps, eq, md5_of_message_attributes, ok, \
     require_module
+
+
+class AutoCreateSluiced(Sluiced):
+    """sluiced whose tenant alpha has its queues created by their first
+    send (auto_create_queues; beta keeps the default, off)."""
+
+    def _config(self):
+        alpha_secret = f"    secret_access_key: {TENANTS['alpha'][1]}\n"
+        return super()._config().replace(
+            alpha_secret, alpha_secret + "    auto_create_queues: true\n", 1)
 
 
 def client(boto3, endpoint, key, secret):
@@ -30,7 +42,7 @@ def prio(value, data_type="Number"):
 
 def body(steps):
     boto3 = require_module("boto3", "python3-boto3")
-    with Sluiced() as server:
+    with AutoCreateSluiced() as server:
         sqs = client(boto3, server.endpoint, *TENANTS["alpha"])
 
         steps.step("a priority queue, made with CreateQueue's attributes")
@@ -102,6 +114,41 @@ def body(steps):
         attrs = sqs.get_queue_attributes(QueueUrl=url,
                                          AttributeNames=["ApproximateNumberOfMessages"])
         eq(attrs["Attributes"]["ApproximateNumberOfMessages"], "2", "messages stored")
+
+        steps.step("an exclusive queue: one message in flight per key value")
+        url = sqs.create_queue(QueueName="beyond-excl",
+                               Attributes={"SluiceExclusivityKey": "project"})["QueueUrl"]
+        for body, project in [("a1", "a"), ("a2", "a"), ("b1", "b")]:
+            sqs.send_message(QueueUrl=url, MessageBody=body, MessageAttributes={
+                "project": {"DataType": "String", "StringValue": project}})
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        eq(sorted(m["Body"] for m in got), ["a1", "b1"], "first receive: one per value")
+        eq(sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []), [],
+           "second receive while both values are held")
+        a1 = next(m for m in got if m["Body"] == "a1")
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=a1["ReceiptHandle"])
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        eq([m["Body"] for m in got], ["a2"], "after a1's delete")
+        try:
+            sqs.send_message(QueueUrl=url, MessageBody="no key")
+        except sqs.exceptions.ClientError as exc:
+            eq(exc.response["Error"]["Code"], "MissingParameter", "a send without the key")
+        else:
+            ok(False, "a send without the exclusivity key was accepted")
+
+        steps.step("a queue created by its first send (auto_create_queues)")
+        url = f"{server.endpoint}/alpha/beyond-auto"
+        sqs.send_message(QueueUrl=url, MessageBody="first")
+        eq(sqs.get_queue_url(QueueName="beyond-auto")["QueueUrl"], url, "GetQueueUrl")
+        got = sqs.receive_message(QueueUrl=url).get("Messages", [])
+        eq([m["Body"] for m in got], ["first"], "the first message")
+        beta = client(boto3, server.endpoint, *TENANTS["beta"])
+        try:
+            beta.send_message(QueueUrl=f"{server.endpoint}/beta/beyond-auto", MessageBody="x")
+        except beta.exceptions.QueueDoesNotExist:
+            pass
+        else:
+            ok(False, "beta, without auto_create_queues, created a queue")
 
 
 if __name__ == "__main__":

@@ -516,6 +516,8 @@ static void exclusive_sends_and_holds(void)
     r = it_receive(&srv, url, json_pack("{s:i}", "MaxNumberOfMessages", 10));
     IT_CHECK(it_message_count(&r) == 0);
     it_reply_free(&r);
+    IT_CHECK(it_metric(&srv,
+                       "sluice_exclusive_values_inflight{tenant=\"acme\",queue=\"encodes\"}") == 3);
     /* deleting a's message releases a: its next one */
     size_t ia = 0, ib = 0;
     for (size_t i = 0; i < it_message_count(&first); i++) {
