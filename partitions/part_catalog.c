@@ -473,9 +473,10 @@ static void counts_load(const struct part_qcount *c, struct part_counts *out)
     out->groups_inflight = atomic_load(&c->groups_inflight);
 }
 
-/* The oldest ready message's send time: every row's priority is its send
- * time (part_send's default, which the gateway never overrides), so it is
- * the best head of either lane on any partition. A FIFO row's priority is
+/* The oldest ready message's send time: a row's priority is its send
+ * time (part_send's default, which only a priority queue's sends
+ * override; there it is not known, 0), so it is the best head of either
+ * lane on any partition. A FIFO row's priority is
  * its sequence number, a clock in microseconds that runs at least as fast
  * as the send times: within a few of them of the send time in ms. */
 static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_t end)
@@ -486,7 +487,7 @@ static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_
             best = SL_MIN(best, atomic_load(&q->per[p].head_priority[lane]));
         }
     }
-    if (best == INT64_MAX || best < 0) {
+    if (best == INT64_MAX || best < 0 || q->cfg.priority_order) {
         return 0;
     }
     return q->cfg.fifo ? (uint64_t)best / 1000u : (uint64_t)best;

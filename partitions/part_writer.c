@@ -85,6 +85,12 @@ static void schedule_aging(struct part_writer *w, struct part_queue *q, int64_t 
     if (aging == 0 || main_head == INT64_MAX || main_head < 0) {
         return;
     }
+    /* A priority queue is never aged (age_queue): its head is no send
+     * time, and a check due at once would fire after every commit. */
+    struct part_queue_config cfg;
+    if (!part__queue_cfg(w->engine, q, &cfg) || cfg.priority_order) {
+        return;
+    }
     uint64_t due = (uint64_t)main_head + aging;
     if (qc->age_due == 0 || due < qc->age_due) {
         if (qc->age_due != 0) { /* the later check is superseded */

@@ -243,8 +243,10 @@ struct part_counts {
     int64_t delayed;
     int64_t overflow_ready;
     int64_t overflow_delayed;
-    uint64_t oldest_ready_ms; /* send time of the oldest ready message; 0: none */
-    int64_t groups_inflight;  /* message groups with a message in flight (FIFO: locked) */
+    /* send time of the oldest ready message; 0: none, or unknown on a
+     * priority queue (its heads are producers' priorities, not times) */
+    uint64_t oldest_ready_ms;
+    int64_t groups_inflight; /* message groups with a message in flight (FIFO: locked) */
     /* FIFO, summed over partitions only (0 per partition): groups with a
      * live message, and of them those on more than one partition (see
      * docs/partitions.md, "The group directory"). */
