@@ -473,6 +473,18 @@ static void counts_load(const struct part_qcount *c, struct part_counts *out)
     out->groups_inflight = atomic_load(&c->groups_inflight);
 }
 
+/* The lowest ready priority of partitions [first, end), either lane. */
+static int64_t best_head(const struct part_queue *q, uint32_t first, uint32_t end)
+{
+    int64_t best = INT64_MAX;
+    for (uint32_t p = first; p < end; p++) {
+        for (int lane = 0; lane < 2; lane++) {
+            best = SL_MIN(best, atomic_load(&q->per[p].head_priority[lane]));
+        }
+    }
+    return best;
+}
+
 /* The oldest ready message's send time: a row's priority is its send
  * time (part_send's default, which only a priority queue's sends
  * override; there it is not known, 0), so it is the best head of either
@@ -481,12 +493,7 @@ static void counts_load(const struct part_qcount *c, struct part_counts *out)
  * as the send times: within a few of them of the send time in ms. */
 static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_t end)
 {
-    int64_t best = INT64_MAX;
-    for (uint32_t p = first; p < end; p++) {
-        for (int lane = 0; lane < 2; lane++) {
-            best = SL_MIN(best, atomic_load(&q->per[p].head_priority[lane]));
-        }
-    }
+    int64_t best = best_head(q, first, end);
     if (best == INT64_MAX || best < 0 || q->cfg.priority_order) {
         return 0;
     }
@@ -509,6 +516,8 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
         out->groups_split = all && q->gdir != NULL ? part__gdir_spanning(q->gdir) : 0;
         out->oldest_ready_ms =
             all ? oldest_ready(q, 0, q->nparts) : oldest_ready(q, partition, partition + 1);
+        out->best_priority =
+            all ? best_head(q, 0, q->nparts) : best_head(q, partition, partition + 1);
     }
     pthread_rwlock_unlock(&c->lock);
     return q != NULL ? SL_OK : SL_ENOTFOUND;

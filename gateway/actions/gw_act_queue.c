@@ -809,7 +809,7 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
     }
     /* values live until the reply is written: numbers and the ARN in
      * per-attribute buffers */
-    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT + 1]; /* + SluicePaused */
+    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT + 3]; /* + SluicePaused and two below */
     char nums[GW_SQS_QATTR__COUNT][32];
     size_t n_attrs = 0;
     struct sl_buf arn;
@@ -857,10 +857,25 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
     /* One attribute of sluice's own beside SQS's, with "All" only and only
      * while an operator has the queue paused: clients that compare
      * attribute sets see SQS's exactly otherwise. */
+    bool all = r->wanted == (1u << GW_SQS_QATTR__COUNT) - 1;
     unsigned paused = gw__pause_flags(ctx->api, q.id);
-    if (paused != 0 && r->wanted == (1u << GW_SQS_QATTR__COUNT) - 1) {
+    if (paused != 0 && all) {
         attrs[n_attrs++] = (struct gw_sqs_tag){SL_SLICE_LIT("SluicePaused"),
                                                sl_slice_cstr(gw__pause_name(paused))};
+    }
+    /* Read-only, with "All" only, on the queues that opted in (docs/api.md,
+     * "Beyond SQS"): what an operator looks for on them. */
+    char held[32];
+    char lowest[32];
+    if (all && qi->cfg.exclusive) {
+        snprintf(held, sizeof held, "%lld", (long long)SL_MAX(counts.groups_inflight, 0));
+        attrs[n_attrs++] =
+            (struct gw_sqs_tag){SL_SLICE_LIT("SluiceHeldValues"), sl_slice_cstr(held)};
+    }
+    if (all && qi->cfg.priority_order && counts.best_priority != INT64_MAX) {
+        snprintf(lowest, sizeof lowest, "%lld", (long long)counts.best_priority);
+        attrs[n_attrs++] =
+            (struct gw_sqs_tag){SL_SLICE_LIT("SluiceLowestReadyPriority"), sl_slice_cstr(lowest)};
     }
     struct gw_sqs_reply reply;
     gw__act_reply_init(ctx, &reply);

@@ -246,6 +246,9 @@ struct part_counts {
     /* send time of the oldest ready message; 0: none, or unknown on a
      * priority queue (its heads are producers' priorities, not times) */
     uint64_t oldest_ready_ms;
+    /* the lowest priority ready (either lane), as of the last commits;
+     * INT64_MAX: none. On a priority queue, the producers' numbers. */
+    int64_t best_priority;
     int64_t groups_inflight; /* message groups with a message in flight (FIFO: locked) */
     /* FIFO, summed over partitions only (0 per partition): groups with a
      * live message, and of them those on more than one partition (see
