@@ -48,6 +48,9 @@ struct part_qcount {
     _Atomic int64_t overflow_delayed; /* of delayed, in the overflow lane */
     /* best ready priority per lane, INT64_MAX if none (per partition only) */
     _Atomic int64_t head_priority[2];
+    /* the send time of each lane's head: ties of head_priority between
+     * partitions go to the earlier send (a priority queue's order) */
+    _Atomic int64_t head_sent[2];
     /* message groups with something in flight (FIFO's locked groups),
      * mirrored from groups after each commit for readers on any thread */
     _Atomic int64_t groups_inflight;
@@ -226,7 +229,8 @@ struct part_recv {
      * INT64_MAX: any), then the plan is made again (part_poll.c). */
     bool strict;
     int64_t bound;
-    uint32_t hops; /* strict visits so far; past PART_STRICT_HOPS_MAX, plain */
+    int64_t bound_sent; /* ties of bound: rows sent after it come later */
+    uint32_t hops;      /* strict visits so far; past PART_STRICT_HOPS_MAX, plain */
 };
 
 #define PART_STRICT_HOPS_MAX (4 * PART_MAX_BATCH)

@@ -583,7 +583,8 @@ static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_j
     sqlite3_bind_int(st, 3, lane);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && *ncand < want) {
-        if (sqlite3_column_int64(st, 6) > r->bound) {
+        int64_t prio = sqlite3_column_int64(st, 6);
+        if (prio > r->bound || (prio == r->bound && sqlite3_column_int64(st, 8) > r->bound_sent)) {
             break; /* another partition's head comes first (recv_submit) */
         }
         take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);

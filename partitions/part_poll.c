@@ -114,6 +114,16 @@ static int64_t head_of(struct part_queue *q, uint32_t p, int lane)
     return atomic_load(&q->per[p].head_priority[lane]);
 }
 
+/* Whether partition a's head comes after b's: by priority, then (equal
+ * priorities, as on a priority queue) by send time. */
+static bool head_after(struct part_queue *q, uint32_t a, uint32_t b, int lane)
+{
+    int64_t pa = head_of(q, a, lane);
+    int64_t pb = head_of(q, b, lane);
+    return pa > pb || (pa == pb && atomic_load(&q->per[a].head_sent[lane]) >
+                                       atomic_load(&q->per[b].head_sent[lane]));
+}
+
 /* Orders the partitions with messages ready in the lane of the receive's
  * current pass, best head first (first, if not UINT32_MAX, goes first
  * regardless). False when there is none. */
@@ -128,7 +138,7 @@ static bool recv_plan(struct part_engine *e, struct part_job *job, uint32_t firs
         if (p != first && lane_ready(q, p, lane) > 0 && part__partition_ok(e, p)) {
             /* insertion sort by head priority: a handful of partitions */
             size_t k = r->norder++;
-            while (k > 0 && head_of(q, r->order[k - 1], lane) > head_of(q, p, lane)) {
+            while (k > 0 && head_after(q, r->order[k - 1], p, lane)) {
                 r->order[k] = r->order[k - 1];
                 k--;
             }
@@ -158,13 +168,20 @@ static void recv_submit(struct part_engine *e, struct part_job *job, uint32_t p)
 {
     struct part_recv *r = job->recv;
     r->bound = INT64_MAX;
+    r->bound_sent = INT64_MAX;
     if (r->strict && r->hops < PART_STRICT_HOPS_MAX) {
         int lane = r->lanes[r->pass];
+        uint32_t best = UINT32_MAX;
         for (size_t i = 0; i < r->norder; i++) {
             uint32_t o = r->order[i];
-            if (o != p && lane_ready(job->q, o, lane) > 0) {
-                r->bound = SL_MIN(r->bound, head_of(job->q, o, lane));
+            if (o != p && lane_ready(job->q, o, lane) > 0 &&
+                (best == UINT32_MAX || head_after(job->q, best, o, lane))) {
+                best = o;
             }
+        }
+        if (best != UINT32_MAX) {
+            r->bound = head_of(job->q, best, lane);
+            r->bound_sent = atomic_load(&job->q->per[best].head_sent[lane]);
         }
         r->hops++;
     }

@@ -230,6 +230,7 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
     struct part_recv *r = sl_xcalloc(1, sizeof *r);
     r->strict = known && cfg.priority_order;
     r->bound = INT64_MAX;
+    r->bound_sent = INT64_MAX;
     job->recv = r;
     r->ticket = ++c->next_ticket;
     r->parts = sl_xcalloc(req->partition_count, sizeof *r->parts);

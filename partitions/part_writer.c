@@ -71,6 +71,8 @@ static int64_t lane_head(struct part_writer *w, struct part_queue *q, int lane)
     int64_t head = INT64_MAX;
     if (sqlite3_step(st) == SQLITE_ROW) {
         head = sqlite3_column_int64(st, 0);
+        /* before the priority it breaks ties of: readers load them apart */
+        atomic_store(&q->per[w->index].head_sent[lane], sqlite3_column_int64(st, 1));
     }
     sqlite3_reset(st);
     return head;

@@ -118,6 +118,39 @@ static void test_priority_receive_merges_partitions(void **state)
     assert_string_equal(r.msgs[2].body, "p");
 }
 
+/* Equal priorities on two partitions: the earlier send first, across
+ * partitions too (the partition order alone would put partition 0's
+ * first). */
+static void test_priority_ties_by_send_time(void **state)
+{
+    struct t_env *t = *state;
+    uint64_t q = create_own(t, "ties", true, 0);
+    send_prio(t, q, 1, "old", 5);
+    t_advance(t, 10);
+    send_prio(t, q, 0, "new", 5);
+    t_advance(t, 10);
+    send_prio(t, q, 1, "newest", 5);
+    struct t_done r;
+    t_recv(t, q, 10, 300, &r);
+    assert_int_equal(r.count, 3);
+    assert_string_equal(r.msgs[0].body, "old");
+    assert_string_equal(r.msgs[1].body, "new");
+    assert_string_equal(r.msgs[2].body, "newest");
+    /* and one at a time, straight from the right partition: planned by
+     * (priority, send time), the receive does not visit partition 0 */
+    send_prio(t, q, 1, "b", 6);
+    t_advance(t, 10);
+    send_prio(t, q, 0, "c", 6);
+    t_sync(t);
+    struct part_partition_stats before;
+    struct part_partition_stats after;
+    assert_int_equal(part_engine_stats(t->e, 0, &before), SL_OK);
+    t_recv(t, q, 1, 300, &r);
+    assert_string_equal(r.msgs[0].body, "b");
+    assert_int_equal(part_engine_stats(t->e, 0, &after), SL_OK);
+    assert_int_equal(after.commits, before.commits);
+}
+
 static void test_priority_queue_is_not_aged(void **state)
 {
     struct t_env *t = *state;
@@ -421,6 +454,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_priority_order_across_partitions, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_priority_receive_merges_partitions, t_setup,
                                         t_teardown),
+        cmocka_unit_test_setup_teardown(test_priority_ties_by_send_time, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_priority_queue_is_not_aged, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_settings_survive_restart, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_priority_through_dlq_and_redrive, t_setup, t_teardown),
