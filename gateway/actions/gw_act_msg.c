@@ -262,16 +262,30 @@ static void send_fanned(struct gw_act_ctx *ctx, const struct gw_queue *q, struct
     send_part_done((struct part_cookie){.ptr = b, .id = 0}, SL_OK, NULL);
 }
 
+/* SQS's refusal of a message over the queue's MaximumMessageSize. */
+static void too_large(struct gw_sqs_err *err, uint32_t max_size)
+{
+    gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                   "One or more parameters are invalid. Reason: Message must be shorter than %u "
+                   "bytes.",
+                   max_size);
+}
+
 /* Whether a queue auto-created for this send, with SQS's default
- * attributes, would refuse the whole request (then *err says why): the
- * FIFO rules, and for SendMessage its one entry's own failure or sluice.*
- * attributes. (A batch's failing entries fail alone, as on any queue.) */
-static bool refused_by_new_queue(const struct gw_sqs_queue_ref *ref,
+ * attributes and the tenant's queue_defaults, would refuse the whole
+ * request (then *err says why): the FIFO rules, and for SendMessage its
+ * one entry's own failure, its size or its sluice.* attributes. (A
+ * batch's failing entries fail alone, as on any queue.) */
+static bool refused_by_new_queue(const struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
                                  const struct gw_sqs_send_entry *entries, size_t count, bool single,
                                  struct gw_sqs_err *err)
 {
     struct part_queue_config would = part_queue_config_default();
     would.fifo = ref->fifo;
+    const struct cfg_queue_defaults *qd = &ctx->principal.tenant->queue_defaults;
+    if (qd->set[CFG_QD_MAXIMUM_MESSAGE_SIZE]) {
+        would.max_message_size = qd->value[CFG_QD_MAXIMUM_MESSAGE_SIZE];
+    }
     if (gw__fifo_check(&would, entries, count, err) != SL_OK) {
         return true;
     }
@@ -280,6 +294,10 @@ static bool refused_by_new_queue(const struct gw_sqs_queue_ref *ref,
     }
     if (entries[0].fail != NULL) {
         *err = *entries[0].fail;
+        return true;
+    }
+    if (entries[0].size > would.max_message_size) {
+        too_large(err, would.max_message_size);
         return true;
     }
     bool has_priority;
@@ -298,7 +316,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
          * the new queue would refuse whole makes none. */
         struct gw_sqs_err err;
         if (gw__act_auto_create_applies(ctx, ref) &&
-            refused_by_new_queue(ref, entries, count, single, &err)) {
+            refused_by_new_queue(ctx, ref, entries, count, single, &err)) {
             gw__act_fail(ctx, &err);
             return;
         }
@@ -331,10 +349,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     for (size_t i = 0; i < count; i++) {
         b->fail[i] = entries[i].fail;
         if (b->fail[i] == NULL && entries[i].size > max_size) {
-            gw_sqs_err_set(&b->errs[i], GW_SQS_E_INVALID_PARAMETER_VALUE,
-                           "One or more parameters are invalid. Reason: Message must be shorter "
-                           "than %u bytes.",
-                           max_size);
+            too_large(&b->errs[i], max_size);
             b->fail[i] = &b->errs[i];
         }
         /* sluice.* attributes (a priority): a bad one fails its entry */

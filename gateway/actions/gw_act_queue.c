@@ -607,9 +607,31 @@ bool gw__act_auto_create(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     ctx->auto_created = true;
     struct part_queue_config cfg = part_queue_config_default();
     cfg.fifo = fifo;
+    /* the tenant's queue_defaults, typed and as stored attributes (which
+     * GetQueueAttributes shows, as if CreateQueue had named them) */
+    const struct cfg_queue_defaults *qd = &own->queue_defaults;
+    uint32_t *typed[CFG_QD_N] = {
+        [CFG_QD_VISIBILITY_TIMEOUT] = &cfg.visibility_timeout_s,
+        [CFG_QD_DELAY_SECONDS] = &cfg.delay_s,
+        [CFG_QD_MESSAGE_RETENTION_PERIOD] = &cfg.retention_s,
+        [CFG_QD_MAXIMUM_MESSAGE_SIZE] = &cfg.max_message_size,
+        [CFG_QD_RECEIVE_MESSAGE_WAIT_TIME_SECONDS] = &cfg.receive_wait_s,
+    };
+    struct part_kv kv[CFG_QD_N];
+    char text[CFG_QD_N][16];
+    size_t nkv = 0;
+    for (int d = 0; d < CFG_QD_N; d++) {
+        if (qd->set[d]) {
+            *typed[d] = qd->value[d];
+            snprintf(text[nkv], sizeof text[nkv], "%u", qd->value[d]);
+            kv[nkv] =
+                (struct part_kv){cfg_queue_default_name((enum cfg_queue_default)d), text[nkv]};
+            nkv++;
+        }
+    }
     struct auto_create *ac = sl_xmalloc(sizeof *ac);
     *ac = (struct auto_create){ctx, resume};
-    rc = part_queue_create(ctx->loop->part, own->name, name, &cfg, NULL, 0, NULL, 0,
+    rc = part_queue_create(ctx->loop->part, own->name, name, &cfg, kv, nkv, NULL, 0,
                            (struct part_cookie){.ptr = ac}, auto_create_done);
     if (rc != SL_OK) {
         free(ac);

@@ -5,7 +5,8 @@
  * queue create it with SQS's defaults (FIFO for a .fifo name) and store
  * the message; a send the new queue would refuse creates nothing; off by
  * default and for the admin, never for another tenant's URL nor a queue
- * deleted less than 60 s ago; the tenant's limits.max_queues holds
+ * deleted less than 60 s ago; the tenant's queue_defaults are the new
+ * queue's attributes; the tenant's limits.max_queues holds
  * (OverLimit); SIGHUP turns it on and off without a restart.
  */
 #include <signal.h>
@@ -22,7 +23,8 @@ static struct it_server srv;
 #define GAMMA_KEY "AKIDGAMMA"
 #define GAMMA_SECRET "gamma-secret"
 
-/* acme: on; beta: off (the default); gamma: on, at most two queues. */
+/* acme: on; beta: off (the default); gamma: on, with queue_defaults, at
+ * most two queues. */
 #define TENANTS(acme_on, beta_on)                                                                  \
     "tenants:\n"                                                                                   \
     "  acme:\n"                                                                                    \
@@ -33,6 +35,9 @@ static struct it_server srv;
     "    access_key_id: " GAMMA_KEY "\n"                                                           \
     "    secret_access_key: " GAMMA_SECRET "\n"                                                    \
     "    auto_create_queues: true\n"                                                               \
+    "    queue_defaults:\n"                                                                        \
+    "      VisibilityTimeout: 45\n"                                                                \
+    "      MaximumMessageSize: 1024\n"                                                             \
     "    limits:\n"                                                                                \
     "      max_queues: 2\n"
 #define ON "    auto_create_queues: true\n"
@@ -163,6 +168,22 @@ static void where_it_does_not_apply(void)
     free(url);
 }
 
+/* gamma's queues are made with its queue_defaults; a message they would
+ * refuse makes none. */
+static void tenant_queue_defaults(void)
+{
+    char big[2001];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char *url = url_of("gamma", "big");
+    struct it_reply r = send_as(GAMMA_KEY, GAMMA_SECRET, url, big);
+    IT_ERR(&r, 400, "InvalidParameterValue", "InvalidParameterValueException",
+           "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.");
+    it_reply_free(&r);
+    expect_missing(GAMMA_KEY, GAMMA_SECRET, "big");
+    free(url);
+}
+
 static void queue_limit_holds(void)
 {
     for (int i = 0; i < 3; i++) {
@@ -172,6 +193,14 @@ static void queue_limit_holds(void)
         struct it_reply r = send_as(GAMMA_KEY, GAMMA_SECRET, url, "x");
         if (i < 2) {
             IT_OK(&r);
+            struct it_reply a =
+                it_call_as(&srv, GAMMA_KEY, GAMMA_SECRET, "GetQueueAttributes",
+                           json_pack("{s:s,s:[s]}", "QueueUrl", url, "AttributeNames", "All"));
+            json_t *attrs = json_object_get(a.json, "Attributes");
+            IT_STREQ(it_jstr(attrs, "VisibilityTimeout"), "45");
+            IT_STREQ(it_jstr(attrs, "MaximumMessageSize"), "1024");
+            IT_STREQ(it_jstr(attrs, "DelaySeconds"), "0"); /* SQS's default */
+            it_reply_free(&a);
         } else {
             IT_ERR(&r, 403, "OverLimit", "OverLimit",
                    "Tenant gamma has reached its limit of 2 queues (limits.max_queues).");
@@ -210,6 +239,7 @@ int main(void)
     first_send_creates();
     refused_sends_create_nothing();
     where_it_does_not_apply();
+    tenant_queue_defaults();
     queue_limit_holds();
     sighup_switches_it();
     IT_CHECK(it_log_contains(&srv, "queue acme/made-by-send created by its first send"));

@@ -126,6 +126,12 @@ static const struct bad_case bad_cases[] = {
      {"2:23: auto_create_queues must be true or false, not \"sometimes\"",
       "7:25: auto_create_queues must be true or false, not a list"}},
     {"comment_only.yaml", {"1:1: the configuration is empty"}},
+    {"queue_defaults.yaml",
+     {"4:24: VisibilityTimeout must be between 0 and 43200, not \"50000\"",
+      "5:5: unknown key \"Colour\" in defaults.queue_defaults (allowed: VisibilityTimeout, "
+      "DelaySeconds, MessageRetentionPeriod, MaximumMessageSize, ReceiveMessageWaitTimeSeconds)",
+      "11:31: MessageRetentionPeriod must be between 60 and 1209600, not \"30\"",
+      "12:21: DelaySeconds must be an integer, not the quoted string \"5\""}},
     {"duplicate_access_key.yaml",
      {"6:20: access key id \"SHARED\" is already used by admin (line 2)",
       "12:20: access key id \"AKIDZ\" is already used by tenant \"zeta\" (line 9)"}},
@@ -395,6 +401,10 @@ static void test_defaults_apply_per_key(void **state)
     assert_int_equal(plain->spill.delay_seconds, 60);
     assert_int_equal(plain->spill.aged_after_seconds, 600);
     assert_true(plain->auto_create_queues); /* inherited */
+    assert_true(plain->queue_defaults.set[CFG_QD_VISIBILITY_TIMEOUT]);
+    assert_int_equal(plain->queue_defaults.value[CFG_QD_VISIBILITY_TIMEOUT], 60);
+    assert_int_equal(plain->queue_defaults.value[CFG_QD_DELAY_SECONDS], 2);
+    assert_false(plain->queue_defaults.set[CFG_QD_MAXIMUM_MESSAGE_SIZE]);
 
     const struct cfg_tenant *partial = tenant(s, "partial");
     assert_true(partial->limits.requests_per_second == 12.5); /* inherited */
@@ -403,7 +413,9 @@ static void test_defaults_apply_per_key(void **state)
     assert_int_equal(partial->spill.delay_seconds, 5);        /* its own */
     assert_int_equal(partial->spill.aged_after_seconds, 600); /* inherited */
     assert_int_equal(partial->on_excess, CFG_EXCESS_SPILL);
-    assert_false(partial->auto_create_queues); /* its own */
+    assert_false(partial->auto_create_queues);                                /* its own */
+    assert_int_equal(partial->queue_defaults.value[CFG_QD_DELAY_SECONDS], 5); /* its own */
+    assert_int_equal(partial->queue_defaults.value[CFG_QD_VISIBILITY_TIMEOUT], 60);
     cfg_snapshot_unref(s);
 }
 
