@@ -518,6 +518,13 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
             all ? oldest_ready(q, 0, q->nparts) : oldest_ready(q, partition, partition + 1);
         out->best_priority =
             all ? best_head(q, 0, q->nparts) : best_head(q, partition, partition + 1);
+        out->exclusive_blocked = 0;
+        for (uint32_t p = all ? 0 : partition; p < (all ? q->nparts : partition + 1); p++) {
+            /* never more than are ready now: a drained partition shows 0
+             * without waiting for its next receive */
+            out->exclusive_blocked += SL_MIN(atomic_load(&q->per[p].excl_blocked),
+                                             SL_MAX(atomic_load(&q->per[p].ready), 0));
+        }
     }
     pthread_rwlock_unlock(&c->lock);
     return q != NULL ? SL_OK : SL_ENOTFOUND;

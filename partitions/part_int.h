@@ -54,6 +54,9 @@ struct part_qcount {
     /* message groups with something in flight (FIFO's locked groups),
      * mirrored from groups after each commit for readers on any thread */
     _Atomic int64_t groups_inflight;
+    /* exclusive queues (per partition only): the ready rows of held values
+     * the last receive here passed over (pick_exclusive) */
+    _Atomic int64_t excl_blocked;
     /* FIFO: group directory hand-overs to this partition (bumped by the
      * thread that dropped a group's first partition): part of gen below */
     _Atomic uint64_t handovers;

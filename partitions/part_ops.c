@@ -898,10 +898,12 @@ static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct p
     sqlite3_bind_int(st, 2, lane);
     sqlite3_bind_int(st, 3, EXCLUSIVE_WINDOW);
     int rc = SQLITE_DONE;
+    int64_t blocked = 0;
     while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *group = (const char *)sqlite3_column_text(st, 1);
         if (group != NULL &&
             (picked_in_group(picked, nchosen, group) > 0 || !group_free(w, b, job, qc, group))) {
+            blocked++;
             continue;
         }
         chosen[nchosen] = sqlite3_column_int64(st, 0);
@@ -916,6 +918,8 @@ static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct p
         b->sql_failed = true;
         return false;
     }
+    /* what an operator sees waiting behind held values (part_counts) */
+    atomic_store_explicit(&qc->excl_blocked, blocked, memory_order_relaxed);
     return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
 }
 

@@ -831,7 +831,7 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
     }
     /* values live until the reply is written: numbers and the ARN in
      * per-attribute buffers */
-    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT + 3]; /* + SluicePaused and two below */
+    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT + 4]; /* + SluicePaused and three below */
     char nums[GW_SQS_QATTR__COUNT][32];
     size_t n_attrs = 0;
     struct sl_buf arn;
@@ -888,11 +888,15 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
     /* Read-only, with "All" only, on the queues that opted in (docs/api.md,
      * "Beyond SQS"): what an operator looks for on them. */
     char held[32];
+    char blocked[32];
     char lowest[32];
     if (all && qi->cfg.exclusive) {
         snprintf(held, sizeof held, "%lld", (long long)SL_MAX(counts.groups_inflight, 0));
         attrs[n_attrs++] =
             (struct gw_sqs_tag){SL_SLICE_LIT("SluiceHeldValues"), sl_slice_cstr(held)};
+        snprintf(blocked, sizeof blocked, "%lld", (long long)SL_MAX(counts.exclusive_blocked, 0));
+        attrs[n_attrs++] =
+            (struct gw_sqs_tag){SL_SLICE_LIT("SluiceBlockedMessages"), sl_slice_cstr(blocked)};
     }
     if (all && qi->cfg.priority_order && counts.best_priority != INT64_MAX) {
         snprintf(lowest, sizeof lowest, "%lld", (long long)counts.best_priority);

@@ -781,6 +781,17 @@ static void render_fifo(struct sl_buf *out, struct gw_metrics *m, struct part_en
             sample_f(out, "sluice_exclusive_values_inflight", l, (double)counts[i].groups_inflight);
         }
     }
+    family(out, "sluice_exclusive_blocked_messages", "gauge",
+           "Ready messages of an exclusive queue waiting behind a held value, as the last "
+           "receive on each partition found them (a lower bound when it filled up first; at "
+           "most 4096 a partition), by queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        if (exclusive[i]) {
+            const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+            sample_f(out, "sluice_exclusive_blocked_messages", l,
+                     (double)counts[i].exclusive_blocked);
+        }
+    }
     family(out, "sluice_fifo_groups_inflight", "gauge",
            "Message groups of a FIFO queue with a message in flight (locked), by queue.");
     for (size_t i = 0; i < ql->count; i++) {

@@ -250,6 +250,11 @@ struct part_counts {
      * INT64_MAX: none. On a priority queue, the producers' numbers. */
     int64_t best_priority;
     int64_t groups_inflight; /* message groups with a message in flight (FIFO: locked) */
+    /* Exclusive queues: ready messages of held values, as the last receive
+     * on each partition found them while choosing (exact when it looked
+     * at every ready message, a lower bound when it filled up first; at
+     * most 4096 a partition). */
+    int64_t exclusive_blocked;
     /* FIFO, summed over partitions only (0 per partition): groups with a
      * live message, and of them those on more than one partition (see
      * docs/partitions.md, "The group directory"). */

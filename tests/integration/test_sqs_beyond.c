@@ -532,6 +532,8 @@ static void exclusive_sends_and_holds(void)
     IT_CHECK(held_metric == 3);
     queue_attr(url, "SluiceHeldValues", v, sizeof v);
     IT_STREQ(v, "3");
+    queue_attr(url, "SluiceBlockedMessages", v, sizeof v); /* a2 and a3 */
+    IT_STREQ(v, "2");
     /* the admin API's queue (the console's) shows the same */
     struct it_admin_call call = {
         .path = "/api/queues/acme/encodes", .key = IT_ADMIN_KEY, .secret = IT_ADMIN_SECRET};
@@ -539,6 +541,7 @@ static void exclusive_sends_and_holds(void)
     IT_CHECK(r.status == 200);
     json_t *qa = json_object_get(r.json, "attributes");
     IT_STREQ(it_jstr(qa, "SluiceHeldValues"), "3");
+    IT_STREQ(it_jstr(qa, "SluiceBlockedMessages"), "2");
     IT_STREQ(it_jstr(qa, "SluiceExclusivityKey"), "project");
     it_reply_free(&r);
     /* deleting a's message releases a: its next one */

@@ -424,12 +424,14 @@ static void test_exclusive_one_per_value(void **state)
     recv_bodies(t, q, 300, &r, got, sizeof got);
     assert_string_equal(got, ""); /* every value held */
     assert_int_equal(t_counts(t, q).groups_inflight, 3);
+    assert_int_equal(t_counts(t, q).exclusive_blocked, 2); /* a2, a3 */
 
     /* A delete frees a: its next message, not a3 */
     struct t_done d;
     t_delete(t, q, r1.msgs[0].receipt, &d);
     recv_bodies(t, q, 300, &r, got, sizeof got);
     assert_string_equal(got, "a2");
+    assert_int_equal(t_counts(t, q).exclusive_blocked, 1); /* a3 */
     /* Visibility 0 frees b: b1 again */
     t_chvis(t, q, r1.msgs[1].receipt, 0, &d);
     recv_bodies(t, q, 5, &r, got, sizeof got);
