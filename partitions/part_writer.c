@@ -87,14 +87,15 @@ static void schedule_aging(struct part_writer *w, struct part_queue *q, int64_t 
     if (aging == 0 || main_head == INT64_MAX || main_head < 0) {
         return;
     }
-    /* A priority queue is never aged (age_queue): its head is no send
-     * time, and a check due at once would fire after every commit. */
-    struct part_queue_config cfg;
-    if (!part__queue_cfg(w->engine, q, &cfg) || cfg.priority_order) {
-        return;
-    }
     uint64_t due = (uint64_t)main_head + aging;
     if (qc->age_due == 0 || due < qc->age_due) {
+        /* A priority queue is never aged (age_queue): its head is no send
+         * time, and a check due at once would fire after every commit.
+         * Asked only when a check would be scheduled: a read lock. */
+        struct part_queue_config cfg;
+        if (!part__queue_cfg(w->engine, q, &cfg) || cfg.priority_order) {
+            return;
+        }
         if (qc->age_due != 0) { /* the later check is superseded */
             part__heap_forget(&w->timers, qc->age_due, (int64_t)q->id, PART_TIMER_AGE);
         }
