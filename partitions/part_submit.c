@@ -228,7 +228,9 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
     bool known = part__queue_cfg(e, job->q, &cfg);
     bool fifo = req->attempt.n > 0 && known && cfg.fifo;
     struct part_recv *r = sl_xcalloc(1, sizeof *r);
-    r->strict = known && cfg.priority_order;
+    /* not on an exclusive queue: held values would leave a bounded
+     * visit empty-handed while its partition's head stays the best */
+    r->strict = known && cfg.priority_order && !cfg.exclusive;
     r->bound = INT64_MAX;
     r->bound_sent = INT64_MAX;
     job->recv = r;
