@@ -255,6 +255,56 @@ static void priority_receive_of_ten(void)
     free(url);
 }
 
+/* Through the dead-letter queue and back (StartMessageMoveTask): the
+ * priorities the producer gave keep the order in the DLQ (a priority
+ * queue too) and after the redrive; the message sent without one is due
+ * at the redrive's time, after them. */
+static void priority_through_dlq_and_redrive(void)
+{
+    char *dlq = it_create_queue(&srv, "prio-dlq", json_pack("{s:s}", "SluicePriority", "true"));
+    IT_REQUIRE(dlq != NULL);
+    char arn[128], policy[256];
+    snprintf(arn, sizeof arn, "arn:aws:sqs:" IT_REGION ":" IT_TENANT ":prio-dlq");
+    snprintf(policy, sizeof policy, "{\"deadLetterTargetArn\":\"%s\",\"maxReceiveCount\":\"1\"}",
+             arn);
+    char *src =
+        it_create_queue(&srv, "prio-src",
+                        json_pack("{s:s,s:s}", "SluicePriority", "true", "RedrivePolicy", policy));
+    IT_REQUIRE(src != NULL);
+    static const char *const prios[] = {"30", "10", NULL, "20"};
+    static const char *const bodies[] = {"p30", "p10", "none", "p20"};
+    for (size_t i = 0; i < N_OF(prios); i++) {
+        struct it_reply r = send_prio(src, bodies[i], prios[i]);
+        IT_OK(&r);
+        it_reply_free(&r);
+    }
+    /* received once each (visibility 0), then moved on the next receive */
+    for (int i = 0; i < 50 && it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") < 4;
+         i++) {
+        struct it_reply r = it_receive(
+            &srv, src, json_pack("{s:i,s:i}", "MaxNumberOfMessages", 10, "VisibilityTimeout", 0));
+        it_reply_free(&r);
+    }
+    IT_REQUIRE(it_queue_attr_int(&srv, dlq, "ApproximateNumberOfMessages") == 4);
+    struct it_reply r = it_receive(
+        &srv, dlq, json_pack("{s:i,s:i}", "MaxNumberOfMessages", 1, "VisibilityTimeout", 0));
+    IT_STREQ(it_jstr(json_array_get(it_messages(&r), 0), "Body"), "p10");
+    it_reply_free(&r);
+    it_sleep_ms(5); /* the redrive's time is after every send */
+    r = it_call(&srv, "StartMessageMoveTask", json_pack("{s:s}", "SourceArn", arn));
+    IT_OK(&r);
+    it_reply_free(&r);
+    for (int i = 0; i < 200 && it_queue_attr_int(&srv, src, "ApproximateNumberOfMessages") < 4;
+         i++) {
+        it_sleep_ms(25);
+    }
+    char got[128];
+    IT_CHECK(drain_one_by_one(src, got, sizeof got) == 4);
+    IT_STREQ(got, "p10 p20 p30 none");
+    free(src);
+    free(dlq);
+}
+
 static void priority_refusals(void)
 {
     char *plain = it_create_queue(&srv, "plain2", NULL);
@@ -590,6 +640,7 @@ int main(void)
     priority_receive_of_ten(); /* first: both partitions empty, so the batches split */
     priority_attributes();
     priority_order();
+    priority_through_dlq_and_redrive();
     priority_refusals();
     idempotency_attributes();
     idempotent_sends();
