@@ -218,7 +218,7 @@ void part__kv_apply(struct part_kv **set, size_t *n, const struct part_kv *chg, 
 }
 
 struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const char *tenant,
-                                   const char *name, bool fifo)
+                                   const char *name, bool fifo, bool grouped)
 {
     struct part_queue *q = sl_xcalloc(1, sizeof *q);
     atomic_init(&q->refs, 1);
@@ -236,7 +236,7 @@ struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const cha
     q->tags = sl_xcalloc(1, sizeof *q->tags);
     pthread_mutex_init(&q->wait_mu, NULL);
     q->fifo = fifo;
-    q->gdir = fifo ? part__gdir_new() : NULL;
+    q->gdir = fifo || grouped ? part__gdir_new() : NULL;
     return q;
 }
 

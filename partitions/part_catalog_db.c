@@ -148,9 +148,9 @@ int part__catalog_db_open(struct part_engine *e, char *err, size_t errlen)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct part_queue_config cfg;
         row_cfg(st, 5, &cfg);
-        struct part_queue *q = part__queue_new(e, (uint64_t)sqlite3_column_int64(st, 0),
-                                               (const char *)sqlite3_column_text(st, 1),
-                                               (const char *)sqlite3_column_text(st, 2), cfg.fifo);
+        struct part_queue *q = part__queue_new(
+            e, (uint64_t)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+            (const char *)sqlite3_column_text(st, 2), cfg.fifo, cfg.exclusive);
         q->created_ms = (uint64_t)sqlite3_column_int64(st, 3);
         q->modified_ms = (uint64_t)sqlite3_column_int64(st, 4);
         q->cfg = cfg;
@@ -270,7 +270,8 @@ static int exec_create(struct part_engine *e, struct part_job *job, struct part_
         kv_write(c->db, "queue_tags", id, r->tags, r->ntags) != SL_OK) {
         return SL_EIO;
     }
-    struct part_queue *q = part__queue_new(e, id, r->tenant, r->name, r->cfg.fifo);
+    struct part_queue *q =
+        part__queue_new(e, id, r->tenant, r->name, r->cfg.fifo, r->cfg.exclusive);
     q->created_ms = q->modified_ms = now;
     q->cfg = r->cfg;
     part__kv_apply(&q->attrs, &q->attr_count, r->kvs, r->nkv);

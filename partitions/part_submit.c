@@ -146,6 +146,13 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     bool fifo = known && cfg.fifo;
     /* a standard queue's idempotent sends keep their ids (optional there) */
     bool keep_ids = fifo || (known && cfg.idempotency_window_s > 0);
+    bool exclusive = known && cfg.exclusive;
+    for (size_t i = 0; exclusive && i < n; i++) {
+        if (entries[i].group_id.n == 0) {
+            part__job_discard(job);
+            return SL_EINVAL; /* an exclusive queue's message without its value */
+        }
+    }
     for (size_t i = 0; fifo && i < n; i++) {
         if (entries[i].group_id.n == 0 || entries[i].dedup_id.n == 0) {
             part__job_discard(job);
@@ -188,7 +195,9 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         m->priority = entries[i].priority;
         m->index = (uint8_t)i;
     }
-    if (job->q->fifo && fifo) {
+    /* FIFO and exclusive queues: a group (value) with live messages goes
+     * where they are (the group directory) */
+    if ((job->q->fifo && fifo) || (job->q->gdir != NULL && exclusive)) {
         send_fifo(c->engine, job, partition);
     } else {
         part__submit_partition(c->engine, partition, job);

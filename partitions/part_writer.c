@@ -492,7 +492,7 @@ static bool rebuild_gdir(struct part_writer *w, bool at_open, struct gdir_loads 
             part__queue_unref(q);
             q = part__queue_ref(w->engine, qid);
         }
-        if (q != NULL && q->fifo) {
+        if (q != NULL && q->gdir != NULL) { /* FIFO and exclusive queues */
             int64_t rank = sqlite3_column_int64(st, 3) -
                            (sqlite3_column_int(st, 4) != 0 ? GDIR_LEASING_RANK : 0);
             const char *group = (const char *)sqlite3_column_text(st, 1);
