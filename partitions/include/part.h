@@ -178,7 +178,9 @@ struct part_queue_config {
      * value, and while a message of a value is in flight on a partition no
      * other message of that value is leased there, while other values
      * flow (docs/api.md, "Exclusive queues"). Standard queues only; the
-     * caller sends every message of a value to one partition. */
+     * caller sends a value's messages to the value's home, and part_send
+     * places one whose value has live messages where they are, as a FIFO
+     * group. */
     bool exclusive;
 };
 
@@ -430,7 +432,9 @@ struct part_send_entry {
  * transaction. res->sent has one entry per message. On a FIFO queue every
  * entry needs a group id and a deduplication id (else SL_EINVAL), its
  * priority is its sequence number (has_priority is ignored) and the
- * entries are sequenced in their order. On a FIFO queue partition is the
+ * entries are sequenced in their order. On an exclusive queue every
+ * entry needs a group id (its value; else SL_EINVAL) and is placed as a
+ * FIFO group is. On a FIFO queue partition is the
  * home of the entries' groups: a group with live messages goes where they
  * are instead (docs/partitions.md, "The group directory"), so the
  * messages may land on several partitions, one transaction each; then
