@@ -178,7 +178,7 @@ static void test_priority_queue_is_not_aged(void **state)
     struct part_partition_stats before;
     struct part_partition_stats after;
     assert_int_equal(part_engine_stats(t->e, 1, &before), SL_OK);
-    struct timespec pause = {0, 200 * 1000 * 1000};
+    struct timespec pause = {0, 200L * 1000 * 1000};
     nanosleep(&pause, NULL);
     assert_int_equal(part_engine_stats(t->e, 1, &after), SL_OK);
     assert_true(after.commits - before.commits <= 2);
