@@ -126,8 +126,29 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
         .partitions = snap->partitions,
         .durability = durability_of(snap),
     };
+    /* A cluster's engine replicates the catalog and every partition over
+     * the nodes' Raft ports (docs/design.md "Cluster"). */
+    const struct cfg_cluster *cc = &snap->cluster;
+    struct part_cluster_node *nodes = NULL;
+    struct part_cluster_options cluster = {0};
+    if (cc->enabled) {
+        nodes = sl_xcalloc(cc->node_count, sizeof(*nodes));
+        for (size_t i = 0; i < cc->node_count; i++) {
+            nodes[i] = (struct part_cluster_node){cc->nodes[i].id, cc->nodes[i].raft.host,
+                                                  cc->nodes[i].raft.port, cc->nodes[i].peer.host,
+                                                  cc->nodes[i].peer.port};
+        }
+        cluster = (struct part_cluster_options){.node_id = cc->node_id,
+                                                .nodes = nodes,
+                                                .node_count = cc->node_count,
+                                                .secret = cc->secret,
+                                                .secret_len = cc->secret_len,
+                                                .snapshot_entries = cc->snapshot_entries};
+        opt.cluster = &cluster;
+    }
     struct part_engine *engine = NULL;
     int rc = part_engine_open(&opt, &engine, err, errlen);
+    free(nodes);
     if (rc != SL_OK) {
         cfg_snapshot_unref(snap);
         return rc;
@@ -470,11 +491,19 @@ static bool handler_admits(enum gw_sqs_action a)
     }
 }
 
-static void answer_healthz(struct gw_exchange *ex)
+/* 200 "ok"; a cluster's node that cannot serve yet (no catalog leader
+ * known, or still applying what it knows committed) answers 503, so that
+ * a load balancer sends its clients elsewhere meanwhile. */
+static void answer_healthz(struct gw_exchange *ex, struct part_engine *engine)
 {
     const struct gw_header h[] = {
         {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("text/plain")},
     };
+    if (!part_engine_ready(engine)) {
+        static const char body[] = "catching up";
+        gw_exchange_respond(ex, 503, h, SL_ARRAY_LEN(h), body, sizeof(body) - 1);
+        return;
+    }
     gw_exchange_respond(ex, 200, h, SL_ARRAY_LEN(h), "ok", 2);
 }
 
@@ -482,7 +511,7 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
 {
     struct gw_api_loop *l = loop_ctx;
     if (sl_slice_eq_cstr(req->method, "GET") && sl_slice_eq_cstr(req->path, "/healthz")) {
-        answer_healthz(ex);
+        answer_healthz(ex, l->api->engine);
         return;
     }
 

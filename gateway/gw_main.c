@@ -359,16 +359,6 @@ static int run(struct process *p)
                p->config_path != NULL ? p->config_path : "<embedded default>");
         return 1;
     }
-    /* Running as one node would accept writes that the operator expects
-     * on a majority of nodes: refuse rather than pretend. */
-    if (snap->cluster.enabled) {
-        sl_log(SL_LOG_ERROR, "main",
-               "%s has a cluster: section, but clustering is designed (docs/design.md "
-               "\"Cluster\") and not built in this version; not starting",
-               snap->source);
-        cfg_snapshot_unref(snap);
-        return 1;
-    }
     sl_log(SL_LOG_INFO, "main", "sluiced %s (commit %s) starting with %s (%zu tenants)",
            sl_version(), sl_build_commit(), snap->source, snap->tenant_count);
 

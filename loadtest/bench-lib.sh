@@ -7,7 +7,8 @@
 # dir removed on exit), and after start_gateway: $pid, $port, $admin_port.
 # Environment: BUILD (default $root/build-bench-rel), JOBS (2), SLUICED (the
 # gateway to measure; default the build's own, another one to measure a
-# gateway built elsewhere with this tree's sluice-load).
+# gateway built elsewhere with this tree's sluice-load), LOG_REQUESTS (true;
+# false turns the per-request log line off, to measure what it costs).
 
 build=${BUILD:-$root/build-bench-rel}
 jobs=${JOBS:-2}
@@ -82,6 +83,7 @@ data_dir: $work/data
 partitions: $2
 shard_size: $(( $2 < 2 ? $2 : 2 ))
 durability: $1
+log_requests: ${LOG_REQUESTS:-true}
 admin:
   listen: 127.0.0.1:$admin_port
   access_key_id: admin

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "part_batch.h"
+#include "part_bytes.h"
 #include "part_catalog.h"
 #include "part_gdir.h"
 #include "part_gheap.h"
@@ -268,4 +269,36 @@ void part__batch_free(struct part_batch *b)
     free(b->gone);
     free(b->stale.v);
     free(b->fired.v);
+}
+
+/* ---- the replicated note ------------------------------------------------ */
+
+void part__batch_note(const struct part_batch *b, struct sl_buf *out)
+{
+    sl_buf_reset(out);
+    for (size_t i = 0; i < b->n; i++) {
+        const struct part_delta *d = &b->d[i];
+        int64_t v[7] = {
+            (int64_t)d->q->id,     d->c.ready, d->c.inflight, d->c.delayed, d->c.overflow_ready,
+            d->c.overflow_delayed, d->woke};
+        uint8_t bytes[PART_NOTE_DELTA_BYTES];
+        for (size_t k = 0; k < 7; k++) {
+            part__put_be(bytes + 8 * k, (uint64_t)v[k], 8);
+        }
+        sl_buf_append(out, bytes, sizeof bytes);
+    }
+}
+
+bool part__note_delta(struct sl_slice note, size_t i, struct part_note_delta *d)
+{
+    if (note.n % PART_NOTE_DELTA_BYTES != 0 || i >= note.n / PART_NOTE_DELTA_BYTES) {
+        return false;
+    }
+    const uint8_t *p = (const uint8_t *)note.p + i * PART_NOTE_DELTA_BYTES;
+    int64_t v[7];
+    for (size_t k = 0; k < 7; k++) {
+        v[k] = (int64_t)part__get_be(p + 8 * k, 8);
+    }
+    *d = (struct part_note_delta){(uint64_t)v[0], {v[1], v[2], v[3], v[4], v[5]}, v[6]};
+    return true;
 }

@@ -113,6 +113,22 @@ void part__item_list_add(struct part_item_list *l, uint64_t due, int64_t rowid, 
 /* After the COMMIT: the group counts of partition w->index. */
 void part__batch_groups_apply(struct part_writer *w, struct part_batch *b);
 /* Ready for the next batch (drops the references it took). */
+/* A cluster's entry carries its batch's counter changes, so that every
+ * replica counts every partition (docs/design.md "Cluster"): per queue
+ * changed, its id, the five counts and the messages made ready, each a
+ * big-endian int64. */
+#define PART_NOTE_DELTA_BYTES 56u
+struct part_note_delta {
+    uint64_t queue_id;
+    struct part_qdelta c;
+    int64_t woke;
+};
+/* Appends b's note to out (emptied first). */
+void part__batch_note(const struct part_batch *b, struct sl_buf *out);
+/* The i-th delta of a note into *d; false past its end. A note whose
+ * length is not a whole number of deltas has none. */
+bool part__note_delta(struct sl_slice note, size_t i, struct part_note_delta *d);
+
 void part__batch_clear(struct part_batch *b);
 /* Frees the arrays of a cleared batch. */
 void part__batch_free(struct part_batch *b);

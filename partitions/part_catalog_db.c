@@ -29,7 +29,9 @@
 
 #include "part_catalog.h"
 #include "part_catalog_db.h"
+#include "part_repl.h"
 #include "part_schema.h"
+#include "part_writer.h"
 
 #define LOG_MOD "partitions"
 
@@ -45,28 +47,6 @@ static const char CATALOG_SCHEMA[] =
     " value TEXT NOT NULL, PRIMARY KEY(queue_id, key)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS queue_tags(queue_id INTEGER NOT NULL, key TEXT NOT NULL,"
     " value TEXT NOT NULL, PRIMARY KEY(queue_id, key)) WITHOUT ROWID;";
-
-static void load_kvs(sqlite3 *db, struct part_engine *e, const char *table)
-{
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT queue_id, key, value FROM %s ORDER BY queue_id, key", table);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        return;
-    }
-    bool tags = strcmp(table, "queue_tags") == 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        struct part_queue *q =
-            part__queue_by_id(&e->catalog, (uint64_t)sqlite3_column_int64(st, 0));
-        if (q == NULL) {
-            continue;
-        }
-        struct part_kv kv = {(const char *)sqlite3_column_text(st, 1),
-                             (const char *)sqlite3_column_text(st, 2)};
-        part__kv_apply(tags ? &q->tags : &q->attrs, tags ? &q->tag_count : &q->attr_count, &kv, 1);
-    }
-    sqlite3_finalize(st);
-}
 
 /* The column fifo holds the queue type and the FIFO settings the engine
  * and the gateway's hot path read, as bits: a catalog written before they
@@ -115,13 +95,118 @@ static void row_cfg(sqlite3_stmt *st, int col, struct part_queue_config *cfg)
     cfg->receive_wait_s = (uint32_t)sqlite3_column_int64(st, col + 7);
 }
 
+/* ---- loading the catalog ----------------------------------------------- */
+
+/* The queues of a catalog image, as new queue objects (not in any map),
+ * sorted by id. */
+struct loaded {
+    struct part_queue **v;
+    size_t n;
+};
+
+static void loaded_free(struct loaded *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->v[i] != NULL) {
+            part__queue_unref(l->v[i]);
+        }
+    }
+    free(l->v);
+    *l = (struct loaded){0};
+}
+
+static struct part_queue *loaded_find(const struct loaded *l, uint64_t id)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->v[mid]->id < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < l->n && l->v[lo]->id == id ? l->v[lo] : NULL;
+}
+
+static int load_kvs(sqlite3 *db, struct loaded *l, const char *table)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT queue_id, key, value FROM %s ORDER BY queue_id, key", table);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        return SL_EIO;
+    }
+    bool tags = strcmp(table, "queue_tags") == 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct part_queue *q = loaded_find(l, (uint64_t)sqlite3_column_int64(st, 0));
+        if (q == NULL) {
+            continue;
+        }
+        struct part_kv kv = {(const char *)sqlite3_column_text(st, 1),
+                             (const char *)sqlite3_column_text(st, 2)};
+        part__kv_apply(tags ? &q->tags : &q->attrs, tags ? &q->tag_count : &q->attr_count, &kv, 1);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? SL_OK : SL_EIO;
+}
+
+/* Reads every queue of the catalog in db. SL_OK or SL_EIO (db's error
+ * says why; *out is empty). */
+static int load_catalog(sqlite3 *db, struct part_engine *e, struct loaded *out)
+{
+    struct loaded l = {0};
+    size_t cap = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id, tenant, name, created_ms, modified_ms, visibility_s,"
+                           " delay_s, retention_s, fifo, dlq_id, max_receive, max_message_size,"
+                           " receive_wait_s FROM queues ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        return SL_EIO;
+    }
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct part_queue_config cfg;
+        row_cfg(st, 5, &cfg);
+        struct part_queue *q = part__queue_new(
+            e, (uint64_t)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+            (const char *)sqlite3_column_text(st, 2), cfg.fifo, cfg.exclusive);
+        q->created_ms = (uint64_t)sqlite3_column_int64(st, 3);
+        q->modified_ms = (uint64_t)sqlite3_column_int64(st, 4);
+        q->cfg = cfg;
+        if (l.n == cap) {
+            cap = cap ? 2 * cap : 64;
+            l.v = sl_xrealloc(l.v, cap * sizeof *l.v);
+        }
+        l.v[l.n++] = q;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE || load_kvs(db, &l, "queue_attrs") != SL_OK ||
+        load_kvs(db, &l, "queue_tags") != SL_OK) {
+        loaded_free(&l);
+        return SL_EIO;
+    }
+    *out = l;
+    return SL_OK;
+}
+
 int part__catalog_db_open(struct part_engine *e, char *err, size_t errlen)
 {
     struct part_catalog *c = &e->catalog;
     part__catalog_init(e);
+    struct part_writer *w = &e->catw;
+    w->index = UINT32_MAX;
+    part__thread_init(w, e);
+    if (e->repl != NULL) {
+        /* Loaded from the replicated image once it has one (catalog_sync). */
+        snprintf(w->path, sizeof w->path, "group catalog");
+        return SL_OK;
+    }
+    snprintf(w->path, sizeof w->path, "%s/catalog.db", e->data_dir);
 
-    char path[4096];
-    snprintf(path, sizeof path, "%s/catalog.db", e->data_dir);
+    const char *path = w->path;
     if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, c->db ? sqlite3_errmsg(c->db) : "cannot open");
@@ -135,35 +220,18 @@ int part__catalog_db_open(struct part_engine *e, char *err, size_t errlen)
         snprintf(err, errlen, "%s: unusable catalog: %s", path, sqlite3_errmsg(c->db));
         return SL_EIO;
     }
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db,
-                           "SELECT id, tenant, name, created_ms, modified_ms, visibility_s,"
-                           " delay_s, retention_s, fifo, dlq_id, max_receive, max_message_size,"
-                           " receive_wait_s FROM queues",
-                           -1, &st, NULL) != SQLITE_OK) {
+    struct loaded l;
+    if (load_catalog(c->db, e, &l) != SL_OK) {
         snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(c->db));
         return SL_EIO;
     }
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct part_queue_config cfg;
-        row_cfg(st, 5, &cfg);
-        struct part_queue *q = part__queue_new(
-            e, (uint64_t)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
-            (const char *)sqlite3_column_text(st, 2), cfg.fifo, cfg.exclusive);
-        q->created_ms = (uint64_t)sqlite3_column_int64(st, 3);
-        q->modified_ms = (uint64_t)sqlite3_column_int64(st, 4);
-        q->cfg = cfg;
+    for (size_t i = 0; i < l.n; i++) {
+        struct part_queue *q = l.v[i];
         q->tenant = part__tenant_get(c, q->tenant_name);
         part__catalog_insert(c, q);
+        l.v[i] = NULL;
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(c->db));
-        return SL_EIO;
-    }
-    load_kvs(c->db, e, "queue_attrs");
-    load_kvs(c->db, e, "queue_tags");
+    loaded_free(&l);
     sl_log(SL_LOG_INFO, LOG_MOD, "catalog: %zu queues", c->count);
     return SL_OK;
 }
@@ -338,7 +406,15 @@ static void catalog_exec(struct part_engine *e, struct part_job *job)
         e->hooks.complete(job);
         return;
     }
+    if (e->catw.group != NULL && part__repl_write_begin(e->catw.group) != SL_OK) {
+        job->status = SL_EUNAVAIL; /* the lead moved on */
+        e->hooks.complete(job);
+        return;
+    }
     if (part__sql_exec(c->db, "BEGIN IMMEDIATE") != SL_OK) {
+        if (e->catw.group != NULL) {
+            part__repl_write_end(e->catw.group, (struct sl_slice){0});
+        }
         job->status = SL_EIO;
         e->hooks.complete(job);
         return;
@@ -367,12 +443,32 @@ static void catalog_exec(struct part_engine *e, struct part_job *job)
     default:
         SL_ASSERT(!"not a catalog op");
     }
-    if (rc != SL_OK || part__sql_exec(c->db, "COMMIT") != SL_OK) {
+    bool ok = rc == SL_OK && part__sql_exec(c->db, "COMMIT") == SL_OK;
+    if (!ok) {
         part__sql_exec(c->db, "ROLLBACK");
+        rc = rc == SL_EEXIST ? SL_EEXIST : SL_EIO;
+    }
+    if (e->catw.group != NULL) {
+        /* Answered once a majority holds it; a lead lost first leaves it
+         * to the next leader, and the client's retry finds out. */
+        int end = part__repl_write_end(e->catw.group, (struct sl_slice){0});
+        if (ok && end != SL_OK) {
+            ok = false;
+            rc = end == SL_ECLOSED ? SL_ECLOSED : SL_EUNAVAIL;
+        }
+        if (ok) {
+            /* Followers learn the commit with the barrier's append, not at
+             * the next heartbeat: a queue made through one node is known
+             * on the others by the time its maker hears of it. Committed
+             * already, so a failure here changes no answer. */
+            (void)part__repl_sync(e->catw.group);
+        }
+    }
+    if (!ok) {
         if (created != NULL) {
             part__queue_unref(created);
         }
-        job->status = rc == SL_EEXIST ? SL_EEXIST : SL_EIO;
+        job->status = rc;
         e->hooks.complete(job);
         return;
     }
@@ -431,17 +527,232 @@ void part__purge_fan_out(struct part_engine *e, struct part_job *parent, struct 
     }
 }
 
+/* ---- a cluster's catalog --------------------------------------------------- */
+
+static void drop_queue(struct part_engine *e, struct part_queue *q)
+{
+    e->hooks.flush_waiters(q, SL_ENOTFOUND);
+    part__queue_unref(q); /* the map's reference */
+}
+
+struct ids {
+    uint64_t *v;
+    size_t n, cap;
+};
+
+static void collect_id(struct part_queue *q, void *arg)
+{
+    struct ids *ids = arg;
+    if (ids->n == ids->cap) {
+        ids->cap = ids->cap ? 2 * ids->cap : 64;
+        ids->v = sl_xrealloc(ids->v, ids->cap * sizeof *ids->v);
+    }
+    ids->v[ids->n++] = q->id;
+}
+
+static bool id_in(const uint64_t *v, size_t n, uint64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < n && v[lo] == id;
+}
+
+/* Brings the in-memory catalog to what the image holds: queues made,
+ * changed or deleted under another node's lead appear here too. A queue
+ * keeps its object (its counters, waiters and references) across
+ * changes. Catalog thread, under the group's lock (part__repl_read).
+ * SL_OK, SL_EUNAVAIL (no leader has made the schema yet) or SL_EIO. */
+static int sync_from(sqlite3 *db, void *arg)
+{
+    struct part_engine *e = arg;
+    struct part_catalog *c = &e->catalog;
+    if (part__sql_int(db, "SELECT count(*) FROM sqlite_schema WHERE name='queues'", 0) == 0) {
+        return SL_EUNAVAIL;
+    }
+    struct loaded l;
+    if (load_catalog(db, e, &l) != SL_OK) {
+        return SL_EIO;
+    }
+    uint64_t *image = sl_xcalloc(l.n + 1, sizeof *image); /* sorted, as l is */
+    for (size_t i = 0; i < l.n; i++) {
+        image[i] = l.v[i]->id;
+    }
+    struct ids mem = {0};
+    part__queue_foreach(e, collect_id, &mem);
+    struct part_queue **gone = sl_xcalloc(mem.n + 1, sizeof *gone);
+    size_t ngone = 0, added = 0;
+    pthread_rwlock_wrlock(&c->lock);
+    for (size_t i = 0; i < l.n; i++) {
+        struct part_queue *fresh = l.v[i];
+        struct part_queue *q = part__queue_by_id(c, fresh->id);
+        if (q == NULL) {
+            fresh->tenant = part__tenant_get(c, fresh->tenant_name);
+            part__catalog_insert(c, fresh);
+            l.v[i] = NULL; /* the map's now */
+            added++;
+            continue;
+        }
+        q->modified_ms = fresh->modified_ms;
+        q->cfg = fresh->cfg;
+        struct part_kv *kv = q->attrs;
+        size_t n = q->attr_count;
+        q->attrs = fresh->attrs;
+        q->attr_count = fresh->attr_count;
+        fresh->attrs = kv; /* freed with fresh */
+        fresh->attr_count = n;
+        kv = q->tags;
+        n = q->tag_count;
+        q->tags = fresh->tags;
+        q->tag_count = fresh->tag_count;
+        fresh->tags = kv;
+        fresh->tag_count = n;
+    }
+    for (size_t i = 0; i < mem.n; i++) {
+        struct part_queue *q = part__queue_by_id(c, mem.v[i]);
+        if (q != NULL && !id_in(image, l.n, q->id)) {
+            part__catalog_remove(c, q);
+            q->deleted = true;
+            gone[ngone++] = q;
+        }
+    }
+    pthread_rwlock_unlock(&c->lock);
+    for (size_t i = 0; i < ngone; i++) {
+        drop_queue(e, gone[i]);
+    }
+    free(gone);
+    free(mem.v);
+    free(image);
+    loaded_free(&l);
+    if (added > 0) {
+        part__writers_catalog_grew(e);
+    }
+    return SL_OK;
+}
+
+/* After a sync: the first one lets the partitions take their leads. */
+static void synced(struct part_engine *e, int rc)
+{
+    if (rc == SL_OK && !atomic_exchange(&e->catalog_synced, true)) {
+        sl_log(SL_LOG_INFO, LOG_MOD, "catalog: %zu queues, loaded from the replicated catalog",
+               e->catalog.count);
+        part__kick_writers(e); /* the partitions may take their leads now */
+    } else if (rc == SL_EIO) {
+        sl_log(SL_LOG_ERROR, LOG_MOD, "catalog: reading the replicated catalog failed");
+    }
+}
+
+static void catalog_sync(struct part_engine *e)
+{
+    struct part_catalog *c = &e->catalog;
+    if (c->db == NULL && part__repl_group_open_db(e->catw.group, &c->db) != SL_OK) {
+        return;
+    }
+    synced(e, part__repl_read_on(e->catw.group, c->db, sync_from, e));
+}
+
+/* This node leads the catalog group: make the schema (one replicated
+ * transaction) and load what the image holds. */
+static bool catalog_lead(struct part_engine *e)
+{
+    struct part_writer *w = &e->catw;
+    struct part_catalog *c = &e->catalog;
+    if (c->db == NULL && part__repl_group_open_db(w->group, &c->db) != SL_OK) {
+        return false;
+    }
+    if (part__repl_write_begin(w->group) != SL_OK) {
+        return false;
+    }
+    struct sl_buf sql;
+    sl_buf_init(&sql);
+    sl_buf_append_cstr(&sql, "BEGIN IMMEDIATE;");
+    sl_buf_append_cstr(&sql, CATALOG_SCHEMA);
+    sl_buf_append_cstr(&sql, "COMMIT;");
+    bool ok = part__sql_exec(c->db, sql.p) == SL_OK;
+    sl_buf_free(&sql);
+    if (!ok && !sqlite3_get_autocommit(c->db)) {
+        part__sql_exec(c->db, "ROLLBACK");
+    }
+    ok = part__repl_write_end(w->group, (struct sl_slice){0}) == SL_OK && ok;
+    if (ok) {
+        sl_log(SL_LOG_INFO, LOG_MOD, "catalog: leading its group");
+        catalog_sync(e);
+    }
+    return ok;
+}
+
+/* Follows the catalog group before a job: takes the lead when this node
+ * won it. True when this node may run catalog jobs. */
+static bool catalog_follow(struct part_engine *e)
+{
+    struct part_writer *w = &e->catw;
+    bool leads = part__repl_leading(w->group);
+    if (w->leading && !leads) {
+        w->leading = false;
+        sl_log(SL_LOG_INFO, LOG_MOD, "catalog: no longer leads its group");
+    } else if (!w->leading && leads) {
+        w->leading = catalog_lead(e);
+    }
+    return w->leading;
+}
+
+/* The catalog group's leadership changed (Raft thread): wake the catalog
+ * thread to follow it. */
+static void catalog_changed(void *arg)
+{
+    struct part_engine *e = arg;
+    struct part_writer *w = &e->catw;
+    pthread_mutex_lock(&w->mu);
+    w->kicked = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Another leader's change (or a snapshot) landed: the memory follows at
+ * once, on the Raft thread, so that a partition's entry applied after it
+ * never names a queue this node does not know yet. */
+static void catalog_applied(void *arg, struct sl_slice note, sqlite3 *image)
+{
+    (void)note;
+    synced(arg, sync_from(image, arg));
+}
+
+struct part_repl_hooks part__catalog_repl_hooks(struct part_engine *e)
+{
+    return (struct part_repl_hooks){
+        .changed = catalog_changed, .applied = catalog_applied, .arg = e};
+}
+
 /* ---- the catalog thread ------------------------------------------------ */
 
-/* One job at a time, in order, until stopped with nothing queued. */
+/* One job at a time, in order, until stopped with nothing queued. A
+ * cluster's catalog thread also follows its group (catalog_follow). */
 static void *catalog_main(void *arg)
 {
     struct part_writer *w = arg;
+    struct part_engine *e = w->engine;
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        while (!w->stop && w->head == NULL) {
+        while (!w->stop && w->head == NULL && !w->kicked) {
+            if (w->group != NULL && !w->leading && part__repl_leading(w->group)) {
+                /* a take-over to try again */
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_sec += 1;
+                if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0) {
+                    break;
+                }
+                continue;
+            }
             pthread_cond_wait(&w->cv, &w->mu);
         }
+        w->kicked = false;
         struct part_job *job = w->head;
         if (job != NULL) {
             w->head = job->next;
@@ -449,14 +760,28 @@ static void *catalog_main(void *arg)
                 w->tail = NULL;
             }
             job->next = NULL;
-        } else {
+        } else if (w->stop) {
             w->exited = true;
         }
+        bool stop = w->exited;
         pthread_mutex_unlock(&w->mu);
-        if (job == NULL) {
+        if (stop) {
             break;
         }
-        catalog_exec(w->engine, job);
+        bool may_run = w->group == NULL || catalog_follow(e);
+        if (job == NULL) {
+            continue;
+        }
+        if (!may_run) {
+            if (job->origin != NULL || e->hooks.forward == NULL) {
+                job->status = SL_EUNAVAIL; /* not the catalog's leader (yet) */
+                e->hooks.complete(job);
+            } else {
+                e->hooks.forward(e, job, true);
+            }
+            continue;
+        }
+        catalog_exec(e, job);
     }
     return NULL;
 }
@@ -464,9 +789,6 @@ static void *catalog_main(void *arg)
 int part__catalog_db_start(struct part_engine *e)
 {
     struct part_writer *w = &e->catw;
-    w->index = UINT32_MAX;
-    part__thread_init(w, e);
-    snprintf(w->path, sizeof w->path, "%s/catalog.db", e->data_dir);
     if (pthread_create(&w->thread, NULL, catalog_main, w) != 0) {
         return SL_EIO;
     }

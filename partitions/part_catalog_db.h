@@ -6,13 +6,18 @@
 #define SLUICE_PART_CATALOG_DB_H
 
 #include "part_int.h"
+#include "part_repl.h"
 
 /* Loads catalog.db into the in-memory catalog (which it sets up first, so
- * part__catalog_db_close is due even on failure). SL_OK or SL_EIO (err
- * says why). */
+ * part__catalog_db_close is due even on failure), and readies the catalog
+ * thread's lock. A cluster's catalog is loaded later, from its group's
+ * image, by the thread. SL_OK or SL_EIO (err says why). */
 int part__catalog_db_open(struct part_engine *e, char *err, size_t errlen);
 /* Closes catalog.db and frees the in-memory catalog. */
 void part__catalog_db_close(struct part_engine *e);
+/* The hooks of a cluster's catalog group: they wake the catalog thread
+ * (to take the lead, to reload what another leader wrote). */
+struct part_repl_hooks part__catalog_repl_hooks(struct part_engine *e);
 /* Starts the catalog thread on e->catw: SL_OK or SL_EIO. */
 int part__catalog_db_start(struct part_engine *e);
 /* Finishes what is queued, then stops the thread (if it started). */

@@ -19,7 +19,10 @@ void part__writer_submit(struct part_writer *w, struct part_job *job);
 /* Routes a job to partition p (fails it with SL_EIO if p failed); corked
  * when called from a completion callback of one of e's clients. */
 void part__submit_partition(struct part_engine *e, uint32_t p, struct part_job *job);
-/* Finishes a job: to its client's loop, or into its parent. Any thread. */
+/* Finishes a job: to its client's loop, or into its parent, or (a job
+ * another node forwarded) back to that node. Any thread. */
 void part__complete(struct part_job *job);
+/* Frees a job and what it owns, at once (no client is told). */
+void part__job_free(struct part_job *job);
 
 #endif

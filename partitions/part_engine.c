@@ -18,13 +18,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sqlite3.h>
 
 #include "part_catalog.h"
 #include "part_catalog_db.h"
 #include "part_client.h"
 #include "part_disk.h"
+#include "part_fwd.h"
+#include "part_handshake.h"
 #include "part_poll.h"
+#include "part_raft_transport.h"
+#include "part_repl.h"
 #include "part_writer.h"
 
 #define LOG_MOD "partitions"
@@ -169,6 +175,91 @@ static int parts_create(const struct part_engine *e, uint32_t from, uint32_t to,
     return rc;
 }
 
+/* ---- a cluster's node ---------------------------------------------------- */
+
+/* Every node derives the same engine key (placement, receipt MACs) and
+ * cluster id from the shared secret, so a receipt handle stays valid on
+ * whichever node leads its partition next, with nothing to replicate. */
+static void derive(const struct part_cluster_options *c, const char *label, uint8_t out[32])
+{
+    unsigned len = 32;
+    SL_ASSERT(HMAC(EVP_sha256(), c->secret, (int)c->secret_len, (const unsigned char *)label,
+                   strlen(label), out, &len) != NULL);
+}
+
+/* Starts this node's Raft thread and port, under data_dir/raft. */
+static int cluster_node(struct part_engine *e, const struct part_cluster_options *c, char *err,
+                        size_t errlen)
+{
+    const struct part_cluster_node *self = NULL;
+    for (size_t i = 0; i < c->node_count; i++) {
+        if (c->nodes[i].id == c->node_id) {
+            self = &c->nodes[i];
+        }
+    }
+    if (self == NULL || c->secret == NULL || c->secret_len == 0) {
+        snprintf(err, errlen, "cluster: node %u is not among the nodes, or no secret", c->node_id);
+        return SL_EINVAL;
+    }
+    derive(c, "sluice engine key v1", e->key);
+    uint8_t id[32];
+    derive(c, "sluice cluster id v1", id);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/raft", e->data_dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return SL_EIO;
+    }
+    struct part__raft_peer *peers = sl_xcalloc(c->node_count, sizeof *peers);
+    for (size_t i = 0; i < c->node_count; i++) {
+        peers[i] =
+            (struct part__raft_peer){c->nodes[i].id, c->nodes[i].raft_host, c->nodes[i].raft_port};
+    }
+    struct part__raft_node_options port = {.id = c->node_id,
+                                           .host = self->raft_host,
+                                           .port = self->raft_port,
+                                           .peers = peers,
+                                           .peer_count = c->node_count,
+                                           .secret = c->secret,
+                                           .secret_len = c->secret_len};
+    memcpy(port.cluster_id, id, sizeof port.cluster_id);
+    struct part_repl_options o = {.node_id = c->node_id,
+                                  .dir = dir,
+                                  .election_timeout_ms = c->election_timeout_ms,
+                                  .snapshot_entries = c->snapshot_entries,
+                                  .raft_port = &port};
+    int rc = part__repl_new(&o, &e->repl, err, errlen);
+    free(peers);
+    return rc;
+}
+
+/* Opens the catalog's group and every partition's, each with every node
+ * as a voter; a first start bootstraps them alike on every node. */
+static int cluster_groups(struct part_engine *e, const struct part_cluster_options *c, char *err,
+                          size_t errlen)
+{
+    struct part_repl_member *members = sl_xcalloc(c->node_count, sizeof *members);
+    char(*addresses)[64] = sl_xcalloc(c->node_count, sizeof *addresses);
+    for (size_t i = 0; i < c->node_count; i++) {
+        snprintf(addresses[i], sizeof addresses[i], "%s:%u", c->nodes[i].raft_host,
+                 c->nodes[i].raft_port);
+        members[i] = (struct part_repl_member){c->nodes[i].id, addresses[i]};
+    }
+    struct part_repl_hooks hooks = part__catalog_repl_hooks(e);
+    int rc = part__repl_group_open(e->repl, "catalog", members, c->node_count, true, &hooks,
+                                   &e->catw.group, err, errlen);
+    for (uint32_t p = 0; p < e->nparts && rc == SL_OK; p++) {
+        char name[16];
+        snprintf(name, sizeof name, "part-%04u", p);
+        hooks = part__writer_repl_hooks(&e->writers[p]);
+        rc = part__repl_group_open(e->repl, name, members, c->node_count, true, &hooks,
+                                   &e->writers[p].group, err, errlen);
+    }
+    free(addresses);
+    free(members);
+    return rc;
+}
+
 /* ---- engine ------------------------------------------------------------ */
 
 static void set_err(char *err, size_t errlen, const char *msg)
@@ -182,12 +273,23 @@ static void set_err(char *err, size_t errlen, const char *msg)
  * of its allocations (about 25 per message) and nothing here reads them.
  * sqlite3_config must come before SQLite initialises; if something in the
  * process used SQLite first it refuses (SQLITE_MISUSE), which only keeps
- * the statistics on. */
+ * the statistics on.
+ *
+ * A cluster's node keeps them on: dqlite 1.11's VFS grows the array of a
+ * transaction's frames to 8n + 1 bytes where it stores n + 1 pointers, and
+ * only the statistics' path rounds every allocation up to 8 bytes, which
+ * gives the missing 7. Without it, an allocator that keeps sizes exact
+ * (ASan's, TSan's) copies a truncated pointer on the next realloc and
+ * dqlite_vfs_poll dies on it; glibc's malloc hides it with slack. The
+ * first engine of a process decides. */
 static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+static bool sqlite_stats_off;
 
 static void sqlite_setup(void)
 {
-    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    if (sqlite_stats_off) {
+        (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    }
 }
 
 /* Takes data_dir/lock for this process: two engines over the same files
@@ -234,9 +336,66 @@ static int lock_data_dir(const char *data_dir, char *buf, size_t buflen, int *rc
     return fd;
 }
 
+/* The rest of part_engine_open for a cluster's node: no manifest (P is
+ * the configuration's, the key derived), the catalog and partitions as
+ * Raft groups. */
+static int cluster_open(struct part_engine *e, const struct part_cluster_options *c,
+                        struct part_engine **out, char *err, size_t errlen)
+{
+    char buf[512] = "";
+    e->nparts = e->opt.partitions;
+    e->node_id = c->node_id;
+    int rc = cluster_node(e, c, buf, sizeof buf);
+    if (rc == SL_OK) {
+        part__disk_open(e);
+        rc = part__catalog_db_open(e, buf, sizeof buf);
+    }
+    if (rc == SL_OK) {
+        e->writers = sl_xcalloc(e->nparts, sizeof *e->writers);
+        for (uint32_t p = 0; p < e->nparts; p++) {
+            part__writer_open(e, &e->writers[p], p);
+        }
+        rc = cluster_groups(e, c, buf, sizeof buf);
+    }
+    if (rc == SL_OK) {
+        uint8_t id[32];
+        derive(c, "sluice cluster id v1", id);
+        rc = part__fwd_new(e, c, id, buf, sizeof buf);
+    }
+    if (rc != SL_OK) {
+        set_err(err, errlen, buf);
+        sl_log(SL_LOG_ERROR, LOG_MOD, "cluster: %s", buf);
+        if (e->writers != NULL) {
+            for (uint32_t p = 0; p < e->nparts; p++) {
+                part__writer_stop(&e->writers[p]); /* none started */
+            }
+            free(e->writers);
+        }
+        if (e->catalog.by_id != NULL) {
+            part__catalog_db_close(e);
+            part__disk_close(e);
+        }
+        part__repl_free(e->repl);
+        pthread_mutex_destroy(&e->clients_mu);
+        close(e->lock_fd);
+        free(e->data_dir);
+        free(e);
+        return rc;
+    }
+    for (uint32_t p = 0; p < e->nparts; p++) {
+        SL_ASSERT(part__writer_start(&e->writers[p]) == SL_OK);
+    }
+    SL_ASSERT(part__catalog_db_start(e) == SL_OK);
+    sl_log(SL_LOG_INFO, LOG_MOD, "opened %s: node %u of a cluster of %zu, %u partitions",
+           e->data_dir, c->node_id, c->node_count, e->nparts);
+    *out = e;
+    return SL_OK;
+}
+
 int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,
                      size_t errlen)
 {
+    sqlite_stats_off = opt != NULL && opt->cluster == NULL; /* read once, by sqlite_setup */
     pthread_once(&sqlite_once, sqlite_setup);
     char buf[512] = "";
     if (opt == NULL || opt->data_dir == NULL || opt->partitions == 0 ||
@@ -260,9 +419,13 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
     e->opt = *opt;
     e->data_dir = sl_xstrdup(opt->data_dir);
     e->opt.data_dir = e->data_dir;
+    e->opt.cluster = NULL; /* borrowed: what the engine keeps is in e->repl */
     pthread_mutex_init(&e->clients_mu, NULL);
     part__client_install(e);
     part__poll_install(e);
+    if (opt->cluster != NULL) {
+        return cluster_open(e, opt->cluster, out, err, errlen);
+    }
     uint32_t have = 0;
     int rc = manifest_read(e, &have, buf, sizeof buf);
     if (rc == SL_OK && have > opt->partitions) {
@@ -328,13 +491,17 @@ void part_engine_close(struct part_engine *e)
     }
     part_engine_drain_polls(e);
     atomic_store(&e->closing, true);
+    part__repl_mute(e->repl); /* its hooks touch the threads stopped below */
+    part__fwd_stop(e->fwd);   /* nothing more comes from other nodes */
     /* The catalog first: a queue delete it finishes submits purges. */
     part__catalog_db_stop(e);
     for (uint32_t p = 0; p < e->nparts; p++) {
         part__writer_stop(&e->writers[p]);
     }
     free(e->writers);
+    part__fwd_free(e->fwd);
     part__catalog_db_close(e);
+    part__repl_free(e->repl); /* after every connection to its images */
     part__disk_close(e);
     pthread_mutex_destroy(&e->clients_mu);
     sl_log(SL_LOG_INFO, LOG_MOD, "closed %s", e->data_dir);
@@ -346,6 +513,47 @@ void part_engine_close(struct part_engine *e)
 const uint8_t *part_engine_key(const struct part_engine *e)
 {
     return e->key;
+}
+
+uint16_t part_engine_node_id(const struct part_engine *e)
+{
+    return e->node_id;
+}
+
+_Static_assert(PART_CLUSTER_REJECT_REASONS == PART__HS_REJECT_COUNT,
+               "part.h's count of refusal reasons is the handshake's");
+
+int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (e->repl == NULL) {
+        return SL_EINVAL;
+    }
+    part__repl_port_rejected(e->repl, out->raft_rejected);
+    part__fwd_stats(e->fwd, out);
+    return SL_OK;
+}
+
+const char *part_cluster_reject_reason(size_t i)
+{
+    return i < PART__HS_REJECT_COUNT ? part__hs_reject_name((enum part__hs_reject)i) : NULL;
+}
+
+bool part_engine_ready(const struct part_engine *e)
+{
+    return e->repl == NULL ||
+           (atomic_load(&e->catalog_synced) && part__repl_caught_up(e->catw.group));
+}
+
+uint64_t part_engine_leader(const struct part_engine *e, uint32_t p)
+{
+    if (e->repl == NULL) {
+        return 0;
+    }
+    struct part_repl_group *g = p == PART_CATALOG ? e->catw.group
+                                : p < e->nparts   ? e->writers[p].group
+                                                  : NULL;
+    return g != NULL ? part__repl_leader(g) : 0;
 }
 
 uint32_t part_engine_partitions(const struct part_engine *e)
@@ -376,13 +584,7 @@ int64_t part_engine_partition_load(const struct part_engine *e, uint32_t p)
 
 void part_engine_kick(struct part_engine *e)
 {
-    for (uint32_t p = 0; p < e->nparts; p++) {
-        struct part_writer *w = &e->writers[p];
-        pthread_mutex_lock(&w->mu);
-        w->kicked = true;
-        pthread_cond_signal(&w->cv);
-        pthread_mutex_unlock(&w->mu);
-    }
+    part__kick_writers(e);
 }
 
 static void flush_one(struct part_queue *q, void *arg)

@@ -39,6 +39,10 @@ enum part_state {
 
 struct part_groups;
 struct part_gdir;
+struct part_repl;
+struct part_repl_group;
+struct part_fwd;
+struct part_fwd_origin;
 
 struct part_qcount {
     _Atomic int64_t ready;
@@ -287,6 +291,9 @@ struct part_job {
      * its partition (part__gdir_place), given back for those not stored */
     bool gdir_held;
     /* set when the job reaches a writer's queue (under its mu) */
+    /* a job another node forwarded here (part_fwd.c): finishing it means
+     * answering that node; NULL for this node's own */
+    struct part_fwd_origin *origin;
     uint32_t cost;   /* part__job_cost */
     uint64_t enq_ns; /* sl_mono_ns */
     uint64_t seq;    /* the writer's push order (part_sched.c) */
@@ -394,6 +401,23 @@ struct part_writer {
     bool syncing; /* the connection's synchronous is FULL (durability fsync) */
     int wal_pages;
     uint64_t open_at_ms; /* sl_mono_ns ms of the last try to open (open_later) */
+    /* A cluster's: the Raft group whose image db is (NULL: one node, db
+     * is a file). The thread serves jobs only while it leads the group,
+     * with the memory it rebuilt when it took the lead (leading; writer
+     * thread only). While it follows, the Raft thread keeps its counters
+     * from what the leader's entries say (recount: they must be counted
+     * from the image first; under the group's lock). */
+    struct part_repl_group *group;
+    bool leading;
+    bool recount;
+    /* The image held rows of a queue this node's catalog did not know yet
+     * when it counted them (a partition's entries replayed before the
+     * catalog's): counted again, and a leader's memory rebuilt (relead),
+     * once the catalog learns a queue. */
+    _Atomic bool unknown_rows;
+    _Atomic bool relead;
+    struct sl_buf note;   /* the entry's counter changes (writer thread) */
+    uint64_t lead_try_ms; /* sl_mono_ns ms of the last failed take-over */
     char path[4096];
 };
 
@@ -441,6 +465,12 @@ struct part_hooks {
     void (*wake)(struct part_engine *e, struct part_queue *q, uint32_t p, int64_t n);
     /* Completes every parked receive of q with status. */
     void (*flush_waiters)(struct part_queue *q, int status);
+    /* A cluster's: a job for a group this node does not lead goes to the
+     * leader (catalog: the catalog's group, else job->partition's), and
+     * comes back as if the writer had run it; a job with an origin
+     * answers it. Any thread. */
+    void (*forward)(struct part_engine *e, struct part_job *job, bool catalog);
+    void (*answer)(struct part_job *job);
 };
 
 struct part_engine {
@@ -468,6 +498,13 @@ struct part_engine {
     _Atomic bool reserve_spent; /* a write found the disk full: sends wait for the reserve */
     /* FIFO sequence numbers: the last one handed out (part__seq_next). */
     _Atomic uint64_t fifo_seq;
+    /* A cluster's node (NULL: one node) and whether the in-memory catalog
+     * has been loaded from the replicated one since the open: partitions
+     * take their leads only then, or their rebuild would miss queues. */
+    struct part_repl *repl;
+    _Atomic bool catalog_synced;
+    struct part_fwd *fwd; /* a cluster's forwarding (part_fwd.c) */
+    uint16_t node_id;     /* a cluster's; 0 on one node */
 };
 
 /* Inline helpers over the types above; any thread. */
@@ -554,6 +591,19 @@ static inline void part__thread_init(struct part_writer *w, struct part_engine *
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cv, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+/* Wakes every partition writer, as if a job had come (the public kick;
+ * the catalog thread once partitions may take their leads). */
+static inline void part__kick_writers(struct part_engine *e)
+{
+    for (uint32_t p = 0; p < e->nparts; p++) {
+        struct part_writer *w = &e->writers[p];
+        pthread_mutex_lock(&w->mu);
+        w->kicked = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
 }
 
 /* Asks a started storage thread to finish what is queued and stop, and

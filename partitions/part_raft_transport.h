@@ -5,8 +5,9 @@
  * the group's libraft instance as a struct raft_uv_transport
  * (docs/design.md "Cluster").
  *
- * Stack: a leaf over sl.h, libuv, libraft and OpenSSL; nothing in the
- * engine calls it yet (the replicated groups will).
+ * Stack: over part_handshake.h (the handshake and the listening socket,
+ * shared with the peer port) and libraft; part_repl.c runs every group
+ * of a node over it.
  *
  * Threading: a node and all of its transports belong to one uv loop; every
  * function here runs on that loop's thread, except part__raft_node_stats
@@ -18,29 +19,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "part_handshake.h"
 #include "sl.h"
 
 struct uv_loop_s;
 struct raft_uv_transport;
 struct part__raft_node;
 
-#define PART__RAFT_CLUSTER_ID_LEN 16
-#define PART__RAFT_GROUP_MAX 32 /* bytes of a group name ("part-0003") */
-/* How long a handshake may take, the TCP connect included, when the
- * options say 0: long enough for a loaded node, short enough that silent
- * connections cannot pile up. */
-#define PART__RAFT_HANDSHAKE_MS 5000
-/* Handshakes the listener runs at once; a connection over it is closed at
- * once, so a flood of sockets costs file descriptors only briefly. */
-#define PART__RAFT_MAX_INCOMING 64
-
-/* The first bytes of a hello: a stray client (HTTP, a port scanner) is
- * told apart from an older or newer sluice by them. */
+#define PART__RAFT_CLUSTER_ID_LEN PART__HS_CLUSTER_ID_LEN
+#define PART__RAFT_GROUP_MAX PART__HS_NAME_MAX /* bytes of a group name ("part-0003") */
+#define PART__RAFT_HANDSHAKE_MS PART__HS_HANDSHAKE_MS
+#define PART__RAFT_MAX_INCOMING PART__HS_MAX_INCOMING
+/* The first bytes of a hello on the Raft port: a stray client (HTTP, a
+ * port scanner), the peer port's hello and an older or newer sluice are
+ * told apart by them. */
 #define PART__RAFT_MAGIC UINT32_C(0x534c5254) /* "SLRT", big-endian first */
 #define PART__RAFT_VERSION 1
-/* Bytes of the dialer's hello: magic, version, cluster id, node id (2),
- * group length (1), group (zero-padded), nonce. */
-#define PART__RAFT_HELLO_LEN (4 + 1 + PART__RAFT_CLUSTER_ID_LEN + 2 + 1 + PART__RAFT_GROUP_MAX + 16)
+#define PART__RAFT_HELLO_LEN PART__HS_HELLO_LEN
 
 /* One member of the cluster: its id and its Raft address. host is an IP
  * literal or a name, resolved once when the node is made. */
@@ -63,28 +58,10 @@ struct part__raft_node_options {
     uint32_t handshake_ms; /* 0: PART__RAFT_HANDSHAKE_MS */
 };
 
-/* Why a handshake was refused, on either side of it. */
-enum part__raft_reject {
-    PART__RAFT_REJECT_BAD_MAGIC,     /* not a sluice hello (or a bad group field) */
-    PART__RAFT_REJECT_BAD_VERSION,   /* a sluice of another handshake version */
-    PART__RAFT_REJECT_OTHER_CLUSTER, /* another cluster id */
-    PART__RAFT_REJECT_UNKNOWN_NODE,  /* a node id not in the configuration */
-    PART__RAFT_REJECT_SELF_ID,       /* a dialer that claims to be this node */
-    PART__RAFT_REJECT_UNKNOWN_GROUP, /* a group this node does not listen for */
-    PART__RAFT_REJECT_BAD_MAC,       /* the other side does not hold the secret */
-    PART__RAFT_REJECT_DEADLINE,      /* the handshake took too long */
-    PART__RAFT_REJECT_CLOSED,        /* the other side closed or failed mid-handshake */
-    PART__RAFT_REJECT_OVERLOAD,      /* over PART__RAFT_MAX_INCOMING handshakes */
-    PART__RAFT_REJECT_COUNT
-};
-
-/* The reason's label for logs and /metrics ("bad_mac"). */
-const char *part__raft_reject_name(enum part__raft_reject r);
-
 struct part__raft_stats {
-    uint64_t accepted;  /* streams handed to a group's accept callback */
-    uint64_t connected; /* streams handed to a group's connect callback */
-    uint64_t rejected[PART__RAFT_REJECT_COUNT];
+    uint64_t accepted;                        /* streams handed to a group's accept callback */
+    uint64_t connected;                       /* streams handed to a group's connect callback */
+    uint64_t rejected[PART__HS_REJECT_COUNT]; /* by enum part__hs_reject */
 };
 
 /* Makes a node on o->loop and starts listening on o->host:o->port.

@@ -69,6 +69,7 @@ struct part_repl {
     pthread_cond_t cv;
     struct repl_call *calls, *calls_tail;
     bool closing;                    /* Raft thread only */
+    bool muted;                      /* Raft thread only: no more hooks */
     struct part_repl_group **groups; /* Raft thread only, until joined */
     size_t group_count;
     size_t groups_closing; /* Raft thread only */
@@ -99,12 +100,19 @@ struct part_repl_group {
     bool raft_open; /* raft_init succeeded: raft_close must run */
     bool barrier_pending;
     sqlite3 *reader; /* the Raft thread's connection: it makes the image exist */
+    struct part_repl_hooks hooks;
+    bool was_leading;    /* Raft thread: what the hooks last heard */
+    uint64_t was_leader; /* Raft thread */
+    uint64_t wal_frames; /* under mu: frames applied since the last checkpoint */
 
     pthread_mutex_t mu; /* the image; the fields below */
     pthread_cond_t cv;
     struct repl_proposal *pending; /* this node's write in flight */
     uint64_t next_seq;
     atomic_bool leading; /* leader, and every earlier entry applied */
+    /* has heard from a leader (or is one) and applied every entry known
+     * committed: its image is as recent as this node can know */
+    atomic_bool caught_up;
     _Atomic uint64_t leader_id;
     _Atomic uint64_t applied;
 };
@@ -229,6 +237,25 @@ static void frames_free(dqlite_vfs_frame *frames, unsigned n)
 
 /* ---- the FSM (Raft thread) -------------------------------------------------- */
 
+/* Nothing checkpoints an image behind the VFS's back (open_db_locked), so
+ * its in-memory WAL would grow with every entry: every replica moves it
+ * into the image at the same point of the log, as dqlite does, once it
+ * holds this many frames. A connection inside a read (a writer between
+ * statements) makes the checkpoint busy; the next apply tries again. */
+#define CHECKPOINT_FRAMES 1000u
+
+static void maybe_checkpoint(struct part_repl_group *g)
+{
+    if (g->wal_frames < CHECKPOINT_FRAMES) {
+        return;
+    }
+    int log = 0, done = 0;
+    if (sqlite3_wal_checkpoint_v2(g->reader, "main", SQLITE_CHECKPOINT_TRUNCATE, &log, &done) ==
+        SQLITE_OK) {
+        g->wal_frames = 0;
+    }
+}
+
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
     struct part_repl_group *g = fsm->data;
@@ -260,6 +287,13 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
     free(numbers);
     if (own) {
         mine->applied = true;
+    }
+    if (rv == 0) {
+        g->wal_frames += e.count;
+        maybe_checkpoint(g);
+        if (!own && g->hooks.applied != NULL && !g->node->muted) {
+            g->hooks.applied(g->hooks.arg, e.note, g->reader);
+        }
     }
     pthread_mutex_unlock(&g->mu);
     if (rv != 0) {
@@ -312,6 +346,12 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     struct part_repl_group *g = fsm->data;
     pthread_mutex_lock(&g->mu);
     int rv = dqlite_vfs_restore(&g->vfs, DB_FILE, buf->base, buf->len);
+    if (rv == 0) {
+        g->wal_frames = 0;
+        if (g->hooks.applied != NULL && !g->node->muted) {
+            g->hooks.applied(g->hooks.arg, (struct sl_slice){0}, g->reader); /* a new image */
+        }
+    }
     pthread_mutex_unlock(&g->mu);
     if (rv != 0) {
         sl_log(SL_LOG_ERROR, LOG_MOD, "%s: restoring a snapshot of %zu bytes failed (%d)", g->name,
@@ -325,6 +365,19 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 
 /* ---- leadership (Raft thread) ---------------------------------------------- */
 
+static void tell_changes(struct part_repl_group *g)
+{
+    bool leading = atomic_load(&g->leading);
+    uint64_t leader = atomic_load(&g->leader_id);
+    if (leading != g->was_leading || leader != g->was_leader) {
+        g->was_leading = leading;
+        g->was_leader = leader;
+        if (g->hooks.changed != NULL && !g->node->muted) {
+            g->hooks.changed(g->hooks.arg);
+        }
+    }
+}
+
 static void barrier_done(struct raft_barrier *req, int status)
 {
     struct part_repl_group *g = req->data;
@@ -333,6 +386,7 @@ static void barrier_done(struct raft_barrier *req, int status)
      * then is the image whole enough to write on. */
     if (status == 0 && raft_state(&g->raft) == RAFT_LEADER) {
         atomic_store(&g->leading, true);
+        tell_changes(g);
     }
 }
 
@@ -342,16 +396,18 @@ static void watch_group(struct part_repl_group *g)
     const char *address = NULL;
     raft_leader(&g->raft, &id, &address);
     atomic_store(&g->leader_id, (uint64_t)id);
+    /* A follower knows the commit index from its leader's appends. */
+    atomic_store(&g->caught_up, id != 0 && g->raft.commit_index > 0 &&
+                                    raft_last_applied(&g->raft) >= g->raft.commit_index);
     if (raft_state(&g->raft) != RAFT_LEADER) {
         atomic_store(&g->leading, false);
-        return;
-    }
-    if (!atomic_load(&g->leading) && !g->barrier_pending) {
+    } else if (!atomic_load(&g->leading) && !g->barrier_pending) {
         g->barrier.data = g;
         if (raft_barrier(&g->raft, &g->barrier, barrier_done) == 0) {
             g->barrier_pending = true;
         }
     }
+    tell_changes(g);
 }
 
 /* libraft 0.15 has no state callback: the Raft thread looks at every
@@ -455,6 +511,46 @@ int part__repl_write_end(struct part_repl_group *g, struct sl_slice note)
     return p.status;
 }
 
+/* A barrier this node proposes, and its waiter. */
+struct sync_call {
+    struct raft_barrier req;
+    struct part_repl_group *g;
+    int status;
+    bool done;
+};
+
+static void sync_done(struct raft_barrier *req, int status)
+{
+    struct sync_call *c = req->data;
+    pthread_mutex_lock(&c->g->mu);
+    c->status = status == 0 ? SL_OK : status == RAFT_SHUTDOWN ? SL_ECLOSED : SL_EUNAVAIL;
+    c->done = true;
+    pthread_cond_broadcast(&c->g->cv);
+    pthread_mutex_unlock(&c->g->mu);
+}
+
+static void sync_on_raft_thread(void *arg)
+{
+    struct sync_call *c = arg;
+    c->req.data = c;
+    int rv = c->g->node->closing ? RAFT_SHUTDOWN : raft_barrier(&c->g->raft, &c->req, sync_done);
+    if (rv != 0) {
+        sync_done(&c->req, rv);
+    }
+}
+
+int part__repl_sync(struct part_repl_group *g)
+{
+    struct sync_call c = {.g = g};
+    run_on_raft_thread(g->node, sync_on_raft_thread, &c);
+    pthread_mutex_lock(&g->mu);
+    while (!c.done) {
+        pthread_cond_wait(&g->cv, &g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return c.status;
+}
+
 /* ---- reads --------------------------------------------------------------------- */
 
 static int open_db_locked(struct part_repl_group *g, sqlite3 **out);
@@ -473,14 +569,35 @@ int part__repl_read(struct part_repl_group *g, int (*fn)(sqlite3 *db, void *arg)
     return rv;
 }
 
+int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3 *db, void *arg),
+                       void *arg)
+{
+    pthread_mutex_lock(&g->mu);
+    int rv = fn(db, arg);
+    pthread_mutex_unlock(&g->mu);
+    return rv;
+}
+
 bool part__repl_leading(const struct part_repl_group *g)
 {
     return atomic_load(&g->leading);
 }
 
+bool part__repl_caught_up(const struct part_repl_group *g)
+{
+    return atomic_load(&g->caught_up);
+}
+
 uint64_t part__repl_leader(struct part_repl_group *g)
 {
     return atomic_load(&g->leader_id);
+}
+
+void part__repl_port_rejected(const struct part_repl *r, uint64_t out[PART__HS_REJECT_COUNT])
+{
+    struct part__raft_stats st;
+    part__raft_node_stats(r->port, &st);
+    memcpy(out, st.rejected, sizeof st.rejected);
 }
 
 uint64_t part__repl_applied(struct part_repl_group *g)
@@ -618,7 +735,8 @@ static void open_on_raft_thread(void *arg)
 
 int part__repl_group_open(struct part_repl *r, const char *name,
                           const struct part_repl_member *members, size_t member_count,
-                          bool bootstrap, struct part_repl_group **out, char *err, size_t errlen)
+                          bool bootstrap, const struct part_repl_hooks *hooks,
+                          struct part_repl_group **out, char *err, size_t errlen)
 {
     const char *address = NULL;
     for (size_t i = 0; i < member_count; i++) {
@@ -640,6 +758,9 @@ int part__repl_group_open(struct part_repl *r, const char *name,
 
     struct part_repl_group *g = sl_xcalloc(1, sizeof(*g));
     g->node = r;
+    if (hooks != NULL) {
+        g->hooks = *hooks;
+    }
     snprintf(g->name, sizeof(g->name), "%s", name);
     /* A VFS per group: dqlite's VFS is not meant to be shared between
      * threads, and each group has its own writer. */
@@ -799,6 +920,19 @@ static void close_on_raft_thread(void *arg)
             g->raft.data = g;
             raft_close(&g->raft, group_closed);
         }
+    }
+}
+
+static void mute_on_raft_thread(void *arg)
+{
+    struct part_repl *r = arg;
+    r->muted = true;
+}
+
+void part__repl_mute(struct part_repl *r)
+{
+    if (r != NULL) {
+        run_on_raft_thread(r, mute_on_raft_thread, r);
     }
 }
 

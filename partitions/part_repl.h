@@ -28,6 +28,7 @@
 
 #include <sqlite3.h>
 
+#include "part_handshake.h"
 #include "sl.h"
 
 /* Every image is written with this page size: a frame of the log is one
@@ -65,23 +66,46 @@ struct part_repl_group;
 int part__repl_new(const struct part_repl_options *opt, struct part_repl **out, char *err,
                    size_t errlen);
 
+/* Stops every group's hooks: once it returns none runs or will run, so
+ * what they touch may go. Before the hooks' objects are freed. */
+void part__repl_mute(struct part_repl *r);
+
 /* Closes every group (their logs stay on disk), stops the thread and frees
  * the node. A write waiting for its majority fails with SL_ECLOSED. */
 void part__repl_free(struct part_repl *r);
+
+/* What a group tells the code that uses it. Both run on the Raft thread
+ * and must be short: every group of the node waits meanwhile. */
+struct part_repl_hooks {
+    /* part__repl_leading or part__repl_leader may have changed */
+    void (*changed)(void *arg);
+    /* an entry another node proposed (or this node, in a term it lost)
+     * was applied here, with its note; or a snapshot was restored (an
+     * empty note). Under the group's lock: image, the Raft thread's own
+     * connection, reads the image as it now is. */
+    void (*applied)(void *arg, struct sl_slice note, sqlite3 *image);
+    void *arg;
+};
 
 /* Opens the group `name` (at most 32 bytes of [a-z0-9-]) with members
  * (this node among them; the array is copied) and starts its Raft
  * instance. bootstrap: a pristine group starts with members as its
  * configuration, as every member must do alike on a cluster's first start;
- * a group with a log ignores it. Returns SL_OK with *out set (owned by r),
- * SL_EINVAL (bad name, this node not a member) or SL_EIO (err says). */
+ * a group with a log ignores it. hooks may be NULL (copied). Returns SL_OK with *out set (owned by
+ * r), SL_EINVAL (bad name, this node not a member) or SL_EIO (err says). */
 int part__repl_group_open(struct part_repl *r, const char *name,
                           const struct part_repl_member *members, size_t member_count,
-                          bool bootstrap, struct part_repl_group **out, char *err, size_t errlen);
+                          bool bootstrap, const struct part_repl_hooks *hooks,
+                          struct part_repl_group **out, char *err, size_t errlen);
 
 /* True while this node leads the group and has applied every entry
  * before its term began, so its image is whole: writes may start. */
 bool part__repl_leading(const struct part_repl_group *g);
+
+/* True once this node knows a leader of the group and has applied every
+ * entry it knows committed (a node that just started, or was cut off, is
+ * not): what it reads of the image is then as recent as it can know. */
+bool part__repl_caught_up(const struct part_repl_group *g);
 
 /* The id of the group's leader as this node last learnt it, 0 if none. */
 uint64_t part__repl_leader(struct part_repl_group *g);
@@ -108,11 +132,29 @@ int part__repl_write_begin(struct part_repl_group *g);
  * when the node is closing. */
 int part__repl_write_end(struct part_repl_group *g, struct sl_slice note);
 
+/* On the group's leader: waits until a barrier entry proposed now is
+ * committed. Its append carries the commit of every entry before it to
+ * the followers, which apply them at once instead of at the next
+ * heartbeat: a write then followed by this is visible on a majority's
+ * memory when it returns. Returns SL_OK, SL_EUNAVAIL (the lead was lost)
+ * or SL_ECLOSED. Not on the Raft thread. */
+int part__repl_sync(struct part_repl_group *g);
+
 /* Runs fn with a read connection to the group's image on this node, under
  * the group's lock (so never beside an apply); fn's return value is
  * returned. For reads off the write path: tests, checks, a follower's
  * view. */
 int part__repl_read(struct part_repl_group *g, int (*fn)(sqlite3 *db, void *arg), void *arg);
+
+/* As part__repl_read, on the caller's own connection to the image (from
+ * part__repl_group_open_db): a thread that reads the image often keeps
+ * one, rather than opening and closing one each time. */
+int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3 *db, void *arg),
+                       void *arg);
+
+/* The Raft port's refused handshakes, by enum part__hs_reject. Any
+ * thread. */
+void part__repl_port_rejected(const struct part_repl *r, uint64_t out[PART__HS_REJECT_COUNT]);
 
 /* Entries this node applied to the group's image since the group opened
  * (its own writes included). */

@@ -234,10 +234,14 @@ static const char PART_MIGRATE_6_7[] =
     " SELECT rowid, queue_id, dkey, expires_at, message_id, seq FROM dedup;"
     "DROP TABLE dedup; ALTER TABLE dedup_7 RENAME TO dedup;" PART_DEDUP_INDEXES;
 
+/* secure_delete=FAST: Debian's SQLite zeroes every freed page by default
+ * (SQLITE_SECURE_DELETE), which doubled the WAL bytes of a large
+ * message's delete; FAST zeroes only inside pages written anyway
+ * (docs/partitions.md says why that loses no guarantee). */
 #define PART_PRAGMAS(sync)                                                                         \
     "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=" sync ";"        \
     " PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;"                            \
-    " PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"
+    " PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY; PRAGMA secure_delete=FAST;"
 
 static const char PART_PRAGMAS_FSYNC[] = PART_PRAGMAS("FULL");
 /* For sqlite3_exec only: SQLite applies this pragma when it compiles the
@@ -399,8 +403,66 @@ int part__sql_exec(sqlite3 *db, const char *sql)
 
 /* ---- a partition's connection ------------------------------------------ */
 
+/* A cluster's image: made at the current schema in one transaction, the
+ * one entry that replicates it; an image of another version is refused
+ * (migrating a replicated image belongs with rolling upgrades). */
+static bool schema_replicated(struct part_writer *w, char *why, size_t whylen, int *rc)
+{
+    /* secure_delete=FAST as on one node (PART_PRAGMAS): every page a
+     * delete zeroes would be a frame of the entry, on every replica. */
+    if (part__sql_exec(w->db, "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"
+                              " PRAGMA secure_delete=FAST;") != SL_OK) {
+        return failed(w, why, whylen, rc);
+    }
+    int version = user_version(w);
+    if (version < 0) {
+        return failed(w, why, whylen, rc);
+    }
+    if (version == PART_SCHEMA_VERSION) {
+        return true;
+    }
+    if (version != 0) {
+        snprintf(why, whylen, "the image has schema %d, this build writes %d", version,
+                 PART_SCHEMA_VERSION);
+        *rc = SQLITE_ERROR;
+        return false;
+    }
+    struct sl_buf sql;
+    sl_buf_init(&sql);
+    sl_buf_append_cstr(&sql, "BEGIN IMMEDIATE;");
+    sl_buf_append_cstr(&sql, PART_SCHEMA);
+    char set_version[48];
+    snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d;COMMIT;",
+             PART_SCHEMA_VERSION);
+    sl_buf_append_cstr(&sql, set_version);
+    bool ok = part__sql_exec(w->db, sql.p) == SL_OK;
+    sl_buf_free(&sql);
+    if (!ok) {
+        failed(w, why, whylen, rc);
+        if (!sqlite3_get_autocommit(w->db)) {
+            part__sql_exec(w->db, "ROLLBACK");
+        }
+    }
+    return ok;
+}
+
+static bool prepare_all(struct part_writer *w, char *why, size_t whylen, int *rc)
+{
+    for (int i = 0; i < ST_COUNT_; i++) {
+        if (sqlite3_prepare_v3(w->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
+            SQLITE_OK) {
+            return failed(w, why, whylen, rc);
+        }
+    }
+    *rc = SQLITE_OK;
+    return true;
+}
+
 bool part__schema_open(struct part_writer *w, char *why, size_t whylen, int *rc)
 {
+    if (w->group != NULL) {
+        return schema_replicated(w, why, whylen, rc) && prepare_all(w, why, whylen, rc);
+    }
     const char *pragmas =
         w->engine->opt.durability == PART_DURABILITY_FSYNC ? PART_PRAGMAS_FSYNC : PART_PRAGMAS_OS;
     char set_version[48];
@@ -417,14 +479,7 @@ bool part__schema_open(struct part_writer *w, char *why, size_t whylen, int *rc)
         (user_version(w) != PART_SCHEMA_VERSION && part__sql_exec(w->db, set_version) != SL_OK)) {
         return failed(w, why, whylen, rc);
     }
-    for (int i = 0; i < ST_COUNT_; i++) {
-        if (sqlite3_prepare_v3(w->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
-            SQLITE_OK) {
-            return failed(w, why, whylen, rc);
-        }
-    }
-    *rc = SQLITE_OK;
-    return true;
+    return prepare_all(w, why, whylen, rc);
 }
 
 void part__schema_close(struct part_writer *w)

@@ -53,6 +53,7 @@
 #include "part_gdir.h"
 #include "part_groups.h"
 #include "part_ops.h"
+#include "part_repl.h"
 #include "part_sched.h"
 #include "part_schema.h"
 #include "part_timers.h"
@@ -210,6 +211,9 @@ static bool checkpoint_once(struct part_writer *w)
 
 static void checkpoint(struct part_writer *w)
 {
+    if (w->group != NULL) {
+        return; /* every replica checkpoints at the same entry (part_repl.c) */
+    }
     if (w->wal_pages <= 0 || (uint32_t)w->wal_pages < part__disk_checkpoint_pages(w->engine)) {
         return;
     }
@@ -293,8 +297,9 @@ static void rearm_fired(struct part_writer *w, const struct part_batch *b, uint6
  * does. The setting is the connection's, so it changes between batches. */
 static bool set_sync(struct part_writer *w, bool sync, int *status)
 {
-    if (w->engine->opt.durability != PART_DURABILITY_FSYNC || w->syncing == sync) {
-        return true;
+    if (w->group != NULL || w->engine->opt.durability != PART_DURABILITY_FSYNC ||
+        w->syncing == sync) {
+        return true; /* a replicated image's durability is its log's */
     }
     if (part__sql_exec(w->db, part_sql_text(sync ? PART_SQL_SYNC_FULL : PART_SQL_SYNC_NORMAL)) !=
         SL_OK) {
@@ -317,12 +322,50 @@ static void finish_jobs(struct part_writer *w, struct part_job *jobs, int status
         if (status != SL_OK) {
             j->status = status;
         }
-        if (j->op == PART_OP_RECEIVE) {
+        if (j->op == PART_OP_RECEIVE && j->origin == NULL) {
             e->hooks.receive_continue(e, j);
         } else {
             e->hooks.complete(j);
         }
     }
+}
+
+/* A cluster's writer starts each transaction by taking its group's write
+ * (part_repl.h); one that does not lead any more fails the batch with
+ * SL_EUNAVAIL, which the clients retry on the new leader. */
+static bool repl_begin(struct part_writer *w, int *status)
+{
+    if (w->group == NULL) {
+        return true;
+    }
+    if (part__repl_write_begin(w->group) != SL_OK) {
+        *status = SL_EUNAVAIL;
+        return false;
+    }
+    return true;
+}
+
+/* Replicates what the transaction committed and waits for a majority.
+ * ok: it committed here. Returns false (with *status) when it must be
+ * undone: leadership lost (SL_EUNAVAIL; a later leader may still commit
+ * it, which the retry of an SQS client tolerates) or the node closing. */
+static bool repl_end(struct part_writer *w, struct part_batch *b, bool ok, int *status)
+{
+    if (w->group == NULL) {
+        return ok;
+    }
+    /* The followers count what the batch changed from its note. */
+    if (ok) {
+        part__batch_note(b, &w->note);
+    } else {
+        sl_buf_reset(&w->note);
+    }
+    int rc = part__repl_write_end(w->group, (struct sl_slice){w->note.p, w->note.n});
+    if (ok && rc != SL_OK) {
+        *status = rc == SL_ECLOSED ? SL_ECLOSED : SL_EUNAVAIL;
+        return false;
+    }
+    return ok;
 }
 
 static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_batch *b, bool sync)
@@ -331,24 +374,29 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
     uint64_t now = part__now(e);
     uint64_t begin_ns = sl_mono_ns();
     int status = SL_EIO; /* of the jobs, if the batch fails */
-    bool ok =
-        !atomic_load(&w->failed) && set_sync(w, sync, &status) && step_simple(w, ST_BEGIN, &status);
-    if (ok) {
-        part__ops_fire_timers(w, b, now);
-        for (struct part_job *j = jobs; j != NULL && !b->sql_failed; j = j->next) {
-            part__ops_exec(w, b, j, now);
-        }
-        if (b->sql_failed) {
-            status = storage_error(w, sqlite3_extended_errcode(w->db));
-        }
-        uint64_t commit_ns = sl_mono_ns();
-        ok = !b->sql_failed && step_simple(w, ST_COMMIT, &status);
-        if (!ok) {
+    bool began = false;
+    bool ok = !atomic_load(&w->failed) && set_sync(w, sync, &status) &&
+              (began = repl_begin(w, &status)) && step_simple(w, ST_BEGIN, &status);
+    if (began) {
+        uint64_t commit_ns = 0;
+        if (ok) {
+            part__ops_fire_timers(w, b, now);
+            for (struct part_job *j = jobs; j != NULL && !b->sql_failed; j = j->next) {
+                part__ops_exec(w, b, j, now);
+            }
+            if (b->sql_failed) {
+                status = storage_error(w, sqlite3_extended_errcode(w->db));
+            }
+            commit_ns = sl_mono_ns();
+            ok = !b->sql_failed && step_simple(w, ST_COMMIT, &status);
             /* SQLite may have rolled back already (a full disk does) */
             int ignored;
-            if (!sqlite3_get_autocommit(w->db)) {
+            if (!ok && !sqlite3_get_autocommit(w->db)) {
                 step_simple(w, ST_ROLLBACK, &ignored);
             }
+        }
+        ok = repl_end(w, b, ok, &status);
+        if (!ok) {
             rearm_fired(w, b, now);
         } else {
             count_commit(w, jobs, begin_ns, commit_ns);
@@ -555,7 +603,7 @@ static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whyle
     }
     uint64_t *orphans = NULL;
     size_t norphans = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (w->group == NULL && sqlite3_step(st) == SQLITE_ROW) {
         uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
         if (!part__queue_known(e, id)) {
             orphans = sl_xrealloc(orphans, (norphans + 1) * sizeof *orphans);
@@ -602,6 +650,9 @@ static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whyle
             q = part__queue_ref(e, qid);
         }
         if (q == NULL) {
+            if (w->group != NULL) {
+                atomic_store(&w->unknown_rows, true);
+            }
             continue;
         }
         bool overflow = lane == PART_LANE_OVERFLOW;
@@ -660,6 +711,18 @@ fail:
     return false;
 }
 
+/* Closes w->db with what was built from it: statements, timers and the
+ * deduplication index. */
+static void close_db(struct part_writer *w)
+{
+    part__schema_close(w);
+    sqlite3_close(w->db);
+    w->db = NULL;
+    part__heap_free(&w->timers);
+    part__dedup_free(w->dedup);
+    w->dedup = NULL;
+}
+
 /* Opens w->db: the connection, its schema, the rebuild of the counters
  * and timers (at_open: while the engine opens, before any writer runs).
  * On failure the connection is closed, why says why and *full whether it
@@ -685,12 +748,7 @@ static bool open_db(struct part_writer *w, bool at_open, char *why, size_t whyle
         rc = sqlite3_extended_errcode(w->db); /* the rebuild's */
     }
     *full = w->db != NULL && out_of_space(w, rc);
-    part__schema_close(w);
-    sqlite3_close(w->db);
-    w->db = NULL;
-    part__heap_free(&w->timers);
-    part__dedup_free(w->dedup);
-    w->dedup = NULL;
+    close_db(w);
     return false;
 }
 
@@ -698,6 +756,11 @@ int part__writer_open(struct part_engine *e, struct part_writer *w, uint32_t ind
 {
     w->index = index;
     part__thread_init(w, e);
+    if (e->repl != NULL) {
+        /* The image is opened when this node takes the group's lead. */
+        snprintf(w->path, sizeof w->path, "group part-%04u", index);
+        return SL_OK;
+    }
     snprintf(w->path, sizeof w->path, "%s/part-%04u.db", e->data_dir, index);
     char why[512] = "";
     bool full = false;
@@ -750,6 +813,264 @@ static void open_again(struct part_writer *w)
     }
 }
 
+/* ---- a cluster's partition: leading its group --------------------------- */
+
+#define LEAD_RETRY_MS 500 /* between tries to take a lead whose take-over failed */
+
+/* Forgets the memory built while leading: another node writes the image
+ * now, so the timers and deduplication index would go stale. FIFO group
+ * directories are left as they are (see docs/design.md, "Cluster",
+ * Status). */
+static void lead_drop(struct part_writer *w)
+{
+    if (!w->leading) {
+        return;
+    }
+    w->leading = false;
+    close_db(w);
+    /* The counters stay: exact as of this node's last commit, they go on
+     * from the new leader's notes (writer_applied). */
+    atomic_store_explicit(&w->stat_timers, 0, memory_order_relaxed);
+    sl_log(SL_LOG_INFO, LOG_MOD, "partition %u: no longer leads its group", w->index);
+}
+
+/* This node leads the group: open the image, make its schema (one
+ * replicated transaction) and rebuild the partition's memory from it,
+ * all under the group's write, so that no apply lands between. */
+static void lead_take(struct part_writer *w)
+{
+    struct part_engine *e = w->engine;
+    uint64_t now = sl_mono_ns() / 1000000;
+    if (!atomic_load(&e->catalog_synced) || now - w->lead_try_ms < LEAD_RETRY_MS) {
+        return;
+    }
+    w->lead_try_ms = now;
+    if (part__repl_group_open_db(w->group, &w->db) != SL_OK) {
+        return;
+    }
+    if (part__repl_write_begin(w->group) != SL_OK) {
+        sqlite3_close(w->db);
+        w->db = NULL;
+        return;
+    }
+    char why[512] = "";
+    int rc = SQLITE_OK;
+    /* The schema's transaction is seen, on this connection too, only once
+     * it is applied: the rebuild reads under a write of its own. */
+    bool schema = part__schema_open(w, why, sizeof why, &rc);
+    int end = part__repl_write_end(w->group, (struct sl_slice){0});
+    bool rebuilt = false;
+    if (schema && end == SL_OK) {
+        end = part__repl_write_begin(w->group);
+        if (end == SL_OK) {
+            struct gdir_loads none = {0};
+            unload(w, &none); /* what it counted as a follower: recounted now */
+            rebuilt = rebuild(w, false, why, sizeof why);
+            w->recount = !rebuilt;
+            end = part__repl_write_end(w->group, (struct sl_slice){0});
+        }
+    }
+    if (rebuilt && end == SL_OK) {
+        w->leading = true;
+        w->lead_try_ms = 0;
+        atomic_store_explicit(&w->stat_timers, w->timers.n, memory_order_relaxed);
+        sl_log(SL_LOG_INFO, LOG_MOD, "partition %u: leading its group", w->index);
+        return;
+    }
+    sl_log(SL_LOG_WARN, LOG_MOD, "partition %u: taking the lead failed: %s", w->index,
+           why[0] != '\0' ? why : sl_strerror(end));
+    if (rebuilt) {
+        struct gdir_loads none = {0};
+        unload(w, &none);
+    }
+    close_db(w);
+}
+
+static void writer_changed(void *arg)
+{
+    struct part_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->kicked = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- a cluster's partition: following its group ------------------------- */
+
+/* The best ready priority of q's lane in the image, INT64_MAX if none. */
+static int64_t image_head(sqlite3 *image, struct part_queue *q, int lane)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t head = INT64_MAX;
+    if (sqlite3_prepare_v2(image, part_sql_text(PART_SQL_HEAD), -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)q->id);
+        sqlite3_bind_int(st, 2, lane);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            head = sqlite3_column_int64(st, 0);
+        }
+    }
+    sqlite3_finalize(st);
+    return head;
+}
+
+static void follow_heads(struct part_writer *w, struct part_queue *q, sqlite3 *image)
+{
+    struct part_qcount *qc = &q->per[w->index];
+    int64_t overflow = atomic_load(&qc->overflow_ready);
+    int64_t main = atomic_load(&qc->ready) - overflow;
+    atomic_store(&qc->head_priority[PART_LANE_MAIN],
+                 main > 0 ? image_head(image, q, PART_LANE_MAIN) : INT64_MAX);
+    atomic_store(&qc->head_priority[PART_LANE_OVERFLOW],
+                 overflow > 0 ? image_head(image, q, PART_LANE_OVERFLOW) : INT64_MAX);
+}
+
+/* Counts the partition from the image: at a follower's first entry, after
+ * a snapshot, and when a note named a queue this node did not know. */
+static void follow_recount(struct part_writer *w, sqlite3 *image)
+{
+    struct part_engine *e = w->engine;
+    struct gdir_loads none = {0};
+    unload(w, &none);
+    w->recount = false;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(image,
+                           "SELECT queue_id, state, lane, count(*) FROM msg"
+                           " GROUP BY queue_id, state, lane",
+                           -1, &st, NULL) != SQLITE_OK) {
+        return; /* no schema yet: nothing to count */
+    }
+    struct part_queue *q = NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        uint64_t qid = (uint64_t)sqlite3_column_int64(st, 0);
+        if (q == NULL || q->id != qid) {
+            if (q != NULL) {
+                follow_heads(w, q, image);
+            }
+            part__queue_unref(q);
+            q = part__queue_ref(e, qid);
+        }
+        if (q == NULL) {
+            /* a deleted queue's rows, still being purged, or a queue whose
+             * catalog entry has not reached this node yet */
+            atomic_store(&w->unknown_rows, true);
+            continue;
+        }
+        int state = sqlite3_column_int(st, 1);
+        bool overflow = sqlite3_column_int(st, 2) == PART_LANE_OVERFLOW;
+        int64_t n = sqlite3_column_int64(st, 3);
+        struct part_qdelta d = {
+            .ready = state == PART_STATE_READY ? n : 0,
+            .inflight = state == PART_STATE_INFLIGHT ? n : 0,
+            .delayed = state == PART_STATE_DELAYED ? n : 0,
+            .overflow_ready = overflow && state == PART_STATE_READY ? n : 0,
+            .overflow_delayed = overflow && state == PART_STATE_DELAYED ? n : 0,
+        };
+        part__counts_add(q, w->index, &d);
+        atomic_fetch_add_explicit(&w->backlog, d.ready + d.delayed, memory_order_relaxed);
+    }
+    if (q != NULL) {
+        follow_heads(w, q, image);
+    }
+    part__queue_unref(q);
+    sqlite3_finalize(st);
+}
+
+/* Another node's entry for this partition was applied here (Raft thread,
+ * under the group's lock): its note's counter changes, and the long polls
+ * of this node that a message made ready wakes, wherever it was sent. */
+static void writer_applied(void *arg, struct sl_slice note, sqlite3 *image)
+{
+    struct part_writer *w = arg;
+    struct part_engine *e = w->engine;
+    if (w->recount || note.n == 0) {
+        follow_recount(w, image);
+        return;
+    }
+    struct part_note_delta d;
+    for (size_t i = 0; part__note_delta(note, i, &d); i++) {
+        struct part_queue *q = part__queue_ref(e, d.queue_id);
+        if (q == NULL) {
+            atomic_store(&w->unknown_rows, true); /* counted once the catalog has it */
+            continue;
+        }
+        part__counts_add(q, w->index, &d.c);
+        atomic_fetch_add_explicit(&w->backlog, d.c.ready + d.c.delayed, memory_order_relaxed);
+        follow_heads(w, q, image);
+        if (d.woke > 0) {
+            e->hooks.wake(e, q, w->index, d.woke);
+        }
+        part__queue_unref(q);
+    }
+}
+
+static int recount_on(sqlite3 *image, void *arg)
+{
+    follow_recount(arg, image);
+    return SL_OK;
+}
+
+void part__writers_catalog_grew(struct part_engine *e)
+{
+    for (uint32_t p = 0; p < e->nparts; p++) {
+        struct part_writer *w = &e->writers[p];
+        if (w->group == NULL || !atomic_exchange(&w->unknown_rows, false)) {
+            continue;
+        }
+        /* Counters from the image, under the group's lock; a leader also
+         * rebuilds its timers, on its own thread. */
+        part__repl_read(w->group, recount_on, w);
+        atomic_store(&w->relead, true);
+        pthread_mutex_lock(&w->mu);
+        w->kicked = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
+struct part_repl_hooks part__writer_repl_hooks(struct part_writer *w)
+{
+    w->recount = true; /* nothing counted yet */
+    return (struct part_repl_hooks){.changed = writer_changed, .applied = writer_applied, .arg = w};
+}
+
+/* Follows the group's leadership before a batch: true when this writer
+ * may run jobs now. */
+static bool lead_follow(struct part_writer *w)
+{
+    if (w->group == NULL) {
+        return true;
+    }
+    bool leads = part__repl_leading(w->group);
+    if (w->leading && atomic_exchange(&w->relead, false)) {
+        lead_drop(w); /* rows of a queue it did not know: rebuilt now */
+        w->lead_try_ms = 0;
+    }
+    if (w->leading && !leads) {
+        lead_drop(w);
+    } else if (!w->leading && leads) {
+        lead_take(w);
+    }
+    return w->leading;
+}
+
+/* Jobs for a group this node does not lead go to its leader; one another
+ * node forwarded here already is not sent on (its origin retries). */
+static void forward_jobs(struct part_writer *w, struct part_job *jobs)
+{
+    struct part_engine *e = w->engine;
+    while (jobs != NULL) {
+        struct part_job *j = jobs;
+        jobs = j->next;
+        j->next = NULL;
+        if (j->origin != NULL || e->hooks.forward == NULL) {
+            j->status = SL_EUNAVAIL;
+            e->hooks.complete(j);
+        } else {
+            e->hooks.forward(e, j, false);
+        }
+    }
+}
+
 /* ---- thread ------------------------------------------------------------ */
 
 static void deadline_in(struct timespec *ts, uint64_t ms)
@@ -775,6 +1096,15 @@ static void *writer_main(void *arg)
             if (atomic_load(&w->open_later)) { /* try again in a second */
                 struct timespec ts;
                 deadline_in(&ts, 1000);
+                if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT) {
+                    break;
+                }
+                continue;
+            }
+            if (w->group != NULL && !w->leading && part__repl_leading(w->group)) {
+                /* a take-over to try (again): the catalog may be loaded now */
+                struct timespec ts;
+                deadline_in(&ts, LEAD_RETRY_MS);
                 if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT) {
                     break;
                 }
@@ -824,6 +1154,13 @@ static void *writer_main(void *arg)
             }
             continue;
         }
+        if (!lead_follow(w)) {
+            forward_jobs(w, jobs);
+            if (stop) {
+                break;
+            }
+            continue;
+        }
         struct part_job *leases = split_leases(&jobs);
         if (leases != NULL || (jobs == NULL && w->timers.n > 0)) {
             run_batch(w, leases, &b, false); /* due timers fire here */
@@ -835,6 +1172,7 @@ static void *writer_main(void *arg)
             break;
         }
     }
+    lead_drop(w);
     part__batch_free(&b);
     return NULL;
 }
@@ -875,6 +1213,7 @@ void part__writer_stop(struct part_writer *w)
     part__dedup_free(w->dedup);
     w->dedup = NULL;
     part__sched_free(&w->sched);
+    sl_buf_free(&w->note);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
 }

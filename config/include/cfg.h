@@ -175,8 +175,7 @@ struct cfg_cluster_node {
 };
 
 /* cluster: replication over Raft (docs/design.md "Cluster"). Every key is
- * restart-only. This version validates the section but does not run a
- * cluster: sluiced refuses to start with one. */
+ * restart-only. */
 struct cfg_cluster {
     bool enabled; /* false when the section is absent: one node, as ever */
     uint16_t node_id;

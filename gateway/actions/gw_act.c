@@ -172,6 +172,11 @@ void gw__act_storage_err(int status, struct gw_sqs_err *err)
         /* the tenant's jobs at one partition writer reached its cap */
         gw_sqs_err_set(err, GW_SQS_E_REQUEST_THROTTLED,
                        "Too many requests of this tenant are waiting for storage; retry later.");
+    } else if (status == SL_EUNAVAIL) {
+        /* a cluster's partition has no leader this node can reach now (an
+         * election, a lost quorum): the SDKs retry a 503 with back-off */
+        gw_sqs_err_set(err, GW_SQS_E_SERVICE_UNAVAILABLE,
+                       "The partition has no reachable leader right now; retry later.");
     } else if (status == SL_EBUSY) {
         /* the partitions' "full": the disk is full or below its watermark;
          * transient, the client retries */
@@ -228,6 +233,14 @@ int gw__act_resolve(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref, 
 {
     if (gw__act_find_queue(ctx, ref->tenant, ref->name, q) != SL_OK) {
         struct gw_sqs_err err;
+        if (!part_engine_ready(ctx->api->engine)) {
+            /* A cluster's node still catching up may not know the queue
+             * yet: a retry (on it, or another node) finds out. */
+            gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE,
+                           "This node is catching up with the cluster; retry later.");
+            gw__act_fail(ctx, &err);
+            return SL_EUNAVAIL;
+        }
         gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
         gw__act_fail(ctx, &err);
         return SL_ENOTFOUND;

@@ -989,6 +989,51 @@ static void render_budgets(struct sl_buf *out, struct gw_budget *b)
     }
 }
 
+/* A cluster's node: its id, and the leader of each group as it last
+ * learnt it (docs/design.md "Cluster"). Nothing on one node. */
+static void render_cluster(struct sl_buf *out, struct part_engine *e)
+{
+    uint16_t self = part_engine_node_id(e);
+    if (self == 0) {
+        return;
+    }
+    family(out, "sluice_cluster_node_id", "gauge", "This node's id (cluster.node_id).");
+    sl_buf_printf(out, "sluice_cluster_node_id %u\n", self);
+    family(out, "sluice_cluster_catalog_leader_node", "gauge",
+           "The node that leads the catalog's Raft group, as this node knows it; 0: none.");
+    sl_buf_printf(out, "sluice_cluster_catalog_leader_node %llu\n",
+                  (unsigned long long)part_engine_leader(e, PART_CATALOG));
+    uint32_t np = part_engine_partitions(e);
+    double *v = sl_xcalloc(np + 1, sizeof(double));
+    for (uint32_t p = 0; p < np; p++) {
+        v[p] = (double)part_engine_leader(e, p);
+    }
+    struct part_cluster_stats cs;
+    if (part_engine_cluster_stats(e, &cs) == SL_OK) {
+        family(out, "sluice_cluster_rejected_total", "counter",
+               "Connections to this node's Raft or peer port refused at the handshake, by "
+               "reason (unauthenticated, another cluster, an unknown node, ...).");
+        for (size_t i = 0; i < PART_CLUSTER_REJECT_REASONS; i++) {
+            const char *reason = part_cluster_reject_reason(i);
+            sl_buf_printf(out, "sluice_cluster_rejected_total{port=\"raft\",reason=\"%s\"} %llu\n",
+                          reason, (unsigned long long)cs.raft_rejected[i]);
+            sl_buf_printf(out, "sluice_cluster_rejected_total{port=\"peer\",reason=\"%s\"} %llu\n",
+                          reason, (unsigned long long)cs.peer_rejected[i]);
+        }
+        family(out, "sluice_cluster_peer_frames_total", "counter",
+               "Frames on the peer port: jobs forwarded to their leaders and their answers.");
+        sl_buf_printf(out, "sluice_cluster_peer_frames_total{direction=\"in\"} %llu\n",
+                      (unsigned long long)cs.peer_frames_in);
+        sl_buf_printf(out, "sluice_cluster_peer_frames_total{direction=\"out\"} %llu\n",
+                      (unsigned long long)cs.peer_frames_out);
+    }
+    partition_family(out, "sluice_partition_leader_node", "gauge",
+                     "The node that leads the partition's Raft group, as this node knows it; 0: "
+                     "none.",
+                     v, np);
+    free(v);
+}
+
 static void render_partitions(struct sl_buf *out, struct part_engine *e)
 {
     enum {
@@ -1062,6 +1107,7 @@ static void render_partitions(struct sl_buf *out, struct part_engine *e)
         partition_family(out, families[i].name, families[i].type, families[i].help, v[i], np);
         free(v[i]);
     }
+    render_cluster(out, e);
 }
 
 /* The low-disk watermark (server.min_free_disk_bytes): free space of the

@@ -143,6 +143,12 @@ int gw__exchange_add_header(struct gw_exchange *ex, const void *name, size_t nam
     }
     if (ex->ref_count % 16 == 0)
         ex->refs = sl_xrealloc(ex->refs, (ex->ref_count + 16) * sizeof(*ex->refs));
+    /* One allocation for a signed SDK request's fields (about 1 KiB with
+     * SigV4's): grown from sl_buf's 64 bytes, they cost five reallocs and
+     * their copies per request, 0.7 % of the gateway's CPU in a batch
+     * round trip's profile. */
+    if (ex->hdr_store.cap == 0)
+        sl_buf_reserve(&ex->hdr_store, GW_HDR_STORE_FIRST - 1);
     struct gw_hdr_ref *r = &ex->refs[ex->ref_count];
     r->name_off = (uint32_t)ex->hdr_store.n;
     r->name_len = (uint32_t)namelen;

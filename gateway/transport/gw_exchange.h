@@ -36,6 +36,8 @@
 #define GW_MAX_REQUEST_BODY ((size_t)3 * 1024 * 1024 + (size_t)64 * 1024)
 #define GW_MAX_REQUEST_BODY_TEXT "3211264"
 #define GW_MAX_HEADER_LIST_BYTES ((size_t)64 * 1024) /* RFC 9113 §6.5.2 accounting */
+/* The first allocation of a request's header bytes (gw_exchange.c). */
+#define GW_HDR_STORE_FIRST ((size_t)2048)
 /* Output backlog (bytes produced but not yet written to the socket) above
  * which the connection stops reading and the protocol layer stops
  * producing; reading resumes below the low mark. */

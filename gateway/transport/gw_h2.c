@@ -68,6 +68,8 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
 static int on_data_chunk_recv(nghttp2_session *s, uint8_t flags, int32_t stream_id,
                               const uint8_t *data, size_t len, void *user);
 static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *user);
+static int send_body(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *framehd,
+                     size_t length, nghttp2_data_source *source, void *user);
 static void submit_head(struct gw_exchange *ex, int status, const struct gw_header *headers,
                         size_t header_count);
 static void respond_error(struct gw_exchange *ex, int status, const char *type,
@@ -123,6 +125,7 @@ struct gw_h2c *gw__h2c_new(const struct gw_proto_env *env, uint64_t now_ns)
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    nghttp2_session_callbacks_set_send_data_callback(cbs, send_body);
 
     nghttp2_option *opt;
     SL_ASSERT(nghttp2_option_new(&opt) == 0);
@@ -503,24 +506,51 @@ static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error
 
 /* ---- responses ---------------------------------------------------------- */
 
+/* The body goes out without a copy into nghttp2's frame buffer: read_body
+ * only sizes the next DATA frame (NGHTTP2_DATA_FLAG_NO_COPY), and
+ * send_body, which nghttp2 calls from the same nghttp2_session_mem_send
+ * before it prepares another frame, appends the frame header and the
+ * body's bytes to the connection's output itself. For a 1 MiB reply that
+ * is one copy of the body fewer (it used to be copied into each frame and
+ * then the frame into the output). */
 static ssize_t read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
                          uint32_t *data_flags, nghttp2_data_source *source, void *user)
 {
     struct gw_exchange *ex = source->ptr;
-    if (ex->stalled)
+    if (ex->stalled || ex->resp_body == NULL)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* already reset, memory released */
     size_t n = SL_MIN(length, ex->resp_len - ex->resp_off);
-    memcpy(buf, ex->resp_body + ex->resp_off, n);
-    ex->resp_off += n;
-    if (n > 0 && ex->owner != NULL)
-        ex->progress_ns = *ex->now_ns;
-    /* What nghttp2 took is in its frame now: stop counting it here. */
-    gw__exchange_response_sent(ex, n);
-    if (ex->resp_off == ex->resp_len) {
+    *data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (ex->resp_off + n == ex->resp_len)
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-        gw__exchange_release_response(ex);
-    }
     return (ssize_t)n;
+}
+
+static int send_body(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *framehd,
+                     size_t length, nghttp2_data_source *source, void *user)
+{
+    struct gw_h2c *c = user;
+    struct gw_exchange *ex = source->ptr;
+    /* nghttp2 goes on to the next frame within the same mem_send: past the
+     * high-water mark it is asked to call again once the output drained,
+     * so the buffer keeps to GW_H2C_OUT_CAP as when it copied */
+    if (c->out.n >= GW_OUT_HIGH_WATER)
+        return NGHTTP2_ERR_WOULDBLOCK;
+    /* sluice never pads (no select_padding callback), so a DATA frame is
+     * its 9-byte header and the body's bytes */
+    if (ex->stalled || ex->resp_body == NULL || frame->data.padlen != 0 ||
+        length > ex->resp_len - ex->resp_off)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
+    sl_buf_append(&c->out, framehd, 9);
+    sl_buf_append(&c->out, ex->resp_body + ex->resp_off, length);
+    ex->resp_off += length;
+    if (length > 0 && ex->owner != NULL)
+        ex->progress_ns = *ex->now_ns;
+    /* What went to the output is the connection's now: stop counting it here. */
+    gw__exchange_response_sent(ex, length);
+    if (ex->resp_off == ex->resp_len)
+        gw__exchange_release_response(ex);
+    return 0;
 }
 
 static nghttp2_nv make_nv(struct sl_slice name, struct sl_slice value)

@@ -365,6 +365,8 @@ static void run_phase(struct sb_loop *loops, uint32_t nloops, enum sb_phase ph,
                       const struct sb_opts *opt, struct sb_measure *m)
 {
     struct part_partition_stats s0 = stats_sum(loops[0].e, loops[0].nparts);
+    double cpu0 = sb_cpu_s();
+    int64_t wb0 = sb_write_bytes();
     uint64_t t0 = sl_mono_ns();
     uint64_t deadline = t0 + (uint64_t)(opt->seconds * 1e9);
     for (uint32_t l = 0; l < nloops; l++) {
@@ -390,6 +392,9 @@ static void run_phase(struct sb_loop *loops, uint32_t nloops, enum sb_phase ph,
         last = SL_MAX(last, loops[l].last_ns);
     }
     m->seconds = (double)(last - t0) / 1e9;
+    m->cpu_s = sb_cpu_s() - cpu0;
+    int64_t wb1 = sb_write_bytes();
+    m->write_bytes = wb0 >= 0 && wb1 >= 0 ? wb1 - wb0 : -1;
     struct part_partition_stats s1 = stats_sum(loops[0].e, loops[0].nparts);
     m->commits = s1.commits - s0.commits;
     m->commit_us = s1.commit_us - s0.commit_us;

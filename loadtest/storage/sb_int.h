@@ -54,7 +54,20 @@ struct sb_opts {
     uint32_t inflight;     /* jobs outstanding over all client loops */
     uint32_t loops;        /* client loops (threads), 1..2 */
     bool ceiling;          /* run the raw SQLite ceiling too */
-    uint64_t memory;       /* >0: the memory probe with this many messages instead */
+    /* --ceiling-only: no engine; the ceiling's transactions hold
+     * jobs_per_commit jobs, measured elsewhere (the gateway's group
+     * commits: loadtest/cost-bench), instead of the engine's */
+    bool ceiling_only;
+    double jobs_per_commit; /* > 0 with ceiling_only */
+    /* the ceiling's cycle: messages per send job, and the mean messages
+     * per receive job (and per delete job, one delete per receive, as a
+     * consumer deletes what it received); 10 and 10 unless ceiling_only */
+    uint32_t cycle_send_batch;
+    double cycle_take;
+    /* --page-size, with ceiling_only: the ceiling's files made with this
+     * page size instead of SQLite's default (0) */
+    uint32_t page_size;
+    uint64_t memory; /* >0: the memory probe with this many messages instead */
     uint32_t memory_partitions;
     uint32_t memory_body;
     const char *tmpdir; /* parent of the fresh data dirs */
@@ -78,6 +91,11 @@ struct sb_measure {
     double per_commit;  /* jobs per commit (engine measured; ceiling used) */
     uint64_t commit_us; /* engine: time inside COMMIT, summed over partitions */
     uint64_t batch_us;  /* engine: BEGIN to end of COMMIT, summed */
+    /* the whole process over the phase (getrusage: user + system, every
+     * thread; the engine's figure includes the client loop) and what it
+     * dirtied for the disk (/proc/self/io write_bytes; -1 unknown) */
+    double cpu_s;
+    int64_t write_bytes;
 };
 
 double sb_rate(const struct sb_measure *m);
@@ -131,6 +149,12 @@ int sb_raw_cell(const struct sb_opts *opt, struct sb_cell *cell);
 /* ---- memory probe (sb_engine.c, sb_util.c) ---- */
 /* VmRSS of this process in bytes, or -1. */
 int64_t sb_rss_bytes(void);
+/* write_bytes of /proc/self/io (every thread, living or gone: the bytes
+ * this process caused to be sent to the storage layer, counted when a
+ * page is dirtied), or -1. */
+int64_t sb_write_bytes(void);
+/* User + system CPU seconds of the whole process so far. */
+double sb_cpu_s(void);
 int sb_memory_probe(const struct sb_opts *opt, struct sb_memory *out);
 
 /* ---- temp dirs ---- */

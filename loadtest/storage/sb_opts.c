@@ -21,6 +21,12 @@ static const char USAGE[] =
     "  --inflight N        jobs outstanding (default 256)\n"
     "  --loops N           client loops, 1..2 (default 1)\n"
     "  --no-ceiling        skip the raw SQLite ceiling\n"
+    "  --ceiling-only      only the raw SQLite ceiling, its transactions sized by\n"
+    "                      --jobs-per-commit X (measured elsewhere, e.g. a gateway's)\n"
+    "  --cycle-send-batch N  with --ceiling-only: messages per send job of the cycle (10)\n"
+    "  --cycle-take X      with --ceiling-only: mean messages per receive job of the\n"
+    "                      cycle, and per delete job (10)\n"
+    "  --page-size N       with --ceiling-only: the files' page size (512..65536)\n"
     "  --memory N          instead: resident memory with N ready messages\n"
     "  --memory-partitions P (default 1)   --memory-body N (default 16)\n"
     "  --tmpdir DIR        parent of the fresh data dirs (default $TMPDIR or /tmp)\n"
@@ -32,6 +38,17 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     char *end = NULL;
     unsigned long long v = strtoull(s, &end, 10);
     if (end == s || *end != '\0' || v < lo || v > hi) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !(v >= lo && v <= hi)) {
         return false;
     }
     *out = v;
@@ -98,12 +115,23 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
         .inflight = 256,
         .loops = 1,
         .ceiling = true,
+        .cycle_send_batch = PART_MAX_BATCH,
+        .cycle_take = PART_MAX_BATCH,
         .memory_partitions = 1,
         .memory_body = 16,
         .tmpdir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
     };
     bool any_part = false, any_dur = false, any_scen = false;
-    enum { O_NO_CEILING = 256, O_MEM_PARTS, O_MEM_BODY };
+    enum {
+        O_NO_CEILING = 256,
+        O_MEM_PARTS,
+        O_MEM_BODY,
+        O_CEILING_ONLY,
+        O_JOBS_PER_COMMIT,
+        O_CYCLE_SEND,
+        O_CYCLE_TAKE,
+        O_PAGE_SIZE
+    };
     static const struct option longs[] = {
         {"partitions", required_argument, NULL, 'p'},
         {"durability", required_argument, NULL, 'd'},
@@ -115,6 +143,11 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
         {"inflight", required_argument, NULL, 'i'},
         {"loops", required_argument, NULL, 'l'},
         {"no-ceiling", no_argument, NULL, O_NO_CEILING},
+        {"ceiling-only", no_argument, NULL, O_CEILING_ONLY},
+        {"jobs-per-commit", required_argument, NULL, O_JOBS_PER_COMMIT},
+        {"cycle-send-batch", required_argument, NULL, O_CYCLE_SEND},
+        {"cycle-take", required_argument, NULL, O_CYCLE_TAKE},
+        {"page-size", required_argument, NULL, O_PAGE_SIZE},
         {"memory", required_argument, NULL, 'm'},
         {"memory-partitions", required_argument, NULL, O_MEM_PARTS},
         {"memory-body", required_argument, NULL, O_MEM_BODY},
@@ -170,6 +203,23 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
         case O_NO_CEILING:
             o->ceiling = false;
             break;
+        case O_CEILING_ONLY:
+            o->ceiling_only = true;
+            break;
+        case O_JOBS_PER_COMMIT:
+            ok = parse_double(optarg, 0.01, 100000, &o->jobs_per_commit);
+            break;
+        case O_CYCLE_SEND:
+            ok = parse_u64(optarg, 1, PART_MAX_BATCH, &v);
+            o->cycle_send_batch = (uint32_t)v;
+            break;
+        case O_CYCLE_TAKE:
+            ok = parse_double(optarg, 1, PART_MAX_BATCH, &o->cycle_take);
+            break;
+        case O_PAGE_SIZE:
+            ok = parse_u64(optarg, 512, 65536, &v) && (v & (v - 1)) == 0;
+            o->page_size = (uint32_t)v;
+            break;
         case 'm':
             ok = parse_u64(optarg, 2, 100000000, &v);
             o->memory = v;
@@ -202,6 +252,17 @@ int sb_opts_parse(int argc, char **argv, struct sb_opts *o)
     }
     if (optind < argc) {
         fprintf(stderr, "sluice-storage-bench: unexpected argument %s\n%s", argv[optind], USAGE);
+        return SL_EINVAL;
+    }
+    /* The engine's cycle driver sends, receives and deletes in tens; a
+     * ceiling of other batches would not be its ceiling. */
+    bool cycle_custom = o->cycle_send_batch != PART_MAX_BATCH || o->cycle_take != PART_MAX_BATCH ||
+                        o->page_size != 0;
+    if ((o->ceiling_only != (o->jobs_per_commit > 0)) || (cycle_custom && !o->ceiling_only) ||
+        (o->ceiling_only && (!o->ceiling || o->memory > 0))) {
+        fprintf(stderr,
+                "sluice-storage-bench: --ceiling-only goes with --jobs-per-commit (and "
+                "only it with --cycle-* and --page-size), without --no-ceiling or --memory\n");
         return SL_EINVAL;
     }
     if (!any_part) {

@@ -14,15 +14,20 @@
  *   receive  ST_SELECT_READY LIMIT 10 (reading every column, copying the
  *            blobs as the engine does) + ST_LEASE per row
  *   delete   10 x (ST_ROW + ST_DELETE)
- *   cycle    groups of r = k/1.5 rounds, in two transactions as the
- *            engine's writer runs a group: r receive jobs, then r sends
- *            and r deletes, where the receive takes only rows that an
+ *   cycle    groups of M messages, in two transactions as the engine's
+ *            writer runs a group: the receive jobs of M messages, then
+ *            the send jobs of M and the delete jobs of M, where the
+ *            receive takes only rows that an
  *            EARLIER group committed and the delete only leases that an
  *            earlier group committed: what a queue must do, since a
  *            message is received only after its send was acknowledged
  *            (committed) and deleted only by a receipt that a committed
  *            receive handed out. Each message is thus written in three
- *            transactions, as in the engine.
+ *            transactions, as in the engine. Sends are jobs of
+ *            opt->cycle_send_batch messages, receives and deletes jobs of
+ *            opt->cycle_take on average (10 and 10, as the engine's cycle,
+ *            unless --ceiling-only sets them to what the gateway's round
+ *            trip did), and M is what makes the jobs per commit k.
  * Under durability fsync a transaction of receives only (the receive phase,
  * the cycle's first) commits without the sync, as the engine's leases do.
  *   cycle, single-transaction bound (SB_CEIL_SINGLE_TXN, reported beside
@@ -33,6 +38,11 @@
  * After each commit, as the engine does: ST_HEAD for the queue, and a
  * RESTART checkpoint (the WAL is then rewritten from its start, not
  * truncated) once the WAL passed 2048 pages.
+ *
+ * Each phase also records the process's CPU (getrusage: the P threads,
+ * while main() waits in pthread_join) and its write_bytes from
+ * /proc/self/io, so that a message's cost below the gateway reads in
+ * microseconds and disk bytes beside the gateway's own (loadtest/cost-bench).
  *
  * Threading: each thread owns its connection during a phase; main() opens
  * and closes them between phases.
@@ -104,6 +114,10 @@ struct raw_part {
     enum sb_phase phase;
     bool single_txn; /* cycle: the single-transaction bound */
     uint32_t txn_jobs;
+    double group_msgs;    /* the pipelined cycle: messages per group (mean) */
+    double group_acc;     /* fractions of send jobs carried to the next group */
+    double take_jobs_acc; /* of receive (and delete) jobs */
+    double take_acc;      /* of messages per receive or delete job */
     uint64_t quota;
     uint64_t deadline_ns;
     uint64_t messages;
@@ -247,11 +261,11 @@ static uint64_t job_receive(struct raw_part *rp, uint32_t max)
     return n;
 }
 
-/* Deletes up to 10 leased rows, oldest lease first, of leased[0..upto). */
-static uint64_t job_delete(struct raw_part *rp, size_t upto)
+/* Deletes up to max leased rows, oldest lease first, of leased[0..upto). */
+static uint64_t job_delete(struct raw_part *rp, size_t upto, uint32_t max)
 {
     uint64_t done = 0;
-    while (done < PART_MAX_BATCH && rp->leased_next < upto) {
+    while (done < max && rp->leased_next < upto) {
         int64_t id = rp->leased[rp->leased_next++];
         sqlite3_stmt *st = stmt(rp, ST_ROW);
         sqlite3_bind_int64(st, 1, id);
@@ -321,22 +335,49 @@ static bool commit(struct raw_part *rp)
     return true;
 }
 
+/* Messages the next receive (or delete) job of the cycle takes: cycle_take
+ * on average, whole messages each. */
+static uint32_t take_next(struct raw_part *rp)
+{
+    rp->take_acc += rp->opt->cycle_take;
+    uint32_t n = (uint32_t)rp->take_acc;
+    rp->take_acc -= n;
+    return SL_MAX(1u, SL_MIN(n, (uint32_t)PART_MAX_BATCH));
+}
+
+/* Whole jobs out of a mean: adds mean to *acc, returns its whole part and
+ * keeps the fraction for the next group. */
+static uint64_t whole(double *acc, double mean)
+{
+    *acc += mean;
+    uint64_t n = (uint64_t)*acc;
+    *acc -= (double)n;
+    return n;
+}
+
 /* One group of the pipelined cycle, two transactions as the engine runs a
- * group: first the receives of `rounds` rounds (rows that earlier groups
- * committed), without the sync; then their sends and deletes (of leases
- * that earlier groups committed), with it. Returns false when the phase
- * has nothing left to do here. */
+ * group: first the receive jobs of the group's messages (rows that earlier
+ * groups committed), without the sync; then the send jobs of as many new
+ * messages and as many delete jobs (of leases that earlier groups
+ * committed), with it. A group's jobs are whole: group_msgs / send_batch
+ * sends and group_msgs / take receives and deletes, fractions carried to
+ * the next group, so that over the phase the jobs per commit are what
+ * run_phase was asked for. Returns false when the phase has nothing left
+ * to do here. */
 static bool cycle_group(struct raw_part *rp)
 {
     uint64_t before = rp->jobs;
-    if (rp->ready_committed > 0) {
+    uint64_t nsend = whole(&rp->group_acc, rp->group_msgs / rp->opt->cycle_send_batch);
+    uint64_t ntake = whole(&rp->take_jobs_acc, rp->group_msgs / rp->opt->cycle_take);
+    if (rp->ready_committed > 0 && ntake > 0) {
         if (!set_sync(rp, false) || !step_done(rp, stmt(rp, ST_BEGIN))) {
             return false;
         }
-        for (uint32_t j = 0; j < rp->txn_jobs && rp->ready_committed > 0; j++) {
-            uint64_t got = job_receive(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, rp->ready_committed));
-            rp->ready_committed -= SL_MIN(got, rp->ready_committed);
+        for (uint64_t j = 0; j < ntake && rp->ready_committed > 0; j++) {
+            uint32_t max = (uint32_t)SL_MIN(take_next(rp), rp->ready_committed);
+            uint64_t got = job_receive(rp, max);
             rp->jobs++;
+            rp->ready_committed -= SL_MIN(got, rp->ready_committed);
         }
         if (!commit(rp)) {
             return false;
@@ -346,16 +387,15 @@ static bool cycle_group(struct raw_part *rp)
         return false;
     }
     uint64_t txn_sent = 0;
-    for (uint32_t j = 0; j < rp->txn_jobs && rp->messages < rp->quota; j++) {
-        uint64_t unsent = rp->quota - SL_MIN(rp->quota, rp->sent + txn_sent);
-        if (unsent > 0) {
-            txn_sent += job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, unsent));
-            rp->jobs++;
-        }
-        if (rp->leased_next < rp->leased_committed) {
-            rp->messages += job_delete(rp, rp->leased_committed);
-            rp->jobs++;
-        }
+    for (uint64_t j = 0; j < nsend && rp->sent + txn_sent < rp->quota; j++) {
+        uint64_t n = SL_MIN((uint64_t)rp->opt->cycle_send_batch, rp->quota - rp->sent - txn_sent);
+        txn_sent += job_send(rp, (uint32_t)n);
+        rp->jobs++;
+    }
+    for (uint64_t j = 0;
+         j < ntake && rp->leased_next < rp->leased_committed && rp->messages < rp->quota; j++) {
+        rp->messages += job_delete(rp, rp->leased_committed, take_next(rp));
+        rp->jobs++;
     }
     if (!commit(rp)) {
         return false;
@@ -365,7 +405,10 @@ static bool cycle_group(struct raw_part *rp)
     rp->ready_committed += txn_sent;
     rp->leased_committed = rp->nleased;
     rp->committed_row = sqlite3_last_insert_rowid(rp->db);
-    return rp->jobs > before && rp->errors == 0;
+    /* A group whose fractions came to no job is not the end of the phase;
+     * the phase's deadline bounds one that could never progress. */
+    bool left = rp->sent < rp->quota || rp->ready_committed > 0 || rp->leased_next < rp->nleased;
+    return (rp->jobs > before || left) && rp->errors == 0;
 }
 
 /* One transaction of the phase. Returns false when the phase has nothing
@@ -394,14 +437,14 @@ static bool one_txn(struct raw_part *rp)
             rp->jobs += got > 0;
             break;
         case SB_DELETE:
-            got = job_delete(rp, rp->nleased);
+            got = job_delete(rp, rp->nleased, PART_MAX_BATCH);
             more = got > 0;
             rp->jobs += got > 0;
             break;
         case SB_CYCLE: /* all three steps on the same rows, one commit */
             job_send(rp, (uint32_t)SL_MIN(PART_MAX_BATCH, left));
             job_receive(rp, PART_MAX_BATCH);
-            got = job_delete(rp, rp->nleased);
+            got = job_delete(rp, rp->nleased, PART_MAX_BATCH);
             rp->jobs += 3;
             break;
         default:
@@ -432,7 +475,13 @@ static int raw_open(struct raw_part *rp, const char *dir, enum part_durability d
     }
     const char *pragmas =
         part_sql_text(dur == PART_DURABILITY_FSYNC ? PART_SQL_PRAGMAS_FSYNC : PART_SQL_PRAGMAS_OS);
-    if (sqlite3_exec(rp->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
+    /* --page-size: what another page size would write (the file is new,
+     * so the pragma takes before the WAL and the schema exist) */
+    char page_size[48];
+    snprintf(page_size, sizeof page_size, "PRAGMA page_size=%u", rp->opt->page_size);
+    if ((rp->opt->page_size > 0 &&
+         sqlite3_exec(rp->db, page_size, NULL, NULL, NULL) != SQLITE_OK) ||
+        sqlite3_exec(rp->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(rp->db, part_sql_text(PART_SQL_SCHEMA), NULL, NULL, NULL) != SQLITE_OK) {
         goto fail;
     }
@@ -484,6 +533,14 @@ static int run_phase(struct raw_part *parts, uint32_t np, enum sb_phase ph, bool
      * single-transaction bound, two (leases, then the rest) otherwise */
     double unit = ph != SB_CYCLE ? 1.0 : single_txn ? 3.0 : 1.5;
     uint32_t txn = per >= unit ? (uint32_t)lround(per / unit) : 1;
+    /* The pipelined cycle's group of M messages is 1 + 2 transactions'
+     * worth of jobs: M / send_batch sends, M / take receives and as many
+     * deletes, in two commits; so M = 2 per / (1 / send_batch + 2 / take),
+     * at least one message, fractions carried from group to group. */
+    double jobs_per_msg = 1.0 / opt->cycle_send_batch + 2.0 / opt->cycle_take;
+    double group = SL_MAX(1.0, 2.0 * per / jobs_per_msg);
+    double cpu0 = sb_cpu_s();
+    int64_t wb0 = sb_write_bytes();
     uint64_t t0 = sl_mono_ns();
     uint64_t deadline = t0 + (uint64_t)(opt->seconds * 1e9);
     for (uint32_t p = 0; p < np; p++) {
@@ -491,6 +548,8 @@ static int run_phase(struct raw_part *parts, uint32_t np, enum sb_phase ph, bool
         rp->phase = ph;
         rp->single_txn = single_txn;
         rp->txn_jobs = txn;
+        rp->group_msgs = group;
+        rp->group_acc = rp->take_jobs_acc = rp->take_acc = 0.0;
         rp->quota = opt->count / np + (p == 0 ? opt->count % np : 0);
         rp->deadline_ns = deadline;
         rp->messages = rp->jobs = rp->commits = rp->errors = 0;
@@ -502,7 +561,9 @@ static int run_phase(struct raw_part *parts, uint32_t np, enum sb_phase ph, bool
         rp->committed_row = sqlite3_last_insert_rowid(rp->db);
         pthread_create(&rp->thread, NULL, raw_main, rp);
     }
-    *m = (struct sb_measure){.ran = true, .per_commit = txn * unit};
+    bool pipelined = ph == SB_CYCLE && !single_txn;
+    *m = (struct sb_measure){.ran = true,
+                             .per_commit = pipelined ? group * jobs_per_msg / 2.0 : txn * unit};
     uint64_t last = t0;
     for (uint32_t p = 0; p < np; p++) {
         pthread_join(parts[p].thread, NULL);
@@ -513,6 +574,12 @@ static int run_phase(struct raw_part *parts, uint32_t np, enum sb_phase ph, bool
         last = SL_MAX(last, parts[p].end_ns);
     }
     m->seconds = (double)(last - t0) / 1e9;
+    m->cpu_s = sb_cpu_s() - cpu0;
+    int64_t wb1 = sb_write_bytes();
+    m->write_bytes = wb0 >= 0 && wb1 >= 0 ? wb1 - wb0 : -1;
+    if (pipelined && m->commits > 0) { /* what the groups did, whole jobs */
+        m->per_commit = (double)m->jobs / (double)m->commits;
+    }
     return m->errors > 0 ? SL_EIO : SL_OK;
 }
 
@@ -539,11 +606,10 @@ int sb_raw_cell(const struct sb_opts *opt, struct sb_cell *cell)
         if (!phase_needed(opt, (enum sb_phase)ph)) {
             continue;
         }
-        rc = run_phase(parts, np, (enum sb_phase)ph, false, cell->engine[ph].per_commit,
-                       &cell->ceiling[ph]);
-        if (rc == SL_OK && ph == SB_CYCLE) {
-            rc = run_phase(parts, np, SB_CYCLE, true, cell->engine[ph].per_commit,
-                           &cell->ceiling_single_txn);
+        double per = opt->jobs_per_commit > 0 ? opt->jobs_per_commit : cell->engine[ph].per_commit;
+        rc = run_phase(parts, np, (enum sb_phase)ph, false, per, &cell->ceiling[ph]);
+        if (rc == SL_OK && ph == SB_CYCLE && !opt->ceiling_only) {
+            rc = run_phase(parts, np, SB_CYCLE, true, per, &cell->ceiling_single_txn);
         }
     }
     for (uint32_t p = 0; p < np; p++) {

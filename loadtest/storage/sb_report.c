@@ -92,14 +92,29 @@ static double mean_ms(uint64_t us, uint64_t n)
     return n > 0 ? (double)us / (double)n / 1000.0 : 0.0;
 }
 
+static double per_msg(double v, uint64_t n)
+{
+    return n > 0 ? v / (double)n : 0.0;
+}
+
 static json_t *measure_json(const struct sb_measure *m)
 {
-    return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f}", "messages",
-                     (json_int_t)m->messages, "jobs", (json_int_t)m->jobs, "commits",
-                     (json_int_t)m->commits, "errors", (json_int_t)m->errors, "seconds", m->seconds,
-                     "msgs_per_s", sb_rate(m), "jobs_per_commit", m->per_commit, "commit_ms_mean",
-                     mean_ms(m->commit_us, m->commits), "batch_ms_mean",
-                     mean_ms(m->batch_us, m->commits));
+    json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f}", "messages",
+                          (json_int_t)m->messages, "jobs", (json_int_t)m->jobs, "commits",
+                          (json_int_t)m->commits, "errors", (json_int_t)m->errors, "seconds",
+                          m->seconds, "msgs_per_s", sb_rate(m), "jobs_per_commit", m->per_commit,
+                          "commit_ms_mean", mean_ms(m->commit_us, m->commits), "batch_ms_mean",
+                          mean_ms(m->batch_us, m->commits));
+    json_object_set_new(j, "cpu_s", json_real(m->cpu_s));
+    json_object_set_new(j, "cpu_us_per_message", json_real(per_msg(m->cpu_s * 1e6, m->messages)));
+    json_object_set_new(j, "commits_per_message",
+                        json_real(per_msg((double)m->commits, m->messages)));
+    if (m->write_bytes >= 0) {
+        json_object_set_new(j, "write_bytes", json_integer((json_int_t)m->write_bytes));
+        json_object_set_new(j, "write_bytes_per_message",
+                            json_real(per_msg((double)m->write_bytes, m->messages)));
+    }
+    return j;
 }
 
 static double ratio_of(const struct sb_cell *c, int ph)
@@ -128,26 +143,34 @@ int sb_report_json(const struct sb_run *run, const char *path)
     json_object_set_new(root, "started_ms", json_integer((json_int_t)run->started_ms));
     json_object_set_new(root, "command", json_string(o->command ? o->command : ""));
     json_object_set_new(root, "machine", machine_json(o));
-    json_object_set_new(root, "options",
-                        json_pack("{s:I, s:I, s:f, s:I, s:I, s:I, s:b}", "batch",
-                                  (json_int_t)o->batch, "count", (json_int_t)o->count, "seconds",
-                                  o->seconds, "body_size", (json_int_t)o->body_size, "inflight",
-                                  (json_int_t)o->inflight, "loops", (json_int_t)o->loops, "ceiling",
-                                  o->ceiling));
+    json_t *opts = json_pack("{s:I, s:I, s:f, s:I, s:I, s:I, s:b}", "batch", (json_int_t)o->batch,
+                             "count", (json_int_t)o->count, "seconds", o->seconds, "body_size",
+                             (json_int_t)o->body_size, "inflight", (json_int_t)o->inflight, "loops",
+                             (json_int_t)o->loops, "ceiling", o->ceiling);
+    json_object_set_new(opts, "ceiling_only", json_boolean(o->ceiling_only));
+    json_object_set_new(opts, "jobs_per_commit", json_real(o->jobs_per_commit));
+    json_object_set_new(opts, "cycle_send_batch", json_integer((json_int_t)o->cycle_send_batch));
+    json_object_set_new(opts, "cycle_take", json_real(o->cycle_take));
+    json_object_set_new(opts, "page_size", json_integer((json_int_t)o->page_size));
+    json_object_set_new(root, "options", opts);
     json_t *cells = json_array();
     for (size_t i = 0; i < run->ncells; i++) {
         const struct sb_cell *c = &run->cells[i];
         for (int ph = 0; ph < SB_PHASES_; ph++) {
-            if (!o->want[ph] || !c->engine[ph].ran) {
+            if (!o->want[ph] || !(c->engine[ph].ran || c->ceiling[ph].ran)) {
                 continue;
             }
             json_t *cell = json_pack(
-                "{s:I, s:s, s:s, s:I, s:o}", "partitions", (json_int_t)c->partitions, "durability",
+                "{s:I, s:s, s:s, s:I}", "partitions", (json_int_t)c->partitions, "durability",
                 dur_name(c->durability), "scenario", sb_phase_name((enum sb_phase)ph), "batch",
-                (json_int_t)(ph == SB_SEND ? o->batch : PART_MAX_BATCH), "engine",
-                measure_json(&c->engine[ph]));
+                (json_int_t)(ph == SB_SEND ? o->batch : PART_MAX_BATCH));
+            if (c->engine[ph].ran) {
+                json_object_set_new(cell, "engine", measure_json(&c->engine[ph]));
+            }
             if (c->ceiling[ph].ran) {
                 json_object_set_new(cell, "ceiling", measure_json(&c->ceiling[ph]));
+            }
+            if (c->ceiling[ph].ran && c->engine[ph].ran) {
                 json_object_set_new(cell, "ratio", json_real(ratio_of(c, ph)));
             }
             if (ph == SB_CYCLE && c->ceiling_single_txn.ran) {
@@ -265,10 +288,20 @@ void sb_report_text(const struct sb_run *run)
     for (size_t i = 0; i < run->ncells; i++) {
         const struct sb_cell *c = &run->cells[i];
         for (int ph = 0; ph < SB_PHASES_; ph++) {
-            if (!o->want[ph] || !c->engine[ph].ran) {
+            if (!o->want[ph] || !(c->engine[ph].ran || c->ceiling[ph].ran)) {
                 continue;
             }
             const struct sb_measure *e = &c->engine[ph], *r = &c->ceiling[ph];
+            if (!e->ran) {
+                printf("P=%-2u %-5s %-7s ceiling %9.0f msg/s (%llu in %.2fs, %.2f jobs/commit, "
+                       "%.3f commits/message): %.1f us CPU and %.0f bytes written per message\n",
+                       c->partitions, dur_name(c->durability), sb_phase_name((enum sb_phase)ph),
+                       sb_rate(r), (unsigned long long)r->messages, r->seconds, r->per_commit,
+                       per_msg((double)r->commits, r->messages),
+                       per_msg(r->cpu_s * 1e6, r->messages),
+                       per_msg((double)r->write_bytes, r->messages));
+                continue;
+            }
             printf("P=%-2u %-5s %-7s engine %9.0f msg/s (%llu in %.2fs, %.1f jobs/commit, COMMIT "
                    "%.2f ms)",
                    c->partitions, dur_name(c->durability), sb_phase_name((enum sb_phase)ph),

@@ -4,7 +4,9 @@
  * ceiling in the same run. For every P and durability of the matrix it
  * runs the engine cell, then the ceiling cell sized by what the engine's
  * group commits achieved; or, with --memory N, only the resident-memory
- * probe. See docs/benchmarks.md, "Storage".
+ * probe; or, with --ceiling-only, only the ceiling, sized by a measured
+ * number of jobs per commit (loadtest/cost-bench gives it the gateway's).
+ * See docs/benchmarks.md, "Storage".
  *
  * Exit status: 0 the run completed; 1 bad usage or a report could not be
  * written; 2 a phase failed (engine or ceiling errors; reason on stderr).
@@ -50,7 +52,7 @@ int main(int argc, char **argv)
                 struct sb_cell *c = &run.cells[i];
                 c->partitions = run.opt.partitions[p];
                 c->durability = run.opt.durability[d];
-                if (sb_engine_cell(&run.opt, c) != SL_OK ||
+                if ((!run.opt.ceiling_only && sb_engine_cell(&run.opt, c) != SL_OK) ||
                     (run.opt.ceiling && sb_raw_cell(&run.opt, c) != SL_OK)) {
                     status = 2;
                 }

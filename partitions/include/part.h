@@ -67,6 +67,29 @@ enum part_durability {
  * every message timer (delay, lease, retention) use this clock. */
 typedef uint64_t part_clock_fn(void *clock_ctx);
 
+/* One member of a cluster, as the engine needs it: where its Raft port is
+ * (every group it holds travels there). */
+struct part_cluster_node {
+    uint16_t id;
+    const char *raft_host; /* an IP literal */
+    uint16_t raft_port;
+    const char *peer_host; /* its peer port, where jobs are forwarded */
+    uint16_t peer_port;
+};
+
+/* Replication (docs/design.md "Cluster"): the catalog and every partition
+ * are a Raft group with every node as a voter. A job for a group another
+ * node leads is forwarded to it over the peer ports. */
+struct part_cluster_options {
+    uint16_t node_id;                      /* one of nodes */
+    const struct part_cluster_node *nodes; /* every node, this one included */
+    size_t node_count;
+    const unsigned char *secret; /* the cluster secret (32+ bytes) */
+    size_t secret_len;
+    unsigned election_timeout_ms; /* 0: 1000 */
+    unsigned snapshot_entries;    /* 0: 4096 */
+};
+
 struct part_options {
     const char *data_dir; /* created if missing */
     uint32_t partitions;  /* P, 1..PART_MAX_PARTITIONS */
@@ -75,6 +98,12 @@ struct part_options {
     void *clock_ctx;
     uint32_t checkpoint_pages; /* WAL pages before a checkpoint; 0: 2048 */
     uint32_t max_batch_jobs;   /* jobs per group commit; 0: 1024 */
+    /* NULL: one node, its files on disk. Else the catalog and partitions
+     * are replicated images (data_dir keeps their logs and snapshots); a
+     * job for a group another node leads runs there, and one for a group
+     * with no reachable leader fails with SL_EUNAVAIL. Borrowed for the
+     * call. */
+    const struct part_cluster_options *cluster;
 };
 
 /* Opens or creates data_dir: manifest, catalog.db and part-NNNN.db files.
@@ -90,6 +119,39 @@ struct part_options {
  * err (may be NULL) receives a sentence on failure. */
 int part_engine_open(const struct part_options *opt, struct part_engine **out, char *err,
                      size_t errlen);
+
+/* A cluster's: this node's id; 0 on one node. Any thread. */
+uint16_t part_engine_node_id(const struct part_engine *e);
+
+/* A cluster's: whether this node can serve: it knows the catalog's leader
+ * and has applied every catalog entry it knows committed (a node that just
+ * started, or is cut off from the majority, cannot: its queues may be
+ * stale). Always true on one node. Any thread. */
+bool part_engine_ready(const struct part_engine *e);
+
+/* A cluster's node-to-node ports, counted since the node started. */
+#define PART_CLUSTER_REJECT_REASONS 10
+struct part_cluster_stats {
+    /* connections refused at the handshake, on the Raft port and on the
+     * peer port, by reason (part_cluster_reject_reason) */
+    uint64_t raft_rejected[PART_CLUSTER_REJECT_REASONS];
+    uint64_t peer_rejected[PART_CLUSTER_REJECT_REASONS];
+    uint64_t peer_frames_in; /* forwarded jobs and their answers */
+    uint64_t peer_frames_out;
+};
+/* Fills *out: SL_OK, or SL_EINVAL on one node. Any thread. */
+int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_stats *out);
+/* The label of reason i ("bad_mac", "unknown_node", ...), NULL past the
+ * last. */
+const char *part_cluster_reject_reason(size_t i);
+
+/* part_engine_leader's name for the catalog's group. */
+#define PART_CATALOG UINT32_MAX
+
+/* A cluster's: the id of the node that leads partition p's group (or the
+ * catalog's, p = PART_CATALOG) as this node last learnt it; 0 when none is
+ * known, for a p out of range, and on one node. Any thread. */
+uint64_t part_engine_leader(const struct part_engine *e, uint32_t p);
 
 /* Answers every waiting receive empty, drains and commits every queued job,
  * joins the writer threads and frees the engine. All clients must be

@@ -101,6 +101,34 @@ def _healthy(port):
     return r.returncode == 0 and r.stdout.strip() == b"ok"
 
 
+def config_lines(port, admin_port, data_dir, partitions=4, shard_size=2, durability="os",
+                 tenant_extra=()):
+    """The lines of a test node's sluice.yaml: its listeners on loopback,
+    the admin with a bearer token, and the test tenants (each followed by
+    tenant_extra's lines)."""
+    lines = [
+        f"listen: 127.0.0.1:{port}",
+        f"region: {REGION}",
+        f"data_dir: {data_dir}",
+        f"partitions: {partitions}",
+        f"shard_size: {shard_size}",
+        f"durability: {durability}",
+        "io_threads: 2",
+        "log_requests: false",
+        "admin:",
+        f"  listen: 127.0.0.1:{admin_port}",
+        f"  access_key_id: {ADMIN[0]}",
+        f"  secret_access_key: {ADMIN[1]}",
+        f"  bearer_token: {BEARER_TOKEN}",
+        "tenants:",
+    ]
+    for name, (key, secret) in TENANTS.items():
+        lines += [f"  {name}:", f"    access_key_id: {key}",
+                  f"    secret_access_key: {secret}"]
+        lines += list(tenant_extra)
+    return lines
+
+
 class Sluiced:
     """A running sluiced; use as a context manager. endpoint is the SQS
     listener's URL, admin_endpoint the admin listener's."""
@@ -115,26 +143,7 @@ class Sluiced:
         self.log_path = os.path.join(self.dir, "sluiced.log")
 
     def _config(self):
-        lines = [
-            f"listen: 127.0.0.1:{self.port}",
-            f"region: {REGION}",
-            f"data_dir: {self.dir}/data",
-            "partitions: 4",
-            "shard_size: 2",
-            "durability: os",
-            "io_threads: 2",
-            "log_requests: false",
-            "admin:",
-            f"  listen: 127.0.0.1:{self.admin_port}",
-            f"  access_key_id: {ADMIN[0]}",
-            f"  secret_access_key: {ADMIN[1]}",
-            f"  bearer_token: {BEARER_TOKEN}",
-            "tenants:",
-        ]
-        for name, (key, secret) in TENANTS.items():
-            lines += [f"  {name}:", f"    access_key_id: {key}",
-                      f"    secret_access_key: {secret}"]
-        return "\n".join(lines) + "\n"
+        return "\n".join(config_lines(self.port, self.admin_port, f"{self.dir}/data")) + "\n"
 
     def __enter__(self):
         binary = os.path.join(build_dir(), "sluiced")

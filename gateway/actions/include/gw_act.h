@@ -203,7 +203,8 @@ int gw__act_find_queue(const struct gw_act_ctx *ctx, struct sl_slice tenant, str
 
 /* gw__act_find_queue for the queue ref names, remembered in ctx for the
  * per-queue counters. Returns SL_OK and fills *q, or SL_ENOTFOUND after
- * failing the request with QueueDoesNotExist. On failure takes ownership
+ * failing the request with QueueDoesNotExist (SL_EUNAVAIL and
+ * ServiceUnavailable on a cluster's node still catching up). On failure takes ownership
  * of ctx. */
 int gw__act_resolve(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref, struct gw_queue *q);
 

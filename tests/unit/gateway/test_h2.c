@@ -111,7 +111,8 @@ static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_r
         return;
     }
     char *big = malloc(fx->resp_body_len);
-    memset(big, 'x', fx->resp_body_len);
+    for (size_t i = 0; i < fx->resp_body_len; i++) /* a pattern: a byte out of place shows */
+        big[i] = (char)('a' + i % 23);
     gw_exchange_respond(ex, 200, &ct, 1, big, fx->resp_body_len);
     free(big);
 }
@@ -269,6 +270,13 @@ static int setup_budget_closed_window(void **state)
 static int setup(void **state)
 {
     return setup_with(state, 65535, true);
+}
+
+/* Stream windows of 16 MiB: a large answer is bound by the output
+ * buffer, not by flow control. */
+static int setup_wide(void **state)
+{
+    return setup_with(state, 1u << 24, true);
 }
 
 static int setup_closed_window(void **state)
@@ -781,6 +789,36 @@ static void split_preface_is_accepted(void **state)
     assert_int_equal(cs(fx, id)->status, 200);
 }
 
+/* A reply far past the output buffer's high-water mark, to a client whose
+ * windows let it all through: nghttp2 hands the body's DATA frames to the
+ * server without copying them (send_body), which keeps the buffer under
+ * its cap at every flush and delivers every byte in order. */
+static void large_answer_arrives_whole_under_the_cap(void **state)
+{
+    struct fixture *fx = *state;
+    fx->resp_body_len = (1u << 20) + 7;
+    int32_t id = submit(fx, "GET", "/big", NULL, 0, NULL);
+    nghttp2_submit_window_update(fx->client, NGHTTP2_FLAG_NONE, 0, 1 << 24);
+    for (int round = 0; round < 10000 && !cs(fx, id)->closed; round++) {
+        const uint8_t *p;
+        ssize_t n;
+        while ((n = nghttp2_session_mem_send(fx->client, &p)) > 0)
+            assert_int_equal(gw__h2c_feed(fx->srv, p, (size_t)n, fx->now), SL_OK);
+        assert_int_equal(gw__h2c_flush(fx->srv), SL_OK);
+        struct sl_slice out = gw__h2c_output(fx->srv);
+        assert_true(out.n <= GW_H2C_OUT_CAP);
+        assert_int_equal(nghttp2_session_mem_recv(fx->client, (const uint8_t *)out.p, out.n),
+                         (ssize_t)out.n);
+        gw__h2c_output_consume(fx->srv, out.n);
+    }
+    struct client_stream *st = cs(fx, id);
+    assert_true(st->closed);
+    assert_int_equal(st->status, 200);
+    assert_int_equal(st->body.n, fx->resp_body_len);
+    for (size_t i = 0; i < st->body.n; i++)
+        assert_int_equal(st->body.p[i], (char)('a' + i % 23));
+}
+
 /* A client that never opens its receive window and never reads: the
  * server's output buffer stays under its cap however much is pending. */
 static void slow_reader_does_not_grow_output(void **state)
@@ -969,6 +1007,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(garbage_preface_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(http1_request_gets_505_and_close, setup, teardown),
         cmocka_unit_test_setup_teardown(split_preface_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(large_answer_arrives_whole_under_the_cap, setup_wide,
+                                        teardown),
         cmocka_unit_test_setup_teardown(slow_reader_does_not_grow_output, setup_closed_window,
                                         teardown),
         cmocka_unit_test_setup_teardown(idle_connection_gets_goaway, setup, teardown),

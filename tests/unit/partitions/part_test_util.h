@@ -495,4 +495,42 @@ static void t_reserve_ports(uint16_t *ports, size_t n)
     }
 }
 
+static void t_on_tick(uv_timer_t *t)
+{
+    (void)t;
+}
+
+/* Runs loop until pred(arg) holds; false when wait_ms passed first. A
+ * ticking timer makes each UV_RUN_ONCE return even when nothing else
+ * happens. */
+static bool t_run_until(uv_loop_t *loop, bool (*pred)(void *arg), void *arg, unsigned wait_ms)
+{
+    uv_timer_t tick;
+    uv_timer_init(loop, &tick);
+    uv_timer_start(&tick, t_on_tick, 10, 10);
+    uint64_t deadline = sl_mono_ns() + (uint64_t)wait_ms * 1000000u;
+    bool ok = pred(arg);
+    while (!ok && sl_mono_ns() < deadline) {
+        uv_run(loop, UV_RUN_ONCE);
+        ok = pred(arg);
+    }
+    uv_close((uv_handle_t *)&tick, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    return ok;
+}
+
+/* A blocking socket connected to 127.0.0.1:port, whose reads give up
+ * after 5 s: a test's stand-in for a stranger on a node's port. */
+static int t_raw_connect(uint16_t port)
+{
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {.tv_sec = 5};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
 #endif

@@ -33,28 +33,9 @@ static const char secret_bad[] = "another secret, also 32 bytes or more long";
 
 /* ---- the loop ------------------------------------------------------------- */
 
-static void on_tick(uv_timer_t *t)
-{
-    (void)t;
-}
-
-/* Runs loop until pred(arg) holds; false when WAIT_MS passed first. A
- * ticking timer makes each UV_RUN_ONCE return even when nothing else
- * happens. */
 static bool run_until(uv_loop_t *loop, bool (*pred)(void *arg), void *arg)
 {
-    uv_timer_t tick;
-    uv_timer_init(loop, &tick);
-    uv_timer_start(&tick, on_tick, 10, 10);
-    uint64_t deadline = sl_mono_ns() + (uint64_t)WAIT_MS * 1000000u;
-    bool ok = pred(arg);
-    while (!ok && sl_mono_ns() < deadline) {
-        uv_run(loop, UV_RUN_ONCE);
-        ok = pred(arg);
-    }
-    uv_close((uv_handle_t *)&tick, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return ok;
+    return t_run_until(loop, pred, arg, WAIT_MS);
 }
 
 static struct part__raft_node *node_make(uv_loop_t *loop, uint16_t id, uint16_t port,
@@ -94,7 +75,7 @@ static void node_close_wait(uv_loop_t *loop, struct part__raft_node *n)
     assert_true(run_until(loop, flag_set, &closed));
 }
 
-static uint64_t rejected(struct part__raft_node *n, enum part__raft_reject r)
+static uint64_t rejected(struct part__raft_node *n, enum part__hs_reject r)
 {
     struct part__raft_stats st;
     part__raft_node_stats(n, &st);
@@ -356,7 +337,7 @@ static void test_groups_commit(void **state)
         part__raft_node_stats(c->nodes[i].net, &st);
         assert_true(st.accepted > 0);
         assert_true(st.connected > 0);
-        for (size_t r = 0; r < PART__RAFT_REJECT_COUNT; r++) {
+        for (size_t r = 0; r < PART__HS_REJECT_COUNT; r++) {
             assert_int_equal(st.rejected[r], 0);
         }
     }
@@ -366,9 +347,9 @@ static void test_groups_commit(void **state)
 static bool bad_macs_seen(void *arg)
 {
     struct cluster *c = arg;
-    return rejected(c->nodes[2].net, PART__RAFT_REJECT_BAD_MAC) > 0 &&
-           rejected(c->nodes[0].net, PART__RAFT_REJECT_BAD_MAC) +
-                   rejected(c->nodes[1].net, PART__RAFT_REJECT_BAD_MAC) >
+    return rejected(c->nodes[2].net, PART__HS_REJECT_BAD_MAC) > 0 &&
+           rejected(c->nodes[0].net, PART__HS_REJECT_BAD_MAC) +
+                   rejected(c->nodes[1].net, PART__HS_REJECT_BAD_MAC) >
                0;
 }
 
@@ -393,18 +374,6 @@ static void test_wrong_secret(void **state)
 
 /* ---- raw sockets and direct use of the transport ------------------------ */
 
-static int raw_connect(uint16_t port)
-{
-    struct sockaddr_in sa = {
-        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {.tv_sec = 5};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    return fd;
-}
-
 /* The listener closed fd: a read ends (EOF or reset) rather than timing
  * out. */
 static void assert_closed_by_peer(int fd)
@@ -417,7 +386,7 @@ static void assert_closed_by_peer(int fd)
 
 struct count_wait {
     struct part__raft_node *n;
-    enum part__raft_reject r;
+    enum part__hs_reject r;
     uint64_t want;
 };
 
@@ -427,7 +396,7 @@ static bool count_reached(void *arg)
     return rejected(w->n, w->r) >= w->want;
 }
 
-static void wait_rejected(uv_loop_t *loop, struct part__raft_node *n, enum part__raft_reject r,
+static void wait_rejected(uv_loop_t *loop, struct part__raft_node *n, enum part__hs_reject r,
                           uint64_t want)
 {
     struct count_wait w = {n, r, want};
@@ -542,28 +511,28 @@ static void test_garbage_and_silence(void **state)
     memset(http, 'x', sizeof http);
     static const char get[] = "GET / HTTP/1.1\r\n";
     memcpy(http, get, sizeof get);
-    int fd = raw_connect(port);
+    int fd = t_raw_connect(port);
     assert_int_equal(send(fd, http, sizeof http, 0), (ssize_t)sizeof http);
-    wait_rejected(&loop, n, PART__RAFT_REJECT_BAD_MAGIC, 1);
+    wait_rejected(&loop, n, PART__HS_REJECT_BAD_MAGIC, 1);
     assert_closed_by_peer(fd);
 
     uint8_t v9[PART__RAFT_HELLO_LEN] = {0};
     put_magic(v9);
     v9[4] = 9;
-    fd = raw_connect(port);
+    fd = t_raw_connect(port);
     assert_int_equal(send(fd, v9, sizeof v9, 0), (ssize_t)sizeof v9);
-    wait_rejected(&loop, n, PART__RAFT_REJECT_BAD_VERSION, 1);
+    wait_rejected(&loop, n, PART__HS_REJECT_BAD_VERSION, 1);
     assert_closed_by_peer(fd);
 
-    fd = raw_connect(port); /* silent */
-    int fd2 = raw_connect(port);
+    fd = t_raw_connect(port); /* silent */
+    int fd2 = t_raw_connect(port);
     assert_int_equal(send(fd2, v9, 10, 0), 10); /* a hello that never ends */
-    wait_rejected(&loop, n, PART__RAFT_REJECT_DEADLINE, 2);
+    wait_rejected(&loop, n, PART__HS_REJECT_DEADLINE, 2);
     assert_closed_by_peer(fd);
     assert_closed_by_peer(fd2);
 
-    close(raw_connect(port));
-    wait_rejected(&loop, n, PART__RAFT_REJECT_CLOSED, 1);
+    close(t_raw_connect(port));
+    wait_rejected(&loop, n, PART__HS_REJECT_CLOSED, 1);
 
     /* A dialer that cannot check the listener's MAC and answers with a
      * guess: the listener's own check refuses it. */
@@ -576,7 +545,7 @@ static void test_garbage_and_silence(void **state)
     p[1] = 2; /* node 2, big-endian */
     p[2] = (uint8_t)strlen("catalog");
     memcpy(p + 3, "catalog", sizeof "catalog"); /* its NUL is padding */
-    fd = raw_connect(port);
+    fd = t_raw_connect(port);
     assert_int_equal(send(fd, hello, sizeof hello, 0), (ssize_t)sizeof hello);
     uint8_t challenge[48], guess[32] = {0};
     size_t got = 0;
@@ -587,19 +556,19 @@ static void test_garbage_and_silence(void **state)
         got += r > 0 ? (size_t)r : 0;
     }
     assert_int_equal(send(fd, guess, sizeof guess, 0), (ssize_t)sizeof guess);
-    wait_rejected(&loop, n, PART__RAFT_REJECT_BAD_MAC, 1);
+    wait_rejected(&loop, n, PART__HS_REJECT_BAD_MAC, 1);
     assert_closed_by_peer(fd);
 
     int flood[PART__RAFT_MAX_INCOMING + 4];
     for (size_t i = 0; i < SL_ARRAY_LEN(flood); i++) {
-        flood[i] = raw_connect(port);
+        flood[i] = t_raw_connect(port);
     }
-    wait_rejected(&loop, n, PART__RAFT_REJECT_OVERLOAD, 1);
-    wait_rejected(&loop, n, PART__RAFT_REJECT_DEADLINE, 2 + PART__RAFT_MAX_INCOMING);
+    wait_rejected(&loop, n, PART__HS_REJECT_OVERLOAD, 1);
+    wait_rejected(&loop, n, PART__HS_REJECT_DEADLINE, 2 + PART__RAFT_MAX_INCOMING);
     for (size_t i = 0; i < SL_ARRAY_LEN(flood); i++) {
         close(flood[i]);
     }
-    assert_int_equal(rejected(n, PART__RAFT_REJECT_BAD_MAGIC), 1);
+    assert_int_equal(rejected(n, PART__HS_REJECT_BAD_MAGIC), 1);
     node_finish(&loop, n, &t);
 }
 
@@ -649,7 +618,7 @@ static struct part__raft_node *dialer(uv_loop_t *loop, uint16_t id, uint16_t to,
 /* Dials with the given identity and expects the listener to refuse it. */
 static void expect_refused(uv_loop_t *loop, struct part__raft_node *listener, uint16_t id,
                            uint16_t to, uint16_t port, const uint8_t *cid, const char *group,
-                           enum part__raft_reject why)
+                           enum part__hs_reject why)
 {
     struct raft_uv_transport t = {0};
     struct part__raft_node *n = dialer(loop, id, to, port, cid, group, &t, secret_good);
@@ -717,10 +686,10 @@ static void test_direct(void **state)
     static const uint8_t other_cid[PART__RAFT_CLUSTER_ID_LEN] = {0x51, 0x75, 1, 2,  3,  4,  5,  6,
                                                                  7,    8,    9, 10, 11, 12, 13, 15};
     expect_refused(&loop, n, 2, 1, ports[0], cluster_id, "part-0009",
-                   PART__RAFT_REJECT_UNKNOWN_GROUP);
-    expect_refused(&loop, n, 9, 1, ports[0], cluster_id, "catalog", PART__RAFT_REJECT_UNKNOWN_NODE);
-    expect_refused(&loop, n, 1, 7, ports[0], cluster_id, "catalog", PART__RAFT_REJECT_SELF_ID);
-    expect_refused(&loop, n, 2, 1, ports[0], other_cid, "catalog", PART__RAFT_REJECT_OTHER_CLUSTER);
+                   PART__HS_REJECT_UNKNOWN_GROUP);
+    expect_refused(&loop, n, 9, 1, ports[0], cluster_id, "catalog", PART__HS_REJECT_UNKNOWN_NODE);
+    expect_refused(&loop, n, 1, 7, ports[0], cluster_id, "catalog", PART__HS_REJECT_SELF_ID);
+    expect_refused(&loop, n, 2, 1, ports[0], other_cid, "catalog", PART__HS_REJECT_OTHER_CLUSTER);
 
     /* A dialer without the secret refuses the listener's MAC itself, so
      * the listener sees it hang up and never gets a MAC to refuse. */
@@ -729,14 +698,14 @@ static void test_direct(void **state)
         dialer(&loop, 2, 1, ports[0], cluster_id, "catalog", &bt, secret_bad);
     d = dial_wait(&loop, &bt, 1);
     assert_int_equal(d.status, RAFT_NOCONNECTION);
-    assert_int_equal(rejected(bn, PART__RAFT_REJECT_BAD_MAC), 1);
-    wait_rejected(&loop, n, PART__RAFT_REJECT_CLOSED, 1);
+    assert_int_equal(rejected(bn, PART__HS_REJECT_BAD_MAC), 1);
+    wait_rejected(&loop, n, PART__HS_REJECT_CLOSED, 1);
     node_stop(&loop, bn, &bt);
 
     struct part__raft_stats st;
     part__raft_node_stats(n, &st);
     assert_int_equal(st.accepted, 1);
-    assert_int_equal(st.rejected[PART__RAFT_REJECT_BAD_MAC], 0);
+    assert_int_equal(st.rejected[PART__HS_REJECT_BAD_MAC], 0);
     node_finish(&loop, n, &t);
 }
 

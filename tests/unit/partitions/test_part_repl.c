@@ -79,8 +79,8 @@ static void node_start(struct cluster *c, int i, bool bootstrap)
     if (started != SL_OK) {
         fail_msg("part__repl_new: %s", err);
     }
-    int rv = part__repl_group_open(n->r, "part-0000", c->members, NODES, bootstrap, &n->g, err,
-                                   sizeof err);
+    int rv = part__repl_group_open(n->r, "part-0000", c->members, NODES, bootstrap, NULL, &n->g,
+                                   err, sizeof err);
     if (rv != SL_OK) {
         fail_msg("group_open: %s", err);
     }

@@ -1,0 +1,302 @@
+"""test_cluster_failover.py -- a three-node cluster under the stock boto3
+(Debian's python3-boto3) and @aws-sdk/client-sqs v3 (tests/sdk's
+cluster-client.mjs), their workload spread over the three nodes'
+endpoints, while the node that leads the most partitions is killed with
+SIGKILL, then (after it came back) one is SIGSTOPped for longer than the
+election timeout. A checker that recorded every acknowledgement proves
+afterwards:
+  - no acknowledged send is lost (every one is received);
+  - no acknowledged delete comes back (nothing is received after the
+    acknowledgement of its delete);
+  - FIFO order held within every group, and a FIFO message is not
+    delivered again once deleted;
+and a node restarted on its data_dir catches up and serves.
+
+Every client error during the faults must be one the SDK retried: a
+request that still fails after botocore's retries fails the test unless
+it was made to the node that is down at that moment.
+"""
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import harness
+from harness import TENANTS, Steps, eq, ok
+
+boto3 = harness.require_module("boto3", "python3-boto3")
+harness.require_module("botocore", "python3-botocore")
+import botocore.config as botocore_config  # noqa: E402  (after the module checks)
+import cluster_harness  # noqa: E402
+
+PHASE_S = 6
+
+
+class Workload:
+    """Producers, a FIFO producer and consumers over the live endpoints,
+    recording every acknowledgement."""
+
+    def __init__(self, cluster, std_url, fifo_url):
+        self.cluster = cluster
+        self.std_url = std_url
+        self.fifo_url = fifo_url
+        key, secret = TENANTS["alpha"]
+        cfg = botocore_config.Config(retries={"max_attempts": 8, "mode": "standard"},
+                                     connect_timeout=2, read_timeout=20)
+        self.clients = {n.id: boto3.client("sqs", endpoint_url=n.endpoint,
+                                           region_name=harness.REGION,
+                                           aws_access_key_id=key, aws_secret_access_key=secret,
+                                           config=cfg)
+                        for n in cluster.nodes}
+        self.lock = threading.Lock()
+        self.acked_sends = set()
+        self.received = {}        # body -> deliveries
+        self.deleted_at = {}      # MessageId -> monotonic time its delete was acknowledged
+        self.back_after_delete = []
+        self.fifo_sent = {}       # group -> last acknowledged n
+        self.fifo_seen = {}       # group -> highest n delivered the first time
+        self.fifo_deleted = {}    # group -> highest n whose delete was acknowledged
+        self.fifo_errors = []
+        self.errors = []
+        self.stop_producing = threading.Event()
+        self.stop_consuming = threading.Event()
+
+    def client(self):
+        live = [n for n in self.cluster.nodes if n.up]
+        node = random.choice(live)
+        return node, self.clients[node.id]
+
+    def note_error(self, node, exc):
+        # A node that was down when the request ended is no fault of the
+        # cluster: its clients fail over to another endpoint.
+        if node.up:
+            with self.lock:
+                self.errors.append(f"node {node.id}: {type(exc).__name__}: {exc}")
+
+    def produce(self, tid):
+        n = 0
+        while not self.stop_producing.is_set():
+            bodies = [f"std-{tid}-{n + i}" for i in range(5)]
+            node, c = self.client()
+            try:
+                c.send_message_batch(QueueUrl=self.std_url, Entries=[
+                    {"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies)])
+                with self.lock:
+                    self.acked_sends.update(bodies)
+            except Exception as exc:  # unacknowledged: may or may not be stored
+                self.note_error(node, exc)
+            n += 5
+
+    def produce_fifo(self):
+        groups = [f"g{i}" for i in range(4)]
+        nxt = {g: 0 for g in groups}
+        while not self.stop_producing.is_set():
+            g = random.choice(groups)
+            n = nxt[g]
+            node, c = self.client()
+            try:
+                # A retry of the same message carries the same deduplication
+                # id, so the group's order is the acknowledged order.
+                c.send_message(QueueUrl=self.fifo_url, MessageBody=f"{g}:{n}",
+                               MessageGroupId=g, MessageDeduplicationId=f"{g}-{n}")
+                with self.lock:
+                    self.acked_sends.add(f"{g}:{n}")
+                    self.fifo_sent[g] = n
+                nxt[g] = n + 1
+            except Exception as exc:
+                self.note_error(node, exc)
+
+    def take(self, url, fifo):
+        node, c = self.client()
+        try:
+            r = c.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
+                                  VisibilityTimeout=8)
+        except Exception as exc:
+            self.note_error(node, exc)
+            return 0
+        msgs = r.get("Messages", [])
+        with self.lock:
+            for m in msgs:
+                b = m["Body"]
+                # By MessageId: a send retried after an unanswered attempt
+                # that did commit is stored twice (at-least-once, as SQS),
+                # under two ids; a deleted id must never come back.
+                if m["MessageId"] in self.deleted_at:
+                    self.back_after_delete.append(f"{b} ({m['MessageId']})")
+                self.received[b] = self.received.get(b, 0) + 1
+                if fifo:
+                    g, n = b.split(":")
+                    n = int(n)
+                    seen = self.fifo_seen.get(g, -1)
+                    if n > seen + 1:
+                        self.fifo_errors.append(f"{g}: {n} delivered before {seen + 1}")
+                    if n <= self.fifo_deleted.get(g, -1):
+                        self.fifo_errors.append(f"{g}: {n} delivered after its delete")
+                    self.fifo_seen[g] = max(seen, n)
+        if not msgs:
+            return 0
+        node, c = self.client()
+        try:
+            r = c.delete_message_batch(QueueUrl=url, Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(msgs)])
+            done = time.monotonic()
+            with self.lock:
+                for s in r.get("Successful", []):
+                    m = msgs[int(s["Id"])]
+                    b = m["Body"]
+                    self.deleted_at[m["MessageId"]] = done
+                    if fifo:
+                        g, n = b.split(":")
+                        self.fifo_deleted[g] = max(self.fifo_deleted.get(g, -1), int(n))
+        except Exception as exc:
+            self.note_error(node, exc)
+        return len(msgs)
+
+    def consume(self, url, fifo):
+        while not self.stop_consuming.is_set():
+            self.take(url, fifo)
+
+    def start(self):
+        self.threads = [threading.Thread(target=self.produce, args=(t,)) for t in range(2)]
+        self.threads.append(threading.Thread(target=self.produce_fifo))
+        self.consumers = [threading.Thread(target=self.consume, args=(self.std_url, False))
+                          for _ in range(2)]
+        self.consumers.append(threading.Thread(target=self.consume, args=(self.fifo_url, True)))
+        for t in self.threads + self.consumers:
+            t.daemon = True
+            t.start()
+
+    def stop(self):
+        self.stop_producing.set()
+        for t in self.threads:
+            t.join(timeout=60)
+        # Drain: consume until every acknowledged send was received, or
+        # nothing more comes for a while.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with self.lock:
+                missing = self.acked_sends - set(self.received)
+            if not missing:
+                break
+            time.sleep(0.5)
+        self.stop_consuming.set()
+        for t in self.consumers:
+            t.join(timeout=60)
+
+
+def start_js_client(cluster, url, seconds):
+    """@aws-sdk/client-sqs v3 over HTTP/2, from tests/sdk (whose modules
+    npm installs: the sdk_install test, as scripts/test runs it)."""
+    sdk = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk")
+    node = shutil.which("node")
+    ok(node is not None, "node is missing: install Debian's nodejs (scripts/setup does)")
+    ok(os.path.isdir(os.path.join(sdk, "node_modules", "@aws-sdk", "client-sqs")),
+       "tests/sdk/node_modules has no @aws-sdk/client-sqs: run npm ci there (sdk_install)")
+    return subprocess.Popen([node, "cluster-client.mjs", url, str(seconds)] +
+                            [n.endpoint for n in cluster.nodes], cwd=sdk,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=harness.dies_with_us())
+
+
+def check_js(out):
+    received = {b for kind, b, _ in out["events"] if kind == "r"}
+    lost = sorted(set(out["sent"]) - received)
+    eq(lost[:10], [], f"JS: acknowledged sends lost ({len(lost)} of {len(out['sent'])})")
+    deleted, back = set(), []
+    for kind, body, mid in out["events"]:
+        if kind == "d":
+            deleted.add(mid)
+        elif mid in deleted:
+            back.append(body)
+    eq(back[:10], [], "JS: acknowledged deletes that came back")
+    # Only the node that was stopped may fail a request past the retries:
+    # a client bound to it waits out its stall.
+    ok(len(out["errors"]) <= 3, f"JS: errors past the SDK's retries: {out['errors'][:5]}")
+    ok(len(out["sent"]) > 0, "JS: nothing was acknowledged")
+    print(f"  JS: {len(out['sent'])} sends acknowledged, {len(received)} received", flush=True)
+
+
+def main(s):
+    with cluster_harness.Cluster() as cluster:
+        s.step("three nodes elect leaders for every partition")
+        cluster.wait_leaders()
+        key, secret = TENANTS["alpha"]
+        cfg = botocore_config.Config(retries={"max_attempts": 8, "mode": "standard"})
+        c0 = boto3.client("sqs", endpoint_url=cluster.nodes[0].endpoint,
+                          region_name=harness.REGION, aws_access_key_id=key,
+                          aws_secret_access_key=secret, config=cfg)
+        std_url = c0.create_queue(QueueName="work")["QueueUrl"]
+        fifo_url = c0.create_queue(QueueName="orders.fifo",
+                                   Attributes={"FifoQueue": "true"})["QueueUrl"]
+
+        s.step("the workload runs over all three endpoints")
+        w = Workload(cluster, std_url, fifo_url)
+        w.start()
+        time.sleep(PHASE_S)
+        ok(len(w.acked_sends) > 0, "nothing was acknowledged before the faults")
+
+        s.step("SIGKILL the node that leads the most partitions")
+        victim = cluster.busiest()
+        cluster.kill(victim)
+        cluster.wait_leaders()
+        # The survivors serve again: sends are acknowledged once more. A
+        # client that was talking to the dead node is in the SDK's back-off,
+        # so this is given time; it is not a failover timing.
+        before = len(w.acked_sends)
+        deadline = time.monotonic() + 45
+        while len(w.acked_sends) < before + 50:
+            ok(time.monotonic() < deadline, "no send was acknowledged after the kill")
+            time.sleep(0.2)
+        time.sleep(PHASE_S)
+
+        s.step("the killed node restarts on its data_dir and catches up")
+        cluster.start(victim)
+        time.sleep(PHASE_S)
+
+        s.step("SIGSTOP the busiest node past the election timeout, then SIGCONT")
+        js_url = c0.create_queue(QueueName="js-work")["QueueUrl"]
+        js = start_js_client(cluster, js_url, 3 * PHASE_S)
+        time.sleep(PHASE_S / 2)
+        stopped = cluster.busiest()
+        cluster.pause(stopped)
+        time.sleep(PHASE_S)
+        cluster.resume(stopped)
+        time.sleep(PHASE_S)
+
+        s.step("drain and check every acknowledgement")
+        w.stop()
+        lost = sorted(w.acked_sends - set(w.received))
+        eq(lost[:10], [], f"acknowledged sends lost ({len(lost)} of {len(w.acked_sends)})")
+        eq(w.back_after_delete[:10], [], "acknowledged deletes that came back")
+        eq(w.fifo_errors[:10], [], "FIFO order or deletion broken")
+        eq(w.errors[:10], [], "client errors the SDK did not retry away")
+        print(f"  {len(w.acked_sends)} sends acknowledged, {len(w.received)} distinct "
+              f"received, {sum(w.received.values())} deliveries, {len(w.deleted_at)} deletes",
+              flush=True)
+
+        s.step("the JavaScript SDK's acknowledgements hold too")
+        out, err = js.communicate(timeout=120)
+        eq(js.returncode, 0, f"cluster-client.mjs failed: {err[-2000:]}")
+        js_out = json.loads(out.strip().splitlines()[-1])
+        check_js(js_out)
+
+        s.step("the restarted node serves what is left")
+        node = cluster.nodes[victim.id - 1]
+        c = w.clients[node.id]
+        c.send_message(QueueUrl=std_url, MessageBody="after")
+        got = []
+        for _ in range(20):
+            r = c.receive_message(QueueUrl=std_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+            got += [m["Body"] for m in r.get("Messages", [])]
+            if "after" in got:
+                break
+        ok("after" in got, f"the restarted node did not serve the message sent through it: {got}")
+
+
+if __name__ == "__main__":
+    sys.exit(Steps("cluster_failover").run(main))
