@@ -18,9 +18,11 @@ static const char *const top_keys[] = {"listen",       "tls",        "region",  
 static const char *const tls_keys[] = {"cert_file", "key_file", NULL};
 static const char *const admin_keys[] = {"listen", "access_key_id", "secret_access_key",
                                          "bearer_token", NULL};
-static const char *const defaults_keys[] = {"limits", "on_excess", "spill", NULL};
+static const char *const defaults_keys[] = {
+    "limits", "on_excess", "spill", "auto_create_queues", "queue_defaults", NULL};
 static const char *const tenant_keys[] = {
-    "access_key_id", "secret_access_key", "limits", "on_excess", "spill", NULL};
+    "access_key_id", "secret_access_key",  "limits",         "on_excess",
+    "spill",         "auto_create_queues", "queue_defaults", NULL};
 static const char *const limits_keys[] = {
     "requests_per_second",     "burst",      "max_inflight", "max_backlog",
     "max_long_polls",          "max_queues", "queues",       "actions",
@@ -34,10 +36,21 @@ static const char *const cluster_keys[] = {
     "node_id",          "raft", "peer", "secret_file", "replication", "nodes", "memory_budget",
     "snapshot_entries", NULL};
 static const char *const cluster_node_keys[] = {"id", "raft", "peer", "api", NULL};
+static const char *const queue_defaults_keys[] = {"VisibilityTimeout",
+                                                  "DelaySeconds",
+                                                  "MessageRetentionPeriod",
+                                                  "MaximumMessageSize",
+                                                  "ReceiveMessageWaitTimeSeconds",
+                                                  NULL};
+
+const char *cfg_queue_default_name(enum cfg_queue_default d)
+{
+    return (unsigned)d < CFG_QD_N ? queue_defaults_keys[d] : "?";
+}
 
 static const char *const *const section_keys[CFG__SEC_N] = {
     top_keys,   tls_keys,  admin_keys,  defaults_keys, tenant_keys,       limits_keys,
-    spill_keys, rate_keys, server_keys, cluster_keys,  cluster_node_keys,
+    spill_keys, rate_keys, server_keys, cluster_keys,  cluster_node_keys, queue_defaults_keys,
 };
 
 /* Where a key of each section may be written, as a reader would say it. */
@@ -53,6 +66,7 @@ static const char *const section_where[CFG__SEC_N] = {
     "in server",
     "in cluster",
     "in an entry of cluster.nodes",
+    "in queue_defaults",
 };
 
 static bool section_has(enum cfg__section sec, const struct cfg__node *k)

@@ -23,6 +23,7 @@ enum cfg__section {
     CFG__SEC_SERVER,
     CFG__SEC_CLUSTER,
     CFG__SEC_CLUSTER_NODE, /* one entry of cluster.nodes */
+    CFG__SEC_QUEUE_DEFAULTS,
     CFG__SEC_N
 };
 

@@ -61,6 +61,8 @@ struct tenant_settings {
     struct cfg_limits limits;
     enum cfg_on_excess on_excess;
     struct cfg_spill spill;
+    bool auto_create_queues;
+    struct cfg_queue_defaults queue_defaults;
 };
 
 static void set_rps(struct vctx *v, const struct cfg__node *k, const struct cfg__node *val,
@@ -276,7 +278,43 @@ static void load_spill(struct vctx *v, const char *where, const struct cfg__node
     }
 }
 
-/* limits, on_excess, spill: shared by defaults: and each tenant. Returns
+/* queue_defaults: SQS attributes of auto-created queues, in SQS's ranges
+ * (CreateQueue); each key set here overrides the inherited one. */
+static void load_queue_defaults(struct vctx *v, const char *where, const struct cfg__node *k,
+                                const struct cfg__node *m, struct cfg_queue_defaults *qd)
+{
+    static const uint32_t range[CFG_QD_N][2] = {
+        [CFG_QD_VISIBILITY_TIMEOUT] = {0, 43200},
+        [CFG_QD_DELAY_SECONDS] = {0, 900},
+        [CFG_QD_MESSAGE_RETENTION_PERIOD] = {60, 1209600},
+        [CFG_QD_MAXIMUM_MESSAGE_SIZE] = {1024, 1048576},
+        [CFG_QD_RECEIVE_MESSAGE_WAIT_TIME_SECONDS] = {0, 20},
+    };
+    if (cfg__want_mapping(v, k, m) != SL_OK) {
+        return;
+    }
+    for (size_t i = 0; i < m->count; i++) {
+        const struct cfg__node *key = m->pairs[i].key;
+        const struct cfg__node *val = m->pairs[i].value;
+        int d = 0;
+        while (d < CFG_QD_N &&
+               !cfg__key_is(key, cfg_queue_default_name((enum cfg_queue_default)d))) {
+            d++;
+        }
+        if (d == CFG_QD_N) {
+            cfg__report_unknown(v, CFG__SEC_QUEUE_DEFAULTS, where, key);
+            continue;
+        }
+        uint64_t x;
+        if (cfg__get_uint(v, key, val, range[d][0], range[d][1], &x) == SL_OK) {
+            qd->set[d] = true;
+            qd->value[d] = (uint32_t)x;
+        }
+    }
+}
+
+/* limits, on_excess, spill, auto_create_queues: shared by defaults: and
+ * each tenant. Returns
  * false when the key is none of them. prefix names the section in
  * messages ("defaults" or "tenants.acme"). */
 static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__node *key,
@@ -294,6 +332,11 @@ static bool load_setting(struct vctx *v, const char *prefix, const struct cfg__n
         if (cfg__get_enum(v, key, val, "reject", "spill", &spill) == SL_OK) {
             ts->on_excess = spill ? CFG_EXCESS_SPILL : CFG_EXCESS_REJECT;
         }
+    } else if (cfg__key_is(key, "auto_create_queues")) {
+        cfg__set_bool(v, key, val, &ts->auto_create_queues);
+    } else if (cfg__key_is(key, "queue_defaults")) {
+        snprintf(where, sizeof(where), "in %s.queue_defaults", prefix);
+        load_queue_defaults(v, where, key, val, &ts->queue_defaults);
     } else {
         return false;
     }
@@ -368,6 +411,8 @@ static void load_tenant(struct vctx *v, const struct cfg__node *name, const stru
     t.limits = ts.limits;
     t.on_excess = ts.on_excess;
     t.spill = ts.spill;
+    t.auto_create_queues = ts.auto_create_queues;
+    t.queue_defaults = ts.queue_defaults;
     s->tenants[s->tenant_count++] = t; /* owned by s from here, complete or not */
 }
 
@@ -624,6 +669,7 @@ static void load_top(struct vctx *v, const struct cfg__node *root)
     s->default_limits = ts.limits;
     s->default_on_excess = ts.on_excess;
     s->default_spill = ts.spill;
+    s->default_auto_create_queues = ts.auto_create_queues;
     if (tenants[0] != NULL) {
         load_tenants(v, tenants[0], tenants[1], &ts);
     }

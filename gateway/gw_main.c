@@ -231,6 +231,9 @@ static void log_tenant_changes(const struct cfg_snapshot *old_s, const struct cf
             o->spill.delay_seconds != n->spill.delay_seconds ||
             o->spill.aged_after_seconds != n->spill.aged_after_seconds)
             sl_log(SL_LOG_INFO, "main", "reload: tenant %s: limits changed", n->name);
+        if (o->auto_create_queues != n->auto_create_queues)
+            sl_log(SL_LOG_INFO, "main", "reload: tenant %s: auto_create_queues %s", n->name,
+                   n->auto_create_queues ? "on" : "off");
     }
     for (size_t i = 0; i < old_s->tenant_count; i++) {
         const char *name = old_s->tenants[i].name;

@@ -171,7 +171,7 @@ void part__delta_gone(struct part_batch *b, struct part_queue *q, int state, int
 
 void part__note_gdir_gone(struct part_batch *b, struct part_queue *q, const char *group)
 {
-    if (q->fifo && group != NULL) {
+    if (q->gdir != NULL && group != NULL) { /* FIFO and exclusive queues */
         gnote_add(b, &b->gdir_gone, q, group);
     }
 }
@@ -179,7 +179,7 @@ void part__note_gdir_gone(struct part_batch *b, struct part_queue *q, const char
 void part__gdir_move_in(struct part_writer *w, struct part_batch *b, struct part_queue *q,
                         const char *group)
 {
-    if (q->fifo && group != NULL) {
+    if (q->gdir != NULL && group != NULL) {
         part__gdir_add(q->gdir, group, w->index);
         gnote_add(b, &b->gdir_added, q, group);
         part__note_available(b, q, group);

@@ -218,7 +218,7 @@ void part__kv_apply(struct part_kv **set, size_t *n, const struct part_kv *chg, 
 }
 
 struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const char *tenant,
-                                   const char *name, bool fifo)
+                                   const char *name, bool fifo, bool grouped)
 {
     struct part_queue *q = sl_xcalloc(1, sizeof *q);
     atomic_init(&q->refs, 1);
@@ -236,7 +236,7 @@ struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const cha
     q->tags = sl_xcalloc(1, sizeof *q->tags);
     pthread_mutex_init(&q->wait_mu, NULL);
     q->fifo = fifo;
-    q->gdir = fifo ? part__gdir_new() : NULL;
+    q->gdir = fifo || grouped ? part__gdir_new() : NULL;
     return q;
 }
 
@@ -473,12 +473,8 @@ static void counts_load(const struct part_qcount *c, struct part_counts *out)
     out->groups_inflight = atomic_load(&c->groups_inflight);
 }
 
-/* The oldest ready message's send time: every row's priority is its send
- * time (part_send's default, which the gateway never overrides), so it is
- * the best head of either lane on any partition. A FIFO row's priority is
- * its sequence number, a clock in microseconds that runs at least as fast
- * as the send times: within a few of them of the send time in ms. */
-static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_t end)
+/* The lowest ready priority of partitions [first, end), either lane. */
+static int64_t best_head(const struct part_queue *q, uint32_t first, uint32_t end)
 {
     int64_t best = INT64_MAX;
     for (uint32_t p = first; p < end; p++) {
@@ -486,7 +482,19 @@ static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_
             best = SL_MIN(best, atomic_load(&q->per[p].head_priority[lane]));
         }
     }
-    if (best == INT64_MAX || best < 0) {
+    return best;
+}
+
+/* The oldest ready message's send time: a row's priority is its send
+ * time (part_send's default, which only a priority queue's sends
+ * override; there it is not known, 0), so it is the best head of either
+ * lane on any partition. A FIFO row's priority is
+ * its sequence number, a clock in microseconds that runs at least as fast
+ * as the send times: within a few of them of the send time in ms. */
+static uint64_t oldest_ready(const struct part_queue *q, uint32_t first, uint32_t end)
+{
+    int64_t best = best_head(q, first, end);
+    if (best == INT64_MAX || best < 0 || q->cfg.priority_order) {
         return 0;
     }
     return q->cfg.fifo ? (uint64_t)best / 1000u : (uint64_t)best;
@@ -508,6 +516,15 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
         out->groups_split = all && q->gdir != NULL ? part__gdir_spanning(q->gdir) : 0;
         out->oldest_ready_ms =
             all ? oldest_ready(q, 0, q->nparts) : oldest_ready(q, partition, partition + 1);
+        out->best_priority =
+            all ? best_head(q, 0, q->nparts) : best_head(q, partition, partition + 1);
+        out->exclusive_blocked = 0;
+        for (uint32_t p = all ? 0 : partition; p < (all ? q->nparts : partition + 1); p++) {
+            /* never more than are ready now: a drained partition shows 0
+             * without waiting for its next receive */
+            out->exclusive_blocked += SL_MIN(atomic_load(&q->per[p].excl_blocked),
+                                             SL_MAX(atomic_load(&q->per[p].ready), 0));
+        }
     }
     pthread_rwlock_unlock(&c->lock);
     return q != NULL ? SL_OK : SL_ENOTFOUND;

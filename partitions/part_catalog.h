@@ -31,9 +31,9 @@ void part__queue_foreach(struct part_engine *e, void (*fn)(struct part_queue *q,
 
 /* ---- catalog thread (and open); the caller holds the lock it names ---- */
 /* A new queue object with one reference, not yet in the maps; a FIFO
- * queue gets its group directory. */
+ * queue and an exclusive one (grouped) get a group directory. */
 struct part_queue *part__queue_new(struct part_engine *e, uint64_t id, const char *tenant,
-                                   const char *name, bool fifo);
+                                   const char *name, bool fifo, bool grouped);
 /* The tenant, made if new (write lock). */
 struct part_tenant *part__tenant_get(struct part_catalog *c, const char *name);
 /* Lookups (any lock). */

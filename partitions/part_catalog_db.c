@@ -56,14 +56,22 @@ enum {
     FIFO_CONTENT_DEDUP = 2,
     FIFO_DEDUP_PER_GROUP = 4,
     FIFO_THROUGHPUT_PER_GROUP = 8,
+    /* sluice's own settings share the column (no schema change): a
+     * catalog written before them holds none of these bits */
+    PRIORITY_ORDER = 16,
+    EXCLUSIVE = 32,
+    IDEMPOTENCY_WINDOW_SHIFT = 8, /* bits 8..19: the window in seconds */
 };
 
 static int fifo_bits(const struct part_queue_config *cfg)
 {
+    int own = (cfg->priority_order ? PRIORITY_ORDER : 0) | (cfg->exclusive ? EXCLUSIVE : 0) |
+              (int)(SL_MIN(cfg->idempotency_window_s, PART_IDEMPOTENCY_WINDOW_MAX_S)
+                    << IDEMPOTENCY_WINDOW_SHIFT);
     if (!cfg->fifo) {
-        return 0;
+        return own;
     }
-    return FIFO_BIT | (cfg->content_based_dedup ? FIFO_CONTENT_DEDUP : 0) |
+    return own | FIFO_BIT | (cfg->content_based_dedup ? FIFO_CONTENT_DEDUP : 0) |
            (cfg->dedup_per_group ? FIFO_DEDUP_PER_GROUP : 0) |
            (cfg->throughput_per_group ? FIFO_THROUGHPUT_PER_GROUP : 0);
 }
@@ -78,6 +86,9 @@ static void row_cfg(sqlite3_stmt *st, int col, struct part_queue_config *cfg)
     cfg->content_based_dedup = (fifo & FIFO_CONTENT_DEDUP) != 0;
     cfg->dedup_per_group = (fifo & FIFO_DEDUP_PER_GROUP) != 0;
     cfg->throughput_per_group = (fifo & FIFO_THROUGHPUT_PER_GROUP) != 0;
+    cfg->priority_order = (fifo & PRIORITY_ORDER) != 0;
+    cfg->exclusive = (fifo & EXCLUSIVE) != 0;
+    cfg->idempotency_window_s = (uint32_t)(fifo >> IDEMPOTENCY_WINDOW_SHIFT) & 0xfffu;
     cfg->dlq_target_id = (uint64_t)sqlite3_column_int64(st, col + 4);
     cfg->max_receive_count = (uint32_t)sqlite3_column_int64(st, col + 5);
     cfg->max_message_size = (uint32_t)sqlite3_column_int64(st, col + 6);
@@ -159,9 +170,9 @@ static int load_catalog(sqlite3 *db, struct part_engine *e, struct loaded *out)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct part_queue_config cfg;
         row_cfg(st, 5, &cfg);
-        struct part_queue *q = part__queue_new(e, (uint64_t)sqlite3_column_int64(st, 0),
-                                               (const char *)sqlite3_column_text(st, 1),
-                                               (const char *)sqlite3_column_text(st, 2), cfg.fifo);
+        struct part_queue *q = part__queue_new(
+            e, (uint64_t)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+            (const char *)sqlite3_column_text(st, 2), cfg.fifo, cfg.exclusive);
         q->created_ms = (uint64_t)sqlite3_column_int64(st, 3);
         q->modified_ms = (uint64_t)sqlite3_column_int64(st, 4);
         q->cfg = cfg;
@@ -327,7 +338,8 @@ static int exec_create(struct part_engine *e, struct part_job *job, struct part_
         kv_write(c->db, "queue_tags", id, r->tags, r->ntags) != SL_OK) {
         return SL_EIO;
     }
-    struct part_queue *q = part__queue_new(e, id, r->tenant, r->name, r->cfg.fifo);
+    struct part_queue *q =
+        part__queue_new(e, id, r->tenant, r->name, r->cfg.fifo, r->cfg.exclusive);
     q->created_ms = q->modified_ms = now;
     q->cfg = r->cfg;
     part__kv_apply(&q->attrs, &q->attr_count, r->kvs, r->nkv);

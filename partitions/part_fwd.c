@@ -159,6 +159,9 @@ static void put_cfg(struct sl_buf *b, const struct part_queue_config *c)
     put_u(b, c->receive_wait_s, 4);
     put_u(b, c->content_based_dedup, 1);
     put_u(b, c->throughput_per_group, 1);
+    put_u(b, c->priority_order, 1);
+    put_u(b, c->idempotency_window_s, 4);
+    put_u(b, c->exclusive, 1);
 }
 
 static struct part_queue_config get_cfg(struct rd *r)
@@ -175,6 +178,9 @@ static struct part_queue_config get_cfg(struct rd *r)
     c.receive_wait_s = (uint32_t)get_u(r, 4);
     c.content_based_dedup = get_u(r, 1) != 0;
     c.throughput_per_group = get_u(r, 1) != 0;
+    c.priority_order = get_u(r, 1) != 0;
+    c.idempotency_window_s = (uint32_t)get_u(r, 4);
+    c.exclusive = get_u(r, 1) != 0;
     return c;
 }
 
@@ -399,6 +405,8 @@ static bool get_receive(struct rd *r, struct part_job *job)
     rv->fair_window = (uint32_t)get_u(r, 4);
     struct sl_slice attempt = get_bytes(r);
     rv->replaying = get_u(r, 1) != 0;
+    rv->bound = (int64_t)get_u(r, 8);
+    rv->bound_sent = (int64_t)get_u(r, 8);
     if (r->bad || rv->max == 0 || rv->max > PART_MAX_BATCH || attempt.n > PART_ATTEMPT_MAX) {
         return false;
     }
@@ -565,6 +573,9 @@ static void put_request(struct sl_buf *b, uint64_t id, const struct part_job *jo
         put_u(b, r->fair_window, 4);
         put_bytes(b, r->attempt, r->attempt_len);
         put_u(b, r->replaying, 1);
+        /* a priority queue's bound for this visit (recv_submit) */
+        put_u(b, (uint64_t)r->bound, 8);
+        put_u(b, (uint64_t)r->bound_sent, 8);
         break;
     }
     case PART_OP_DELETE:

@@ -52,9 +52,15 @@ struct part_qcount {
     _Atomic int64_t overflow_delayed; /* of delayed, in the overflow lane */
     /* best ready priority per lane, INT64_MAX if none (per partition only) */
     _Atomic int64_t head_priority[2];
+    /* the send time of each lane's head: ties of head_priority between
+     * partitions go to the earlier send (a priority queue's order) */
+    _Atomic int64_t head_sent[2];
     /* message groups with something in flight (FIFO's locked groups),
      * mirrored from groups after each commit for readers on any thread */
     _Atomic int64_t groups_inflight;
+    /* exclusive queues (per partition only): the ready rows of held values
+     * the last receive here passed over (pick_exclusive) */
+    _Atomic int64_t excl_blocked;
     /* FIFO: group directory hand-overs to this partition (bumped by the
      * thread that dropped a group's first partition): part of gen below */
     _Atomic uint64_t handovers;
@@ -225,7 +231,16 @@ struct part_recv {
     bool replay_only;            /* nothing of the attempt left: answer empty, lease nothing */
     bool replayed;               /* msgs are a replay: a cancel releases nothing */
     uint8_t pos[PART_MAX_BATCH]; /* replay: each message's place in the first reply */
+    /* A priority queue's receive merges its partitions exactly: each
+     * visit takes rows no worse than bound (the best head elsewhere,
+     * INT64_MAX: any), then the plan is made again (part_poll.c). */
+    bool strict;
+    int64_t bound;
+    int64_t bound_sent; /* ties of bound: rows sent after it come later */
+    uint32_t hops;      /* strict visits so far; past PART_STRICT_HOPS_MAX, plain */
 };
+
+#define PART_STRICT_HOPS_MAX (4 * PART_MAX_BATCH)
 
 struct part_catalog_req {
     char *tenant;

@@ -153,8 +153,12 @@ static void age_queue(struct part_writer *w, struct part_batch *b, struct part_q
     qc->age_due = 0;
     struct part_delta *d = part__delta_of(b, q); /* publish_head reschedules */
     struct part_queue_config cfg;
-    /* A FIFO queue's order is its sequence: no lane may reorder it. */
-    if (aging == 0 || aging >= now || !part__queue_cfg(w->engine, q, &cfg) || cfg.fifo) {
+    /* A FIFO queue's order is its sequence: no lane may reorder it. A
+     * priority queue's rows carry the producer's priority, not their send
+     * time, so "priority <= now - aging" would say nothing about age
+     * (and sideline the most urgent ones first). */
+    if (aging == 0 || aging >= now || !part__queue_cfg(w->engine, q, &cfg) || cfg.fifo ||
+        cfg.priority_order) {
         return;
     }
     sqlite3_stmt *st = part__stmt(w, ST_AGE);
@@ -338,9 +342,9 @@ static int dedup_check(struct part_writer *w, struct part_batch *b, struct part_
 
 static bool dedup_put(struct part_writer *w, struct part_batch *b, struct part_job *job,
                       const char *key, size_t keylen, uint64_t hash, uint64_t now,
-                      const char *message_id, uint64_t seq)
+                      uint64_t window_ms, const char *message_id, uint64_t seq)
 {
-    uint64_t expires = now + PART_DEDUP_INTERVAL_MS;
+    uint64_t expires = now + window_ms;
     sqlite3_stmt *st = part__stmt(w, ST_DEDUP_PUT);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     sqlite3_bind_blob(st, 2, key, (int)keylen, SQLITE_STATIC);
@@ -372,7 +376,12 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         job->res.sent = sent = sl_xcalloc(job->nmsgs, sizeof *job->res.sent);
         job->res.sent_count = job->nmsgs;
     }
-    if (cfg.fifo &&
+    /* A standard queue with idempotent sends keeps ids as a FIFO queue
+     * does, for its own window, and sweeps them the same way. */
+    bool idempotent = !cfg.fifo && cfg.idempotency_window_s > 0;
+    uint64_t window_ms =
+        cfg.fifo ? PART_DEDUP_INTERVAL_MS : (uint64_t)cfg.idempotency_window_s * 1000;
+    if ((cfg.fifo || idempotent) &&
         !dedup_sweep(w, b, now, DEDUP_SWEEP_MIN + DEDUP_SWEEP_PER_MSG * (size_t)job->nmsgs)) {
         return;
     }
@@ -380,10 +389,11 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         struct part_send_msg *m = &job->msgs[i];
         struct part_sent *out = &sent[m->index];
         bool fifo = cfg.fifo && m->dedup_id != NULL && m->group_id != NULL;
+        bool keyed = fifo || (idempotent && m->dedup_id != NULL);
         char key[PART_GROUP_ID_MAX + 1 + PART_DEDUP_ID_MAX];
-        size_t keylen = fifo ? dedup_key(&cfg, m, key) : 0;
-        uint64_t hash = fifo ? part__dedup_hash(w->dedup, job->queue_id, key, keylen) : 0;
-        if (fifo) {
+        size_t keylen = keyed ? dedup_key(&cfg, m, key) : 0;
+        uint64_t hash = keyed ? part__dedup_hash(w->dedup, job->queue_id, key, keylen) : 0;
+        if (keyed) {
             int dup = dedup_check(w, b, job, key, keylen, hash, now, out);
             if (dup != 0) {
                 if (dup < 0) {
@@ -433,8 +443,10 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         if (!run(w, b, st)) {
             return;
         }
-        if (fifo &&
-            !dedup_put(w, b, job, key, keylen, hash, now, m->message_id, (uint64_t)priority)) {
+        /* A standard queue's message has no sequence number: a duplicate
+         * answers the first send's row, as part_sent.sequence does. */
+        if (keyed && !dedup_put(w, b, job, key, keylen, hash, now, window_ms, m->message_id,
+                                fifo ? (uint64_t)priority : (uint64_t)rowid)) {
             return;
         }
         memcpy(out->message_id, m->message_id, sizeof m->message_id);
@@ -571,6 +583,10 @@ static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_j
     sqlite3_bind_int(st, 3, lane);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && *ncand < want) {
+        int64_t prio = sqlite3_column_int64(st, 6);
+        if (prio > r->bound || (prio == r->bound && sqlite3_column_int64(st, 8) > r->bound_sent)) {
+            break; /* another partition's head comes first (recv_submit) */
+        }
         take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
         cand[(*ncand)++].lane = lane;
     }
@@ -629,8 +645,10 @@ static bool group_free(const struct part_writer *w, const struct part_batch *b,
         }
     }
     /* A group on several partitions is leased only by its oldest one
-     * (docs/partitions.md, "The group directory"). */
-    return held <= 0 && part__gdir_may_lease(job->q->gdir, group, w->index);
+     * (docs/partitions.md, "The group directory"); an exclusive queue has
+     * no directory. */
+    return held <= 0 &&
+           (job->q->gdir == NULL || part__gdir_may_lease(job->q->gdir, group, w->index));
 }
 
 /* What a FIFO receive chose so far: rows in order, the groups they are of. */
@@ -857,6 +875,54 @@ static bool pick_fair(struct part_writer *w, struct part_batch *b, struct part_j
     return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
 }
 
+/* An exclusive queue (part_queue_config.exclusive): the best ready rows
+ * of the lane, in order, at most one per value, none of a value held in
+ * flight here (the group counts FIFO's lock uses, with this batch's own
+ * leases and releases). Rows of held values are passed over, through
+ * msg_ready alone (it carries the group id: no table reads); the walk
+ * stops after EXCLUSIVE_WINDOW of them, so a receive costs at most that
+ * many index entries beyond what it returns, and values buried deeper
+ * behind held ones wait until those are deleted. */
+#define EXCLUSIVE_WINDOW 4096
+
+static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                           int lane, uint32_t want, const struct part_queue_config *cfg, bool dlq,
+                           uint64_t now, struct candidate *cand, size_t *ncand)
+{
+    struct part_qcount *qc = &job->q->per[w->index];
+    int64_t chosen[PART_MAX_BATCH];
+    struct candidate picked[PART_MAX_BATCH]; /* values only, for the lock */
+    size_t nchosen = 0;
+    sqlite3_stmt *st = part__stmt(w, ST_FAIR_SCAN);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, lane);
+    sqlite3_bind_int(st, 3, EXCLUSIVE_WINDOW);
+    int rc = SQLITE_DONE;
+    int64_t blocked = 0;
+    while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *group = (const char *)sqlite3_column_text(st, 1);
+        if (group != NULL &&
+            (picked_in_group(picked, nchosen, group) > 0 || !group_free(w, b, job, qc, group))) {
+            blocked++;
+            continue;
+        }
+        chosen[nchosen] = sqlite3_column_int64(st, 0);
+        picked[nchosen].has_group = group != NULL;
+        if (group != NULL) {
+            snprintf(picked[nchosen].group, sizeof picked[nchosen].group, "%s", group);
+        }
+        nchosen++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        return false;
+    }
+    /* what an operator sees waiting behind held values (part_counts) */
+    atomic_store_explicit(&qc->excl_blocked, blocked, memory_order_relaxed);
+    return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
+}
+
 /* ---- ReceiveRequestAttemptId ---------------------------------------------- */
 
 /* A row's attempt value (part_schema.c, msg_attempt): the id, the place
@@ -1001,8 +1067,10 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
         struct candidate cand[PART_MAX_BATCH];
         size_t ncand = 0;
         bool ok = cfg.fifo ? pick_fifo(w, b, job, want, &cfg, dlq != NULL, now, cand, &ncand)
-                  : fair   ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
-                           : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
+                  : cfg.exclusive
+                      ? pick_exclusive(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                  : fair ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                         : pick_head(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand);
         if (!ok) {
             break;
         }
@@ -1113,9 +1181,9 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             if (run(w, b, st)) {
                 part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
                 part__note_gone(b, (int64_t)en->rh.sequence);
-                if (cfg.fifo && r.state == PART_STATE_INFLIGHT) {
-                    /* its group may be free now: its next message is
-                     * ready for a waiting receive */
+                if ((cfg.fifo || cfg.exclusive) && r.state == PART_STATE_INFLIGHT) {
+                    /* its group (value) may be free now: its next message
+                     * is ready for a waiting receive */
                     part__delta_of(b, job->q)->woke++;
                 }
             }
@@ -1215,7 +1283,8 @@ static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_
     st = part__stmt(w, ST_DEDUP_PURGE);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     if (run(w, b, st)) {
-        if (job->q->fifo) { /* a standard queue has no ids: no walk of the table */
+        /* a queue that kept no ids needs no walk of the table */
+        if (sqlite3_changes(w->db) > 0) {
             part__dedup_forget_queue(w->dedup, job->queue_id); /* logged, as an add is */
         }
         atomic_fetch_add(&(job->parent ? job->parent : job)->purged, n);
@@ -1229,6 +1298,7 @@ struct move_dest {
     struct part_queue *q; /* referenced; NULL = unusable */
     uint32_t retention_s;
     bool fifo;
+    bool priority_order;
 };
 
 #define MOVE_DEST_CACHE 16
@@ -1254,6 +1324,7 @@ static struct move_dest *move_dest_of(struct part_engine *e, struct part_queue *
         d->q = q;
         d->retention_s = cfg.retention_s;
         d->fifo = cfg.fifo;
+        d->priority_order = cfg.priority_order;
     } else {
         part__queue_unref(q);
     }
@@ -1279,6 +1350,8 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         uint64_t expires_at;
         bool has_group;
         char group[PART_GROUP_ID_MAX + 1];
+        int64_t priority;
+        int64_t sent_at;
     } *rows = sl_xcalloc(job->move_max, sizeof *rows);
     size_t nrows = 0;
     sqlite3_stmt *st = part__stmt(w, ST_MOVE_SCAN);
@@ -1296,6 +1369,8 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         if (group != NULL) {
             snprintf(rows[nrows].group, sizeof rows[nrows].group, "%s", group);
         }
+        rows[nrows].priority = sqlite3_column_int64(st, 5);
+        rows[nrows].sent_at = sqlite3_column_int64(st, 6);
         nrows++;
     }
     sqlite3_reset(st);
@@ -1311,7 +1386,8 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
     size_t ncache = 0;
     struct move_dest fixed = {0};
     if (job->dest_q != NULL) {
-        fixed = (struct move_dest){job->dest_q->id, job->dest_q, cfg.retention_s, cfg.fifo};
+        fixed = (struct move_dest){job->dest_q->id, job->dest_q, cfg.retention_s, cfg.fifo,
+                                   cfg.priority_order};
     }
     job->res.move_cursor = job->move_after;
     for (size_t i = 0; i < nrows && !b->sql_failed; i++) {
@@ -1341,9 +1417,15 @@ static void exec_move(struct part_writer *w, struct part_batch *b, struct part_j
         sqlite3_bind_int64(st, 4, (sqlite3_int64)expires);
         sqlite3_bind_text(st, 5, mid, -1, SQLITE_STATIC);
         /* A FIFO destination sequences the message anew: rows are moved
-         * oldest first, so each group keeps its order there. */
-        sqlite3_bind_int64(st, 6,
-                           d->fifo ? (sqlite3_int64)part__seq_next(e, now) : (sqlite3_int64)now);
+         * oldest first, so each group keeps its order there. A priority
+         * queue keeps the priority its producer gave (a row whose
+         * priority is its send time was given none: it becomes the new
+         * send time, as on any standard queue). */
+        int64_t priority = d->fifo ? (int64_t)part__seq_next(e, now)
+                           : d->priority_order && rows[i].priority != rows[i].sent_at
+                               ? rows[i].priority
+                               : (int64_t)now;
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)priority);
         if (!run(w, b, st)) {
             break;
         }

@@ -114,6 +114,16 @@ static int64_t head_of(struct part_queue *q, uint32_t p, int lane)
     return atomic_load(&q->per[p].head_priority[lane]);
 }
 
+/* Whether partition a's head comes after b's: by priority, then (equal
+ * priorities, as on a priority queue) by send time. */
+static bool head_after(struct part_queue *q, uint32_t a, uint32_t b, int lane)
+{
+    int64_t pa = head_of(q, a, lane);
+    int64_t pb = head_of(q, b, lane);
+    return pa > pb || (pa == pb && atomic_load(&q->per[a].head_sent[lane]) >
+                                       atomic_load(&q->per[b].head_sent[lane]));
+}
+
 /* Orders the partitions with messages ready in the lane of the receive's
  * current pass, best head first (first, if not UINT32_MAX, goes first
  * regardless). False when there is none. */
@@ -128,7 +138,7 @@ static bool recv_plan(struct part_engine *e, struct part_job *job, uint32_t firs
         if (p != first && lane_ready(q, p, lane) > 0 && part__partition_ok(e, p)) {
             /* insertion sort by head priority: a handful of partitions */
             size_t k = r->norder++;
-            while (k > 0 && head_of(q, r->order[k - 1], lane) > head_of(q, p, lane)) {
+            while (k > 0 && head_after(q, r->order[k - 1], p, lane)) {
                 r->order[k] = r->order[k - 1];
                 k--;
             }
@@ -144,6 +154,39 @@ static bool recv_plan(struct part_engine *e, struct part_job *job, uint32_t firs
 }
 
 static void recv_no_message(struct part_engine *e, struct part_job *job);
+
+/* Sends the receive to partition p of its current plan. On a priority
+ * queue it may take there only rows no worse than the best head of the
+ * plan's other partitions (ties included, so that it always progresses):
+ * a receive of ten then gets the ten best of the shard, not the ten best
+ * of the partition whose best is best. Each visit's commit publishes its
+ * partition's new head before the receive continues, so the next plan
+ * sees it. A receive that keeps finding nothing under its bound (heads
+ * moved by other receives) goes plain after PART_STRICT_HOPS_MAX
+ * visits. */
+static void recv_submit(struct part_engine *e, struct part_job *job, uint32_t p)
+{
+    struct part_recv *r = job->recv;
+    r->bound = INT64_MAX;
+    r->bound_sent = INT64_MAX;
+    if (r->strict && r->hops < PART_STRICT_HOPS_MAX) {
+        int lane = r->lanes[r->pass];
+        uint32_t best = UINT32_MAX;
+        for (size_t i = 0; i < r->norder; i++) {
+            uint32_t o = r->order[i];
+            if (o != p && lane_ready(job->q, o, lane) > 0 &&
+                (best == UINT32_MAX || head_after(job->q, best, o, lane))) {
+                best = o;
+            }
+        }
+        if (best != UINT32_MAX) {
+            r->bound = head_of(job->q, best, lane);
+            r->bound_sent = atomic_load(&job->q->per[best].head_sent[lane]);
+        }
+        r->hops++;
+    }
+    part__submit_partition(e, p, job);
+}
 
 /* A retry of a FIFO receive (an attempt id) first visits, one after the
  * other, each partition of its read set where the queue has messages in
@@ -220,7 +263,7 @@ void part__recv_dispatch(struct part_engine *e, struct part_job *job, uint32_t f
         }
     }
     r->next = 1;
-    part__submit_partition(e, r->order[0], job);
+    recv_submit(e, job, r->order[0]);
 }
 
 /* A receive found nothing: completes it, or parks it until a commit wakes
@@ -350,6 +393,15 @@ static void receive_continue(struct part_engine *e, struct part_job *job)
         part__complete(job);
         return;
     }
+    if (r->strict && r->hops < PART_STRICT_HOPS_MAX) {
+        /* plan again: the partition just visited published its new head */
+        if (recv_plan(e, job, UINT32_MAX)) {
+            r->next = 1;
+            recv_submit(e, job, r->order[0]);
+            return;
+        }
+        r->next = r->norder;
+    }
     while (r->next < r->norder) {
         uint32_t p = r->order[r->next++];
         if (lane_ready(job->q, p, r->lanes[r->pass]) > 0) {
@@ -361,7 +413,7 @@ static void receive_continue(struct part_engine *e, struct part_job *job)
         r->pass = 1;
         if (recv_plan(e, job, UINT32_MAX)) {
             r->next = 1;
-            part__submit_partition(e, r->order[0], job);
+            recv_submit(e, job, r->order[0]);
             return;
         }
     }

@@ -59,7 +59,7 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_SET_VISIBLE] = "UPDATE msg SET state=?2, visible_at=?3, attempt=NULL WHERE id=?1",
     [ST_MOVE_DLQ] = "UPDATE msg SET queue_id=?2, source_queue_id=?3, state=1, visible_at=?4,"
                     " lane=0, expires_at=?5 WHERE id=?1",
-    [ST_HEAD] = "SELECT priority FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
+    [ST_HEAD] = "SELECT priority, sent_at FROM msg WHERE queue_id=?1 AND lane=?2 AND state=1"
                 " ORDER BY priority, id LIMIT 1",
     [ST_RELEASE] = "UPDATE msg SET state=1, visible_at=?3, receive_count=receive_count-1,"
                    " attempt=NULL,"
@@ -71,7 +71,8 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_MAKE_READY] = "UPDATE msg SET state=1 WHERE id=?",
     /* Oldest rows first by row id: msg_queue(queue_id, state) ends in the
      * rowid, so this is an index range, not a sort of the whole queue. */
-    [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane, expires_at, group_id FROM msg"
+    [ST_MOVE_SCAN] = "SELECT id, source_queue_id, lane, expires_at, group_id, priority, sent_at"
+                     " FROM msg"
                      " WHERE queue_id=?1"
                      " AND state=1 AND id>?2 ORDER BY id LIMIT ?3",
     [ST_MOVE_ROW] = "UPDATE msg SET queue_id=?2, source_queue_id=0, priority=?6, visible_at=?3,"

@@ -142,7 +142,17 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         return rc;
     }
     struct part_queue_config cfg;
-    bool fifo = part__queue_cfg(c->engine, job->q, &cfg) && cfg.fifo;
+    bool known = part__queue_cfg(c->engine, job->q, &cfg);
+    bool fifo = known && cfg.fifo;
+    /* a standard queue's idempotent sends keep their ids (optional there) */
+    bool keep_ids = fifo || (known && cfg.idempotency_window_s > 0);
+    bool exclusive = known && cfg.exclusive;
+    for (size_t i = 0; exclusive && i < n; i++) {
+        if (entries[i].group_id.n == 0) {
+            part__job_discard(job);
+            return SL_EINVAL; /* an exclusive queue's message without its value */
+        }
+    }
     for (size_t i = 0; fifo && i < n; i++) {
         if (entries[i].group_id.n == 0 || entries[i].dedup_id.n == 0) {
             part__job_discard(job);
@@ -153,7 +163,7 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         bytes += entries[i].body.n + entries[i].attrs.n + entries[i].sys_attrs.n +
-                 entries[i].group_id.n + 1 + (fifo ? entries[i].dedup_id.n + 1 : 0);
+                 entries[i].group_id.n + 1 + (keep_ids ? entries[i].dedup_id.n + 1 : 0);
     }
     job->msgs = sl_xmalloc(n * sizeof *job->msgs + bytes);
     job->nmsgs = n;
@@ -175,7 +185,7 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
             m->group_id = copy_into(&p, entries[i].group_id).p;
             *p++ = '\0';
         }
-        if (fifo) {
+        if (fifo || (keep_ids && entries[i].dedup_id.n > 0)) {
             m->dedup_id = copy_into(&p, entries[i].dedup_id).p;
             *p++ = '\0';
         }
@@ -185,7 +195,9 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         m->priority = entries[i].priority;
         m->index = (uint8_t)i;
     }
-    if (job->q->fifo && fifo) {
+    /* FIFO and exclusive queues: a group (value) with live messages goes
+     * where they are (the group directory) */
+    if ((job->q->fifo && fifo) || (job->q->gdir != NULL && exclusive)) {
         send_fifo(c->engine, job, partition);
     } else {
         part__submit_partition(c->engine, partition, job);
@@ -222,8 +234,14 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
         return rc;
     }
     struct part_queue_config cfg;
-    bool fifo = req->attempt.n > 0 && part__queue_cfg(e, job->q, &cfg) && cfg.fifo;
+    bool known = part__queue_cfg(e, job->q, &cfg);
+    bool fifo = req->attempt.n > 0 && known && cfg.fifo;
     struct part_recv *r = sl_xcalloc(1, sizeof *r);
+    /* not on an exclusive queue: held values would leave a bounded
+     * visit empty-handed while its partition's head stays the best */
+    r->strict = known && cfg.priority_order && !cfg.exclusive;
+    r->bound = INT64_MAX;
+    r->bound_sent = INT64_MAX;
     job->recv = r;
     r->ticket = ++c->next_ticket;
     r->parts = sl_xcalloc(req->partition_count, sizeof *r->parts);

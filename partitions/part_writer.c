@@ -72,6 +72,8 @@ static int64_t lane_head(struct part_writer *w, struct part_queue *q, int lane)
     int64_t head = INT64_MAX;
     if (sqlite3_step(st) == SQLITE_ROW) {
         head = sqlite3_column_int64(st, 0);
+        /* before the priority it breaks ties of: readers load them apart */
+        atomic_store(&q->per[w->index].head_sent[lane], sqlite3_column_int64(st, 1));
     }
     sqlite3_reset(st);
     return head;
@@ -88,6 +90,13 @@ static void schedule_aging(struct part_writer *w, struct part_queue *q, int64_t 
     }
     uint64_t due = (uint64_t)main_head + aging;
     if (qc->age_due == 0 || due < qc->age_due) {
+        /* A priority queue is never aged (age_queue): its head is no send
+         * time, and a check due at once would fire after every commit.
+         * Asked only when a check would be scheduled: a read lock. */
+        struct part_queue_config cfg;
+        if (!part__queue_cfg(w->engine, q, &cfg) || cfg.priority_order) {
+            return;
+        }
         if (qc->age_due != 0) { /* the later check is superseded */
             part__heap_forget(&w->timers, qc->age_due, (int64_t)q->id, PART_TIMER_AGE);
         }
@@ -531,7 +540,7 @@ static bool rebuild_gdir(struct part_writer *w, bool at_open, struct gdir_loads 
             part__queue_unref(q);
             q = part__queue_ref(w->engine, qid);
         }
-        if (q != NULL && q->fifo) {
+        if (q != NULL && q->gdir != NULL) { /* FIFO and exclusive queues */
             int64_t rank = sqlite3_column_int64(st, 3) -
                            (sqlite3_column_int(st, 4) != 0 ? GDIR_LEASING_RANK : 0);
             const char *group = (const char *)sqlite3_column_text(st, 1);

@@ -106,6 +106,24 @@ struct cfg_spill {
     uint32_t aged_after_seconds; /* older ready messages move to the overflow lane */
 };
 
+/* The attributes of the queues a tenant's sends create
+ * (auto_create_queues), by their SQS names; one not set keeps SQS's
+ * default. */
+enum cfg_queue_default {
+    CFG_QD_VISIBILITY_TIMEOUT,
+    CFG_QD_DELAY_SECONDS,
+    CFG_QD_MESSAGE_RETENTION_PERIOD,
+    CFG_QD_MAXIMUM_MESSAGE_SIZE,
+    CFG_QD_RECEIVE_MESSAGE_WAIT_TIME_SECONDS,
+    CFG_QD_N
+};
+struct cfg_queue_defaults {
+    bool set[CFG_QD_N];
+    uint32_t value[CFG_QD_N];
+};
+/* The SQS attribute name of each (the key in the file). */
+const char *cfg_queue_default_name(enum cfg_queue_default d);
+
 /* A tenant after defaults have been applied: every field is set. */
 struct cfg_tenant {
     char *name;              /* [A-Za-z0-9_-]{1,64} */
@@ -114,6 +132,10 @@ struct cfg_tenant {
     struct cfg_limits limits;
     enum cfg_on_excess on_excess;
     struct cfg_spill spill;
+    /* A send to a queue of the tenant's that does not exist creates it
+     * with SQS's default attributes (docs/api.md, "Beyond SQS"). */
+    bool auto_create_queues;
+    struct cfg_queue_defaults queue_defaults; /* of the queues it creates so */
 };
 
 struct cfg_admin {
@@ -189,6 +211,7 @@ struct cfg_snapshot {
     struct cfg_limits default_limits;
     enum cfg_on_excess default_on_excess;
     struct cfg_spill default_spill;
+    bool default_auto_create_queues;
     size_t tenant_count;
     struct cfg_tenant *tenants; /* sorted by name */
     struct cfg_cluster cluster;

@@ -26,7 +26,8 @@ int gw__fifo_check(const struct part_queue_config *cfg, const struct gw_sqs_send
             continue;
         }
         if (!cfg->fifo) {
-            if (m->has_dedup_id) {
+            /* sluice's idempotent sends take the id on a standard queue */
+            if (m->has_dedup_id && cfg->idempotency_window_s == 0) {
                 gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
                                "Value %.*s for parameter MessageDeduplicationId is invalid. "
                                "Reason: " NOT_FOR_THIS_TYPE,

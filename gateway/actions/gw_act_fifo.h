@@ -15,7 +15,8 @@
  * is stored): on a FIFO queue a group id is required, a deduplication id
  * unless the queue has content-based deduplication, and a per-message
  * DelaySeconds other than 0 is refused; a standard queue refuses a
- * deduplication id. Entries that failed decoding already are skipped.
+ * deduplication id unless it has idempotent sends (SluiceIdempotentSends,
+ * docs/api.md "Beyond SQS"). Entries that failed decoding already are skipped.
  * Returns SL_OK, or SL_EINVAL with err set. */
 int gw__fifo_check(const struct part_queue_config *cfg, const struct gw_sqs_send_entry *entries,
                    size_t count, struct gw_sqs_err *err);

@@ -15,6 +15,7 @@
  */
 #include "gw_act.h"
 
+#include "gw_act_beyond.h"
 #include "gw_act_fifo.h"
 
 #include <jansson.h>
@@ -261,15 +262,72 @@ static void send_fanned(struct gw_act_ctx *ctx, const struct gw_queue *q, struct
     send_part_done((struct part_cookie){.ptr = b, .id = 0}, SL_OK, NULL);
 }
 
+/* SQS's refusal of a message over the queue's MaximumMessageSize. */
+static void too_large(struct gw_sqs_err *err, uint32_t max_size)
+{
+    gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                   "One or more parameters are invalid. Reason: Message must be shorter than %u "
+                   "bytes.",
+                   max_size);
+}
+
+/* Whether a queue auto-created for this send, with SQS's default
+ * attributes and the tenant's queue_defaults, would refuse the whole
+ * request (then *err says why): the FIFO rules, and for SendMessage its
+ * one entry's own failure, its size or its sluice.* attributes. (A
+ * batch's failing entries fail alone, as on any queue.) */
+static bool refused_by_new_queue(const struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
+                                 const struct gw_sqs_send_entry *entries, size_t count, bool single,
+                                 struct gw_sqs_err *err)
+{
+    struct part_queue_config would = part_queue_config_default();
+    would.fifo = ref->fifo;
+    const struct cfg_queue_defaults *qd = &ctx->principal.tenant->queue_defaults;
+    if (qd->set[CFG_QD_MAXIMUM_MESSAGE_SIZE]) {
+        would.max_message_size = qd->value[CFG_QD_MAXIMUM_MESSAGE_SIZE];
+    }
+    if (gw__fifo_check(&would, entries, count, err) != SL_OK) {
+        return true;
+    }
+    if (!single) {
+        return false;
+    }
+    if (entries[0].fail != NULL) {
+        *err = *entries[0].fail;
+        return true;
+    }
+    if (entries[0].size > would.max_message_size) {
+        too_large(err, would.max_message_size);
+        return true;
+    }
+    bool has_priority;
+    int64_t priority;
+    return gw__beyond_check(&would, &entries[0], &has_priority, &priority, err) != SL_OK;
+}
+
 /* Sends the request's entries that passed validation. entries/count are
  * the request's; single tells SendMessage from SendMessageBatch. */
 static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
                          const struct gw_sqs_send_entry *entries, size_t count, bool single)
 {
     struct gw_queue q;
-    if (gw__act_resolve(ctx, ref, &q) != SL_OK) {
+    if (gw__act_find_queue(ctx, ref->tenant, ref->name, &q) != SL_OK) {
+        /* A tenant may have its queues made by their first send; a send
+         * the new queue would refuse whole makes none. */
+        struct gw_sqs_err err;
+        if (gw__act_auto_create_applies(ctx, ref) &&
+            refused_by_new_queue(ctx, ref, entries, count, single, &err)) {
+            gw__act_fail(ctx, &err);
+            return;
+        }
+        if (!gw__act_auto_create(ctx, ref,
+                                 single ? gw__act_send_message : gw__act_send_message_batch)) {
+            gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
+            gw__act_fail(ctx, &err);
+        }
         return;
     }
+    ctx->queue_id = q.id; /* as gw__act_resolve, whose refusal is the branch above */
     if ((gw__pause_flags(ctx->api, q.id) & GW_PAUSE_ENQUEUE) != 0) {
         struct gw_sqs_err err;
         gw_sqs_err_set(&err, GW_SQS_E_QUEUE_PAUSED, NULL);
@@ -284,19 +342,35 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     struct msg_batch *b = batch_new(ctx, count);
     b->fifo = q.cfg.fifo;
     uint32_t max_size = q.cfg.max_message_size ? q.cfg.max_message_size : GW_SQS_MAX_MESSAGE_BYTES;
+    bool has_prio[PART_MAX_BATCH];
+    int64_t prio[PART_MAX_BATCH];
+    struct sl_slice excl[PART_MAX_BATCH]; /* exclusive queues: each job entry's value */
+    char *excl_key = q.cfg.exclusive ? gw__beyond_exclusivity_key(ctx, q.id) : NULL;
     for (size_t i = 0; i < count; i++) {
         b->fail[i] = entries[i].fail;
         if (b->fail[i] == NULL && entries[i].size > max_size) {
-            gw_sqs_err_set(&b->errs[i], GW_SQS_E_INVALID_PARAMETER_VALUE,
-                           "One or more parameters are invalid. Reason: Message must be shorter "
-                           "than %u bytes.",
-                           max_size);
+            too_large(&b->errs[i], max_size);
+            b->fail[i] = &b->errs[i];
+        }
+        /* sluice.* attributes (a priority): a bad one fails its entry */
+        if (b->fail[i] == NULL && entries[i].attr_count > 0 &&
+            gw__beyond_check(&q.cfg, &entries[i], &has_prio[b->job_count], &prio[b->job_count],
+                             &b->errs[i]) != SL_OK) {
+            b->fail[i] = &b->errs[i];
+        }
+        if (b->fail[i] == NULL && q.cfg.exclusive &&
+            gw__beyond_exclusive_value(&entries[i], excl_key != NULL ? excl_key : "?",
+                                       &excl[b->job_count], &b->errs[i]) != SL_OK) {
             b->fail[i] = &b->errs[i];
         }
         if (b->fail[i] == NULL) {
+            if (entries[i].attr_count == 0) {
+                has_prio[b->job_count] = false;
+            }
             b->job_entry[b->job_count++] = (uint32_t)i;
         }
     }
+    free(excl_key); /* the values borrow from the request, not from it */
     if (single && b->fail[0] != NULL) {
         struct gw_sqs_err err = *b->fail[0];
         free(b);
@@ -336,6 +410,10 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     char content_ids[PART_MAX_BATCH][65];
     uint32_t fifo_part[PART_MAX_BATCH] = {0};
     bool fanned = false;
+    /* Idempotent sends on a standard queue go to their id's home (those
+     * without an id to the least loaded partition, as any send). */
+    bool keyed = !b->fifo && q.cfg.idempotency_window_s > 0;
+    uint32_t least_loaded = UINT32_MAX;
     for (size_t j = 0; j < b->job_count; j++) {
         const struct gw_sqs_send_entry *m = &entries[b->job_entry[j]];
         attrs_at[j] = enc.n;
@@ -349,7 +427,23 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             .digests = {(const char *)b->digests[j].bytes, b->digests[j].n},
             .group_id = m->has_group_id ? m->group_id : (struct sl_slice){NULL, 0},
             .delay_s = delay,
+            .has_priority = has_prio[j],
+            .priority = prio[j],
         };
+        if (q.cfg.exclusive) { /* every message of a value on its home */
+            job[j].group_id = excl[j];
+            fifo_part[j] = gw__beyond_value_partition(ctx, &q, excl[j]);
+            fanned = fanned || fifo_part[j] != fifo_part[0];
+        } else if (keyed) {
+            if (m->has_dedup_id) {
+                job[j].dedup_id = m->dedup_id;
+                fifo_part[j] = gw__beyond_key_partition(ctx, &q, m->dedup_id);
+            } else {
+                least_loaded = least_loaded != UINT32_MAX ? least_loaded : send_partition(ctx, &q);
+                fifo_part[j] = least_loaded;
+            }
+            fanned = fanned || fifo_part[j] != fifo_part[0];
+        }
         if (b->fifo) {
             /* FIFO: the queue's delay always (a per-message 0 means it) */
             job[j].delay_s = -1;
@@ -375,7 +469,8 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     if (fanned) {
         send_fanned(ctx, &q, b, job, fifo_part);
     } else {
-        uint32_t partition = b->fifo ? fifo_part[0] : send_partition(ctx, &q);
+        uint32_t partition =
+            b->fifo || keyed || q.cfg.exclusive ? fifo_part[0] : send_partition(ctx, &q);
         rc =
             part_send(ctx->loop->part, q.id, partition, job, b->job_count, cookie_of(b), send_done);
     }

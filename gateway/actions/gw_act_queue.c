@@ -54,9 +54,23 @@ static const char *attr_default_value(enum gw_sqs_qattr attr, bool fifo)
     return NULL;
 }
 
+/* sluice's own attributes as a queue that never set them has them: not
+ * shown (GetQueueAttributes "All" lists SQS's set exactly), but a
+ * CreateQueue naming these values matches such a queue. */
+static const struct attr_default own_defaults[] = {
+    {GW_SQS_QATTR_SLUICE_PRIORITY, "false", false},
+    {GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS, "false", false},
+    {GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS, "300",
+     false}, /* GW_SQS_IDEMPOTENCY_WINDOW_DEFAULT_S */
+};
+
+_Static_assert(GW_SQS_IDEMPOTENCY_WINDOW_MAX_S == PART_IDEMPOTENCY_WINDOW_MAX_S,
+               "the window the gateway accepts is the one the catalog keeps");
+
 static bool attr_is_integer(enum gw_sqs_qattr a)
 {
     switch (a) {
+    case GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS:
     case GW_SQS_QATTR_DELAY_SECONDS:
     case GW_SQS_QATTR_MAXIMUM_MESSAGE_SIZE:
     case GW_SQS_QATTR_MESSAGE_RETENTION_PERIOD:
@@ -72,7 +86,8 @@ static bool attr_is_integer(enum gw_sqs_qattr a)
 static bool attr_is_bool(enum gw_sqs_qattr a)
 {
     return a == GW_SQS_QATTR_FIFO_QUEUE || a == GW_SQS_QATTR_CONTENT_BASED_DEDUPLICATION ||
-           a == GW_SQS_QATTR_SQS_MANAGED_SSE_ENABLED;
+           a == GW_SQS_QATTR_SQS_MANAGED_SSE_ENABLED || a == GW_SQS_QATTR_SLUICE_PRIORITY ||
+           a == GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS;
 }
 
 /* The canonical stored text of a validated attribute value: integers and
@@ -105,6 +120,44 @@ static const char *attr_effective(const struct part_queue_info *qi, enum gw_sqs_
 {
     const char *v = kv_find(qi->attrs, qi->attr_count, gw_sqs_qattr_name(a));
     return v != NULL ? v : attr_default_value(a, qi->cfg.fifo);
+}
+
+/* attr_effective, with sluice's unshown defaults: what CreateQueue
+ * compares its attributes with. */
+static const char *attr_compared(const struct part_queue_info *qi, enum gw_sqs_qattr a)
+{
+    const char *v = attr_effective(qi, a);
+    for (size_t i = 0; v == NULL && i < SL_ARRAY_LEN(own_defaults); i++) {
+        v = own_defaults[i].attr == a && !qi->cfg.fifo ? own_defaults[i].value : NULL;
+    }
+    return v;
+}
+
+/* SluiceIdempotentSends and SluiceIdempotencyWindowSeconds, which may come
+ * in separate requests, as the one number the engine keeps: the window,
+ * 0 when off. stored (NULL for a new queue) has the queue's attributes. */
+static void apply_idempotency(const struct gw_sqs_qattrs *attrs,
+                              const struct part_queue_info *stored, struct part_queue_config *cfg)
+{
+    const struct gw_sqs_qattr_value *on =
+        gw_sqs_qattrs_find(attrs, GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS);
+    const struct gw_sqs_qattr_value *win =
+        gw_sqs_qattrs_find(attrs, GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS);
+    if (on == NULL && win == NULL) {
+        return;
+    }
+    bool enabled = on != NULL ? on->number != 0 : cfg->idempotency_window_s > 0;
+    uint32_t window = GW_SQS_IDEMPOTENCY_WINDOW_DEFAULT_S;
+    const char *kept =
+        stored != NULL ? kv_find(stored->attrs, stored->attr_count,
+                                 gw_sqs_qattr_name(GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS))
+                       : NULL;
+    if (win != NULL) {
+        window = (uint32_t)win->number;
+    } else if (kept != NULL) {
+        window = (uint32_t)strtoul(kept, NULL, 10); /* stored canonical and in range */
+    }
+    cfg->idempotency_window_s = enabled ? window : 0;
 }
 
 /* A RedrivePolicy names its dead-letter queue by ARN; the engine wants its
@@ -227,6 +280,12 @@ static int apply_typed(struct gw_act_ctx *ctx, const char *tenant, const char *n
             if (for_create) {
                 cfg->dedup_per_group = sl_slice_eq_cstr(v->value, "messageGroup");
             }
+            break;
+        case GW_SQS_QATTR_SLUICE_PRIORITY:
+            cfg->priority_order = v->number != 0;
+            break;
+        case GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY:
+            cfg->exclusive = v->value.n > 0;
             break;
         case GW_SQS_QATTR_REDRIVE_POLICY:
             if (v->value.n == 0) {
@@ -399,7 +458,7 @@ static void create_done(struct part_cookie cookie, int status, const struct part
         for (size_t i = 0; i < r->attributes.count; i++) {
             const struct gw_sqs_qattr_value *v = &r->attributes.items[i];
             char *want = attr_canonical(v);
-            const char *have = attr_effective(qi, v->attr);
+            const char *have = attr_compared(qi, v->attr);
             bool same = have != NULL ? strcmp(want, have) == 0 : want[0] == '\0';
             free(want);
             if (!same) {
@@ -424,8 +483,9 @@ static void create_done(struct part_cookie cookie, int status, const struct part
 
 /* True when tenant already has limits.max_queues queues and name is not
  * one of them (CreateQueue of an existing queue stays idempotent). Counted
- * from the catalog at each CreateQueue, a cold action; creates racing each
- * other may pass the bound by as many as are in flight. */
+ * from the catalog at each CreateQueue (and each auto-creation), a cold
+ * action; creates racing each other may pass the bound by as many as are
+ * in flight. */
 static bool over_queue_cap(const struct gw_act_ctx *ctx, const char *tenant, const char *name)
 {
     struct part_queue_list list = {0};
@@ -453,17 +513,7 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     char name[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
     snprintf(name, sizeof name, "%.*s", (int)r->queue_name.n, r->queue_name.p);
 
-    char key[MARK_NAME_MAX];
-    snprintf(key, sizeof key, "%s/%s", tenant, name);
-    if (mark_recent(ctx->api, 0, key, sl_wall_ms(), false)) {
-        gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DELETED_RECENTLY, NULL);
-        gw__act_fail(ctx, &err);
-        return;
-    }
-    if (over_queue_cap(ctx, tenant, name)) {
-        gw_sqs_err_set(&err, GW_SQS_E_OVER_LIMIT,
-                       "Tenant %s has reached its limit of %u queues (limits.max_queues).", tenant,
-                       ctx->principal.tenant->limits.max_queues);
+    if (gw__act_queue_may_create(ctx, tenant, name, &err) != SL_OK) {
         gw__act_fail(ctx, &err);
         return;
     }
@@ -475,6 +525,7 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
         gw__act_fail(ctx, &err);
         return;
     }
+    apply_idempotency(&r->attributes, NULL, &cfg);
     struct part_kv *attrs = attrs_to_kv(&r->attributes, false);
     struct part_kv *tags = tags_to_kv(r->tags, r->tag_count);
     int rc = part_queue_create(ctx->loop->part, tenant, name, &cfg, attrs, r->attributes.count,
@@ -482,6 +533,111 @@ void gw__act_create_queue(struct gw_act_ctx *ctx)
     free_kv(attrs, r->attributes.count);
     free_tags_kv(tags, r->tag_count);
     submitted(ctx, rc);
+}
+
+int gw__act_queue_may_create(struct gw_act_ctx *ctx, const char *tenant, const char *name,
+                             struct gw_sqs_err *err)
+{
+    char key[MARK_NAME_MAX];
+    snprintf(key, sizeof key, "%s/%s", tenant, name);
+    if (mark_recent(ctx->api, 0, key, sl_wall_ms(), false)) {
+        return gw_sqs_err_set(err, GW_SQS_E_QUEUE_DELETED_RECENTLY, NULL);
+    }
+    if (over_queue_cap(ctx, tenant, name)) {
+        return gw_sqs_err_set(err, GW_SQS_E_OVER_LIMIT,
+                              "Tenant %s has reached its limit of %u queues (limits.max_queues).",
+                              tenant, ctx->principal.tenant->limits.max_queues);
+    }
+    return SL_OK;
+}
+
+/* ---- auto-creation ------------------------------------------------------------ */
+
+struct auto_create {
+    struct gw_act_ctx *ctx;
+    gw_act_fn *resume;
+};
+
+static void auto_create_done(struct part_cookie cookie, int status, const struct part_result *res)
+{
+    struct auto_create *ac = cookie.ptr;
+    struct gw_act_ctx *ctx = ac->ctx;
+    gw_act_fn *resume = ac->resume;
+    free(ac);
+    /* SL_EEXIST: another send (or a CreateQueue) made it meanwhile */
+    if (status != SL_OK && status != SL_EEXIST) {
+        gw__act_fail_storage(ctx, status);
+        return;
+    }
+    if (status == SL_OK && res->queue != NULL) {
+        sl_log(SL_LOG_INFO, "actions", "queue %s/%s created by its first send (auto_create_queues)",
+               res->queue->tenant, res->queue->name);
+    }
+    resume(ctx);
+}
+
+bool gw__act_auto_create_applies(const struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref)
+{
+    const struct cfg_tenant *own = ctx->principal.tenant;
+    bool fifo = false;
+    return own != NULL && own->auto_create_queues && !ctx->auto_created &&
+           sl_slice_eq_cstr(ref->tenant, own->name) && gw_sqs_queue_name_valid(ref->name, &fifo);
+}
+
+bool gw__act_auto_create(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
+                         gw_act_fn *resume)
+{
+    const struct cfg_tenant *own = ctx->principal.tenant;
+    bool fifo = false;
+    if (!gw__act_auto_create_applies(ctx, ref)) {
+        return false;
+    }
+    (void)gw_sqs_queue_name_valid(ref->name, &fifo);
+    char name[GW_SQS_MAX_QUEUE_NAME_LEN + 1];
+    snprintf(name, sizeof name, "%.*s", (int)ref->name.n, ref->name.p);
+    struct gw_sqs_err err;
+    int rc = gw__act_queue_may_create(ctx, own->name, name, &err);
+    if (rc != SL_OK && err.code == GW_SQS_E_QUEUE_DELETED_RECENTLY) {
+        return false; /* a queue just deleted does not come back by itself */
+    }
+    if (rc != SL_OK) {
+        gw__act_fail(ctx, &err);
+        return true;
+    }
+    ctx->auto_created = true;
+    struct part_queue_config cfg = part_queue_config_default();
+    cfg.fifo = fifo;
+    /* the tenant's queue_defaults, typed and as stored attributes (which
+     * GetQueueAttributes shows, as if CreateQueue had named them) */
+    const struct cfg_queue_defaults *qd = &own->queue_defaults;
+    uint32_t *typed[CFG_QD_N] = {
+        [CFG_QD_VISIBILITY_TIMEOUT] = &cfg.visibility_timeout_s,
+        [CFG_QD_DELAY_SECONDS] = &cfg.delay_s,
+        [CFG_QD_MESSAGE_RETENTION_PERIOD] = &cfg.retention_s,
+        [CFG_QD_MAXIMUM_MESSAGE_SIZE] = &cfg.max_message_size,
+        [CFG_QD_RECEIVE_MESSAGE_WAIT_TIME_SECONDS] = &cfg.receive_wait_s,
+    };
+    struct part_kv kv[CFG_QD_N];
+    char text[CFG_QD_N][16];
+    size_t nkv = 0;
+    for (int d = 0; d < CFG_QD_N; d++) {
+        if (qd->set[d]) {
+            *typed[d] = qd->value[d];
+            snprintf(text[nkv], sizeof text[nkv], "%u", qd->value[d]);
+            kv[nkv] =
+                (struct part_kv){cfg_queue_default_name((enum cfg_queue_default)d), text[nkv]};
+            nkv++;
+        }
+    }
+    struct auto_create *ac = sl_xmalloc(sizeof *ac);
+    *ac = (struct auto_create){ctx, resume};
+    rc = part_queue_create(ctx->loop->part, own->name, name, &cfg, kv, nkv, NULL, 0,
+                           (struct part_cookie){.ptr = ac}, auto_create_done);
+    if (rc != SL_OK) {
+        free(ac);
+        gw__act_fail_storage(ctx, rc);
+    }
+    return true;
 }
 
 /* ---- GetQueueUrl ------------------------------------------------------------ */
@@ -675,7 +831,7 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
     }
     /* values live until the reply is written: numbers and the ARN in
      * per-attribute buffers */
-    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT + 1]; /* + SluicePaused */
+    struct gw_sqs_tag attrs[GW_SQS_QATTR__COUNT + 4]; /* + SluicePaused and three below */
     char nums[GW_SQS_QATTR__COUNT][32];
     size_t n_attrs = 0;
     struct sl_buf arn;
@@ -723,10 +879,29 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
     /* One attribute of sluice's own beside SQS's, with "All" only and only
      * while an operator has the queue paused: clients that compare
      * attribute sets see SQS's exactly otherwise. */
+    bool all = r->wanted == (1u << GW_SQS_QATTR__COUNT) - 1;
     unsigned paused = gw__pause_flags(ctx->api, q.id);
-    if (paused != 0 && r->wanted == (1u << GW_SQS_QATTR__COUNT) - 1) {
+    if (paused != 0 && all) {
         attrs[n_attrs++] = (struct gw_sqs_tag){SL_SLICE_LIT("SluicePaused"),
                                                sl_slice_cstr(gw__pause_name(paused))};
+    }
+    /* Read-only, with "All" only, on the queues that opted in (docs/api.md,
+     * "Beyond SQS"): what an operator looks for on them. */
+    char held[32];
+    char blocked[32];
+    char lowest[32];
+    if (all && qi->cfg.exclusive) {
+        snprintf(held, sizeof held, "%lld", (long long)SL_MAX(counts.groups_inflight, 0));
+        attrs[n_attrs++] =
+            (struct gw_sqs_tag){SL_SLICE_LIT("SluiceHeldValues"), sl_slice_cstr(held)};
+        snprintf(blocked, sizeof blocked, "%lld", (long long)SL_MAX(counts.exclusive_blocked, 0));
+        attrs[n_attrs++] =
+            (struct gw_sqs_tag){SL_SLICE_LIT("SluiceBlockedMessages"), sl_slice_cstr(blocked)};
+    }
+    if (all && qi->cfg.priority_order && counts.best_priority != INT64_MAX) {
+        snprintf(lowest, sizeof lowest, "%lld", (long long)counts.best_priority);
+        attrs[n_attrs++] =
+            (struct gw_sqs_tag){SL_SLICE_LIT("SluiceLowestReadyPriority"), sl_slice_cstr(lowest)};
     }
     struct gw_sqs_reply reply;
     gw__act_reply_init(ctx, &reply);
@@ -752,6 +927,12 @@ void gw__act_set_queue_attributes(struct gw_act_ctx *ctx)
         gw__act_fail(ctx, &err);
         return;
     }
+    struct part_queue_info *stored = NULL;
+    if (gw_sqs_qattrs_find(&r->attributes, GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS) != NULL) {
+        (void)part_queue_get(ctx->api->engine, q.id, &stored); /* NULL: the default window */
+    }
+    apply_idempotency(&r->attributes, stored, &cfg);
+    part_queue_info_free(stored);
     struct part_kv *attrs = attrs_to_kv(&r->attributes, true);
     int rc = part_queue_set_attributes(ctx->loop->part, q.id, &cfg, attrs, r->attributes.count,
                                        cookie_of(ctx), done_empty);

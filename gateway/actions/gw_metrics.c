@@ -755,16 +755,42 @@ static void render_dlq_sources(struct sl_buf *out, struct part_engine *e,
     free(targets);
 }
 
-/* FIFO queues only: groups locked now, and sends deduplicated. */
+/* FIFO queues only: groups locked now; FIFO queues and standard queues
+ * with idempotent sends: sends deduplicated; exclusive queues: values
+ * held. */
 static void render_fifo(struct sl_buf *out, struct gw_metrics *m, struct part_engine *e,
                         const struct part_queue_list *ql, const struct part_counts *counts)
 {
-    bool *fifo = sl_xcalloc(ql->count + 1, sizeof *fifo);
+    bool *fifo = sl_xcalloc(3 * (ql->count + 1), sizeof *fifo);
+    bool *keyed = fifo + ql->count + 1;
+    bool *exclusive = keyed + ql->count + 1;
     for (size_t i = 0; i < ql->count; i++) {
         uint64_t id;
         struct part_queue_config cfg;
-        fifo[i] = part_queue_find(e, ql->items[i].tenant, ql->items[i].name, &id, &cfg) == SL_OK &&
-                  cfg.fifo;
+        bool found = part_queue_find(e, ql->items[i].tenant, ql->items[i].name, &id, &cfg) == SL_OK;
+        fifo[i] = found && cfg.fifo;
+        keyed[i] = fifo[i] || (found && cfg.idempotency_window_s > 0);
+        exclusive[i] = found && cfg.exclusive;
+    }
+    family(out, "sluice_exclusive_values_inflight", "gauge",
+           "Exclusivity values of an exclusive queue with a message in flight (held: no other "
+           "message of the value is delivered), by queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        if (exclusive[i]) {
+            const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+            sample_f(out, "sluice_exclusive_values_inflight", l, (double)counts[i].groups_inflight);
+        }
+    }
+    family(out, "sluice_exclusive_blocked_messages", "gauge",
+           "Ready messages of an exclusive queue waiting behind a held value, as the last "
+           "receive on each partition found them (a lower bound when it filled up first; at "
+           "most 4096 a partition), by queue.");
+    for (size_t i = 0; i < ql->count; i++) {
+        if (exclusive[i]) {
+            const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
+            sample_f(out, "sluice_exclusive_blocked_messages", l,
+                     (double)counts[i].exclusive_blocked);
+        }
     }
     family(out, "sluice_fifo_groups_inflight", "gauge",
            "Message groups of a FIFO queue with a message in flight (locked), by queue.");
@@ -784,10 +810,10 @@ static void render_fifo(struct sl_buf *out, struct gw_metrics *m, struct part_en
         }
     }
     family(out, "sluice_fifo_deduplicated_sends_total", "counter",
-           "Sends to a FIFO queue accepted as duplicates within the deduplication interval "
-           "(not stored again), by queue.");
+           "Sends to a FIFO queue, or a standard queue with idempotent sends, accepted as "
+           "duplicates within the deduplication interval (not stored again), by queue.");
     for (size_t i = 0; i < ql->count; i++) {
-        if (fifo[i]) {
+        if (keyed[i]) {
             struct queue_block *b = queue_find(m, ql->items[i].id);
             const char *l[] = {"tenant", ql->items[i].tenant, "queue", ql->items[i].name, NULL};
             sample_u64(out, "sluice_fifo_deduplicated_sends_total", l,

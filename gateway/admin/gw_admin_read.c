@@ -284,6 +284,17 @@ static json_t *queue_json(struct gw_admin_req *r, uint64_t id, bool full,
         if (paused != 0) {
             json_object_set_new(attrs, "SluicePaused", json_string(gw__pause_name(paused)));
         }
+        /* what GetQueueAttributes All adds on the queues that opted in */
+        if (qi->cfg.exclusive) {
+            snprintf(num, sizeof num, "%lld", (long long)SL_MAX(c.groups_inflight, 0));
+            json_object_set_new(attrs, "SluiceHeldValues", json_string(num));
+            snprintf(num, sizeof num, "%lld", (long long)SL_MAX(c.exclusive_blocked, 0));
+            json_object_set_new(attrs, "SluiceBlockedMessages", json_string(num));
+        }
+        if (qi->cfg.priority_order && c.best_priority != INT64_MAX) {
+            snprintf(num, sizeof num, "%lld", (long long)c.best_priority);
+            json_object_set_new(attrs, "SluiceLowestReadyPriority", json_string(num));
+        }
         json_object_set_new(o, "attributes", attrs);
         json_object_set_new(o, "tags", tags);
     }

@@ -148,7 +148,7 @@ static bool latin_letter_at(struct sl_slice n, size_t i)
 }
 
 /* SQS's attribute name rule (research 1.8). */
-static bool attr_name_valid(struct sl_slice n)
+bool gw_sqs_attr_name_valid(struct sl_slice n)
 {
     if (n.n == 0 || n.n > GW_SQS_MAX_ATTRIBUTE_NAME_LEN) {
         return false;
@@ -369,7 +369,7 @@ static int decode_attrs(struct gw_sqs_dec *d, const struct gw__sqs_map_in *map,
     for (size_t i = 0; i < n; i++) {
         struct gw_sqs_msg_attr *a = &attrs[i];
         a->name = map->kept[i].name;
-        if (!attr_name_valid(a->name)) {
+        if (!gw_sqs_attr_name_valid(a->name)) {
             return entry_fail(fail, GW_SQS_E_INVALID_PARAMETER_VALUE,
                               "Message (user) attribute name '%.*s' is invalid. Names can contain "
                               "alphanumeric characters, hyphens, underscores and periods, up to "

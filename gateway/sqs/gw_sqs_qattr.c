@@ -31,6 +31,7 @@ enum kind {
     K_DEDUP,      /* messageGroup | queue */
     K_THROUGHPUT, /* perQueue | perMessageGroupId */
     K_TEXT,       /* any string (KmsMasterKeyId) */
+    K_ATTR_NAME,  /* a message attribute's name, not a reserved sluice.* one */
     K_READONLY,   /* counters, timestamps, ARN: not settable */
 };
 
@@ -39,28 +40,35 @@ static const struct {
     int64_t min, max;
     bool fifo_only;
     bool create_only;
+    bool standard_only; /* sluice's own features of standard queues */
 } rules[GW_SQS_QATTR__COUNT] = {
-    [GW_SQS_QATTR_DELAY_SECONDS] = {K_INT, 0, 900, false, false},
-    [GW_SQS_QATTR_MAXIMUM_MESSAGE_SIZE] = {K_INT, 1024, 1048576, false, false},
-    [GW_SQS_QATTR_MESSAGE_RETENTION_PERIOD] = {K_INT, 60, 1209600, false, false},
-    [GW_SQS_QATTR_RECEIVE_MESSAGE_WAIT_TIME_SECONDS] = {K_INT, 0, 20, false, false},
-    [GW_SQS_QATTR_VISIBILITY_TIMEOUT] = {K_INT, 0, 43200, false, false},
-    [GW_SQS_QATTR_POLICY] = {K_POLICY, 0, 0, false, false},
-    [GW_SQS_QATTR_REDRIVE_POLICY] = {K_REDRIVE, 0, 0, false, false},
-    [GW_SQS_QATTR_REDRIVE_ALLOW_POLICY] = {K_ALLOW, 0, 0, false, false},
-    [GW_SQS_QATTR_FIFO_QUEUE] = {K_BOOL, 0, 0, false, true},
-    [GW_SQS_QATTR_CONTENT_BASED_DEDUPLICATION] = {K_BOOL, 0, 0, true, false},
-    [GW_SQS_QATTR_DEDUPLICATION_SCOPE] = {K_DEDUP, 0, 0, true, false},
-    [GW_SQS_QATTR_FIFO_THROUGHPUT_LIMIT] = {K_THROUGHPUT, 0, 0, true, false},
-    [GW_SQS_QATTR_KMS_MASTER_KEY_ID] = {K_TEXT, 0, 0, false, false},
-    [GW_SQS_QATTR_KMS_DATA_KEY_REUSE_PERIOD_SECONDS] = {K_INT, 60, 86400, false, false},
-    [GW_SQS_QATTR_SQS_MANAGED_SSE_ENABLED] = {K_BOOL, 0, 0, false, false},
-    [GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES] = {K_READONLY, 0, 0, false, false},
-    [GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE] = {K_READONLY, 0, 0, false, false},
-    [GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES_DELAYED] = {K_READONLY, 0, 0, false, false},
-    [GW_SQS_QATTR_CREATED_TIMESTAMP] = {K_READONLY, 0, 0, false, false},
-    [GW_SQS_QATTR_LAST_MODIFIED_TIMESTAMP] = {K_READONLY, 0, 0, false, false},
-    [GW_SQS_QATTR_QUEUE_ARN] = {K_READONLY, 0, 0, false, false},
+    [GW_SQS_QATTR_DELAY_SECONDS] = {K_INT, 0, 900, false, false, false},
+    [GW_SQS_QATTR_MAXIMUM_MESSAGE_SIZE] = {K_INT, 1024, 1048576, false, false, false},
+    [GW_SQS_QATTR_MESSAGE_RETENTION_PERIOD] = {K_INT, 60, 1209600, false, false, false},
+    [GW_SQS_QATTR_RECEIVE_MESSAGE_WAIT_TIME_SECONDS] = {K_INT, 0, 20, false, false, false},
+    [GW_SQS_QATTR_VISIBILITY_TIMEOUT] = {K_INT, 0, 43200, false, false, false},
+    [GW_SQS_QATTR_POLICY] = {K_POLICY, 0, 0, false, false, false},
+    [GW_SQS_QATTR_REDRIVE_POLICY] = {K_REDRIVE, 0, 0, false, false, false},
+    [GW_SQS_QATTR_REDRIVE_ALLOW_POLICY] = {K_ALLOW, 0, 0, false, false, false},
+    [GW_SQS_QATTR_FIFO_QUEUE] = {K_BOOL, 0, 0, false, true, false},
+    [GW_SQS_QATTR_CONTENT_BASED_DEDUPLICATION] = {K_BOOL, 0, 0, true, false, false},
+    [GW_SQS_QATTR_DEDUPLICATION_SCOPE] = {K_DEDUP, 0, 0, true, false, false},
+    [GW_SQS_QATTR_FIFO_THROUGHPUT_LIMIT] = {K_THROUGHPUT, 0, 0, true, false, false},
+    [GW_SQS_QATTR_KMS_MASTER_KEY_ID] = {K_TEXT, 0, 0, false, false, false},
+    [GW_SQS_QATTR_KMS_DATA_KEY_REUSE_PERIOD_SECONDS] = {K_INT, 60, 86400, false, false, false},
+    [GW_SQS_QATTR_SQS_MANAGED_SSE_ENABLED] = {K_BOOL, 0, 0, false, false, false},
+    [GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES] = {K_READONLY, 0, 0, false, false, false},
+    [GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE] = {K_READONLY, 0, 0, false, false,
+                                                                 false},
+    [GW_SQS_QATTR_APPROXIMATE_NUMBER_OF_MESSAGES_DELAYED] = {K_READONLY, 0, 0, false, false, false},
+    [GW_SQS_QATTR_CREATED_TIMESTAMP] = {K_READONLY, 0, 0, false, false, false},
+    [GW_SQS_QATTR_LAST_MODIFIED_TIMESTAMP] = {K_READONLY, 0, 0, false, false, false},
+    [GW_SQS_QATTR_QUEUE_ARN] = {K_READONLY, 0, 0, false, false, false},
+    [GW_SQS_QATTR_SLUICE_PRIORITY] = {K_BOOL, 0, 0, false, false, true},
+    [GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS] = {K_BOOL, 0, 0, false, false, true},
+    [GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY] = {K_ATTR_NAME, 0, 0, false, false, true},
+    [GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS] = {K_INT, 1, GW_SQS_IDEMPOTENCY_WINDOW_MAX_S,
+                                                        false, false, true},
 };
 
 #define MAX_RECEIVE_COUNT 1000
@@ -69,7 +77,7 @@ static const struct {
 
 bool gw__sqs_qattr_applies(enum gw_sqs_qattr a, bool fifo)
 {
-    return fifo || !rules[a].fifo_only;
+    return fifo ? !rules[a].standard_only : !rules[a].fifo_only;
 }
 
 const struct gw_sqs_qattr_value *gw_sqs_qattrs_find(const struct gw_sqs_qattrs *a,
@@ -309,6 +317,10 @@ static int check_value(enum gw_sqs_qattr a, struct sl_slice v, bool fifo,
                    : invalid_value(err, a);
     case K_TEXT:
         return SL_OK;
+    case K_ATTR_NAME:
+        return gw_sqs_attr_name_valid(v) && !(v.n >= 7 && strncasecmp(v.p, "sluice.", 7) == 0)
+                   ? SL_OK
+                   : invalid_value(err, a);
     case K_READONLY:
         break;
     }
@@ -345,6 +357,12 @@ int gw_sqs_qattrs_decode(const json_t *obj, bool fifo, bool for_create,
             return gw__sqs_type_error(v, "a String", err);
         }
         if (!gw__sqs_qattr_applies(a, fifo)) {
+            if (rules[a].standard_only) {
+                /* a FIFO queue's order and deduplication are SQS's */
+                return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_NAME,
+                                      "You can specify the %s only when FifoQueue is false.",
+                                      gw_sqs_qattr_name(a));
+            }
             if (a == GW_SQS_QATTR_CONTENT_BASED_DEDUPLICATION) {
                 return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_NAME, "Unknown Attribute %s.",
                                       gw_sqs_qattr_name(a));
@@ -352,6 +370,12 @@ int gw_sqs_qattrs_decode(const json_t *obj, bool fifo, bool for_create,
             return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_NAME,
                                   "You can specify the %s only when FifoQueue is set to true.",
                                   gw_sqs_qattr_name(a));
+        }
+        if (a == GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY && !for_create) {
+            /* stored messages are grouped by the key they were sent under */
+            return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,
+                                  "Invalid value for the parameter SluiceExclusivityKey. Reason: "
+                                  "the exclusivity key is fixed when the queue is created.");
         }
         if (rules[a].create_only && !for_create) {
             return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,

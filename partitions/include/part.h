@@ -225,7 +225,28 @@ struct part_queue_config {
     uint32_t receive_wait_s;   /* ReceiveMessageWaitTimeSeconds */
     bool content_based_dedup;  /* FIFO ContentBasedDeduplication */
     bool throughput_per_group; /* FIFO FifoThroughputLimit perMessageGroupId */
+    /* sluice's own (docs/api.md, "Beyond SQS"), standard queues only. A
+     * priority queue's ready messages are ordered by the priority each
+     * send gives (part_send_entry.has_priority) and are never aged into
+     * the overflow lane: aging takes a main-lane row's priority for its
+     * send time, which a producer's priority is not. */
+    bool priority_order;
+    /* > 0: a send carrying a deduplication id (part_send_entry.dedup_id)
+     * is stored once per id within this many seconds, as a FIFO queue's
+     * are within PART_DEDUP_INTERVAL_MS; 0: ids are ignored. At most
+     * PART_IDEMPOTENCY_WINDOW_MAX_S. */
+    uint32_t idempotency_window_s;
+    /* An exclusive queue: each message's group id is its exclusivity
+     * value, and while a message of a value is in flight on a partition no
+     * other message of that value is leased there, while other values
+     * flow (docs/api.md, "Exclusive queues"). Standard queues only; the
+     * caller sends a value's messages to the value's home, and part_send
+     * places one whose value has live messages where they are, as a FIFO
+     * group. */
+    bool exclusive;
 };
+
+#define PART_IDEMPOTENCY_WINDOW_MAX_S 3600u
 
 /* SQS defaults: 30 s visibility, no delay, 4 days retention, no DLQ,
  * 1 MiB messages, no long-poll wait. */
@@ -286,8 +307,18 @@ struct part_counts {
     int64_t delayed;
     int64_t overflow_ready;
     int64_t overflow_delayed;
-    uint64_t oldest_ready_ms; /* send time of the oldest ready message; 0: none */
-    int64_t groups_inflight;  /* message groups with a message in flight (FIFO: locked) */
+    /* send time of the oldest ready message; 0: none, or unknown on a
+     * priority queue (its heads are producers' priorities, not times) */
+    uint64_t oldest_ready_ms;
+    /* the lowest priority ready (either lane), as of the last commits;
+     * INT64_MAX: none. On a priority queue, the producers' numbers. */
+    int64_t best_priority;
+    int64_t groups_inflight; /* message groups with a message in flight (FIFO: locked) */
+    /* Exclusive queues: ready messages of held values, as the last receive
+     * on each partition found them while choosing (exact when it looked
+     * at every ready message, a lower bound when it filled up first; at
+     * most 4096 a partition). */
+    int64_t exclusive_blocked;
     /* FIFO, summed over partitions only (0 per partition): groups with a
      * live message, and of them those on more than one partition (see
      * docs/partitions.md, "The group directory"). */
@@ -448,7 +479,10 @@ struct part_send_entry {
      * PART_DEDUP_ID_MAX; the caller makes it from the body for content-
      * based deduplication). A second send with the same id (within its
      * group under dedup_per_group) within PART_DEDUP_INTERVAL_MS stores
-     * nothing and answers part_sent.duplicate. Ignored on standard queues. */
+     * nothing and answers part_sent.duplicate. On a standard queue with
+     * idempotency_window_s > 0 it is optional and deduplicates the same
+     * way within that window (the id alone is the key); ignored on other
+     * standard queues. */
     struct sl_slice dedup_id;
     int32_t delay_s;   /* < 0: the queue's default */
     bool has_priority; /* false: priority = send time in ms */
@@ -460,7 +494,9 @@ struct part_send_entry {
  * transaction. res->sent has one entry per message. On a FIFO queue every
  * entry needs a group id and a deduplication id (else SL_EINVAL), its
  * priority is its sequence number (has_priority is ignored) and the
- * entries are sequenced in their order. On a FIFO queue partition is the
+ * entries are sequenced in their order. On an exclusive queue every
+ * entry needs a group id (its value; else SL_EINVAL) and is placed as a
+ * FIFO group is. On a FIFO queue partition is the
  * home of the entries' groups: a group with live messages goes where they
  * are instead (docs/partitions.md, "The group directory"), so the
  * messages may land on several partitions, one transaction each; then
@@ -614,7 +650,9 @@ struct part_move_req {
  * A moved message is a new message of its destination, as SQS redrive
  * makes it: a new message id, sent (and prioritised) now, retention
  * restarted from the destination's, receive count 0, no source queue.
- * Body, attributes, system attributes and group id are kept.
+ * Body, attributes, system attributes and group id are kept; so is a
+ * priority its producer gave (one other than its send time) when the
+ * destination is a priority queue (priority_order).
  *
  * The destination is dest_queue_id, or, when 0, each message's own
  * source_queue_id. A row whose destination is gone, of another tenant,

@@ -332,10 +332,15 @@ static size_t put_field(unsigned char *p, const char *s, size_t n)
 
 void it_md5_one_string_attr(const char *name, const char *value, char out[33])
 {
-    size_t cap = strlen(name) + strlen(value) + 32;
+    it_md5_one_text_attr(name, "String", value, out);
+}
+
+void it_md5_one_text_attr(const char *name, const char *type, const char *value, char out[33])
+{
+    size_t cap = strlen(name) + strlen(type) + strlen(value) + 32;
     unsigned char *buf = malloc(cap);
     size_t n = put_field(buf, name, strlen(name));
-    n += put_field(buf + n, "String", 6);
+    n += put_field(buf + n, type, strlen(type));
     buf[n++] = 1; /* transport: String/Number */
     n += put_field(buf + n, value, strlen(value));
     it_md5_hex(buf, n, out);

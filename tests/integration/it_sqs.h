@@ -114,6 +114,9 @@ void it_md5_hex(const void *data, size_t n, char out[33]);
  * Developer Guide, "Calculating the MD5 message digest for message
  * attributes"): the vector for AWSTraceHeader and similar. */
 void it_md5_one_string_attr(const char *name, const char *value, char out[33]);
+/* The same for one attribute of a String or Number type (type "Number",
+ * "Number.int", ...). */
+void it_md5_one_text_attr(const char *name, const char *type, const char *value, char out[33]);
 
 /* Milliseconds since the epoch (to bound the timestamps SQS returns). */
 long long it_now_ms(void);

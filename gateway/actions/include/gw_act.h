@@ -142,6 +142,7 @@ struct gw_act_ctx {
     bool charged;                    /* its tokens are settled (admitted, refused or charged) */
     struct pol_tenant_state *limits; /* the tenant's limiter state, once looked up */
     bool entered;                    /* holds a slot of limits->requests (gw__act_enter) */
+    bool auto_created;               /* a send that created its queue (gw__act_auto_create) */
 };
 
 typedef void gw_act_fn(struct gw_act_ctx *ctx);
@@ -206,6 +207,31 @@ int gw__act_find_queue(const struct gw_act_ctx *ctx, struct sl_slice tenant, str
  * ServiceUnavailable on a cluster's node still catching up). On failure takes ownership
  * of ctx. */
 int gw__act_resolve(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref, struct gw_queue *q);
+
+/* Whether tenant may create the queue name now (gw_act_queue.c): not
+ * within 60 s of its deletion (QueueDeletedRecently), nor past the
+ * tenant's limits.max_queues (OverLimit) unless it exists. Returns SL_OK,
+ * or SL_EINVAL with err set. */
+int gw__act_queue_may_create(struct gw_act_ctx *ctx, const char *tenant, const char *name,
+                             struct gw_sqs_err *err);
+
+/* A send to a queue that does not exist, from a tenant whose
+ * auto_create_queues is on (docs/api.md, "Beyond SQS"): creates the
+ * queue the ref names, with SQS's default attributes (FIFO when the name
+ * ends in .fifo), then runs resume(ctx), which sends as if it had
+ * existed. Returns true when it took the request over (the creation is
+ * under way, or an OverLimit was answered), false when auto-creation does
+ * not apply (the caller answers QueueDoesNotExist): off for the tenant,
+ * the admin, another tenant's URL, a name SQS would refuse, a queue
+ * deleted less than 60 s ago, or a request that created its queue
+ * already. */
+bool gw__act_auto_create(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref,
+                         gw_act_fn *resume);
+
+/* Whether gw__act_auto_create would try to create the queue ref names (it
+ * may still answer OverLimit): for refusing a send that the new queue
+ * would refuse before the queue is made. */
+bool gw__act_auto_create_applies(const struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref);
 
 /* "http[s]://AUTHORITY/TENANT/NAME" of the request's own authority. */
 void gw__act_queue_url(const struct gw_act_ctx *ctx, const char *tenant, const char *name,

@@ -202,12 +202,24 @@ void gw_sqs_md5_of_trace_header(struct sl_slice trace_header, char out[33]);
  * "Prefix.*"). */
 bool gw_sqs_attr_filter_match(const struct sl_slice *filters, size_t n, struct sl_slice name);
 
+/* SQS's rule for a message attribute's name: 1..256 of letters, digits,
+ * '_', '-', '.', no leading, trailing or doubled '.', not starting with
+ * AWS. or Amazon. (any case). */
+bool gw_sqs_attr_name_valid(struct sl_slice name);
+
 /* Sorts attributes by name in byte order (the MD5 and storage order). */
 void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
 
 /* ---- queue attributes (Amazon SQS API Reference, SetQueueAttributes) --- */
 
-/* X(ENUM, "Name") */
+/* SluiceIdempotencyWindowSeconds: 1..this (the engine's
+ * PART_IDEMPOTENCY_WINDOW_MAX_S; gw_act_queue.c asserts they agree) and
+ * 300 when SluiceIdempotentSends is on without it. */
+#define GW_SQS_IDEMPOTENCY_WINDOW_MAX_S 3600
+#define GW_SQS_IDEMPOTENCY_WINDOW_DEFAULT_S 300
+
+/* X(ENUM, "Name"); the Sluice* ones are sluice's own (docs/api.md,
+ * "Beyond SQS") */
 #define GW_SQS_QATTR_LIST(X)                                                                       \
     X(DELAY_SECONDS, "DelaySeconds")                                                               \
     X(MAXIMUM_MESSAGE_SIZE, "MaximumMessageSize")                                                  \
@@ -229,7 +241,11 @@ void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
     X(APPROXIMATE_NUMBER_OF_MESSAGES_DELAYED, "ApproximateNumberOfMessagesDelayed")                \
     X(CREATED_TIMESTAMP, "CreatedTimestamp")                                                       \
     X(LAST_MODIFIED_TIMESTAMP, "LastModifiedTimestamp")                                            \
-    X(QUEUE_ARN, "QueueArn")
+    X(QUEUE_ARN, "QueueArn")                                                                       \
+    X(SLUICE_PRIORITY, "SluicePriority")                                                           \
+    X(SLUICE_IDEMPOTENT_SENDS, "SluiceIdempotentSends")                                            \
+    X(SLUICE_IDEMPOTENCY_WINDOW_SECONDS, "SluiceIdempotencyWindowSeconds")                         \
+    X(SLUICE_EXCLUSIVITY_KEY, "SluiceExclusivityKey")
 
 enum gw_sqs_qattr {
 #define GW_SQS_QATTR_ENUM(e, n) GW_SQS_QATTR_##e,

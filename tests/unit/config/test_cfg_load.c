@@ -122,7 +122,16 @@ static const struct bad_case bad_cases[] = {
       "\"just-a-string\"",
       "13:7: missing api in this entry of cluster.nodes",
       "13:59: unknown key \"port\" in an entry of cluster.nodes (allowed: id, raft, peer, api)"}},
+    {"auto_create.yaml",
+     {"2:23: auto_create_queues must be true or false, not \"sometimes\"",
+      "7:25: auto_create_queues must be true or false, not a list"}},
     {"comment_only.yaml", {"1:1: the configuration is empty"}},
+    {"queue_defaults.yaml",
+     {"4:24: VisibilityTimeout must be between 0 and 43200, not \"50000\"",
+      "5:5: unknown key \"Colour\" in defaults.queue_defaults (allowed: VisibilityTimeout, "
+      "DelaySeconds, MessageRetentionPeriod, MaximumMessageSize, ReceiveMessageWaitTimeSeconds)",
+      "11:31: MessageRetentionPeriod must be between 60 and 1209600, not \"30\"",
+      "12:21: DelaySeconds must be an integer, not the quoted string \"5\""}},
     {"duplicate_access_key.yaml",
      {"6:20: access key id \"SHARED\" is already used by admin (line 2)",
       "12:20: access key id \"AKIDZ\" is already used by tenant \"zeta\" (line 9)"}},
@@ -314,6 +323,7 @@ static void assert_builtin_tenant_defaults(const struct cfg_tenant *t)
     assert_int_equal(t->on_excess, CFG_EXCESS_REJECT);
     assert_int_equal(t->spill.delay_seconds, 30);
     assert_int_equal(t->spill.aged_after_seconds, 300);
+    assert_false(t->auto_create_queues);
 }
 
 static void test_contract_example(void **state)
@@ -378,6 +388,7 @@ static void test_defaults_apply_per_key(void **state)
     assert_true(s->default_limits.requests_per_second == 12.5);
     assert_int_equal(s->default_on_excess, CFG_EXCESS_SPILL);
     assert_int_equal(s->default_spill.delay_seconds, 60);
+    assert_true(s->default_auto_create_queues);
 
     const struct cfg_tenant *plain = tenant(s, "plain");
     assert_true(plain->limits.requests_per_second == 12.5);
@@ -389,6 +400,11 @@ static void test_defaults_apply_per_key(void **state)
     assert_int_equal(plain->on_excess, CFG_EXCESS_SPILL);
     assert_int_equal(plain->spill.delay_seconds, 60);
     assert_int_equal(plain->spill.aged_after_seconds, 600);
+    assert_true(plain->auto_create_queues); /* inherited */
+    assert_true(plain->queue_defaults.set[CFG_QD_VISIBILITY_TIMEOUT]);
+    assert_int_equal(plain->queue_defaults.value[CFG_QD_VISIBILITY_TIMEOUT], 60);
+    assert_int_equal(plain->queue_defaults.value[CFG_QD_DELAY_SECONDS], 2);
+    assert_false(plain->queue_defaults.set[CFG_QD_MAXIMUM_MESSAGE_SIZE]);
 
     const struct cfg_tenant *partial = tenant(s, "partial");
     assert_true(partial->limits.requests_per_second == 12.5); /* inherited */
@@ -397,6 +413,9 @@ static void test_defaults_apply_per_key(void **state)
     assert_int_equal(partial->spill.delay_seconds, 5);        /* its own */
     assert_int_equal(partial->spill.aged_after_seconds, 600); /* inherited */
     assert_int_equal(partial->on_excess, CFG_EXCESS_SPILL);
+    assert_false(partial->auto_create_queues);                                /* its own */
+    assert_int_equal(partial->queue_defaults.value[CFG_QD_DELAY_SECONDS], 5); /* its own */
+    assert_int_equal(partial->queue_defaults.value[CFG_QD_VISIBILITY_TIMEOUT], 60);
     cfg_snapshot_unref(s);
 }
 

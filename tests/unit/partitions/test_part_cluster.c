@@ -420,6 +420,39 @@ static void test_new_leader_sees_its_writes(void **state)
     }
 }
 
+/* sluice's own queue settings (priority order, idempotency window,
+ * exclusivity) travel with a forwarded CreateQueue: every node reads them
+ * back from the replicated catalog. */
+static int do_create_own(struct t_env *t, void *arg, struct t_done *d)
+{
+    struct part_queue_config cfg = part_queue_config_default();
+    cfg.priority_order = true;
+    cfg.idempotency_window_s = 600;
+    cfg.exclusive = true;
+    return part_queue_create(t->c, "acme", arg, &cfg, NULL, 0, NULL, 0, t_ck(d), t_on_done);
+}
+
+static void test_own_settings_replicated(void **state)
+{
+    struct cluster *c = *state;
+    struct t_done d;
+    for (int from = 0; from < NODES; from++) {
+        char name[16];
+        snprintf(name, sizeof name, "own-%d", from);
+        on_node(c, from, do_create_own, name, &d);
+        assert_int_equal(d.status, SL_OK);
+        for (int i = 0; i < NODES; i++) {
+            known_on(c, i, name);
+            uint64_t id;
+            struct part_queue_config cfg;
+            assert_int_equal(part_queue_find(c->n[i].e, "acme", name, &id, &cfg), SL_OK);
+            assert_true(cfg.priority_order);
+            assert_int_equal(cfg.idempotency_window_s, 600);
+            assert_true(cfg.exclusive);
+        }
+    }
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
@@ -427,6 +460,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replicated_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_poll_wakes_anywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_leader_sees_its_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_own_settings_replicated, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
