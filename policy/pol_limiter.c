@@ -177,8 +177,8 @@ static struct pol_gcra *rule_rate(struct pol_rate_rule *r)
 }
 
 /* The tenant's per-action and per-queue rules follow t's limits. */
-static void apply_rules(struct pol_tenant_state *s, const struct cfg_limits *limits,
-                        uint32_t share, uint64_t now_ns)
+static void apply_rules(struct pol_tenant_state *s, const struct cfg_limits *limits, uint32_t share,
+                        uint64_t now_ns)
 {
     for (int a = 0; a < CFG_ACTION_KEY_COUNT; a++) {
         rule_apply(&s->actions[a], &limits->actions[a], share, now_ns);
@@ -186,8 +186,7 @@ static void apply_rules(struct pol_tenant_state *s, const struct cfg_limits *lim
     /* Queues the snapshot no longer names turn inactive... */
     for (size_t i = 0; i < s->_queue_count; i++) {
         const char *q = s->_queues[i]->queue;
-        rule_apply(&s->_queues[i]->rule, cfg_find_queue_rate(limits, q, strlen(q)), share,
-                   now_ns);
+        rule_apply(&s->_queues[i]->rule, cfg_find_queue_rate(limits, q, strlen(q)), share, now_ns);
     }
     /* ...and those it names are added (full) or were just updated. */
     for (size_t i = 0; i < limits->queue_rate_count; i++) {
