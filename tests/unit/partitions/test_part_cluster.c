@@ -75,7 +75,7 @@ static void node_close(struct cluster *c, int i)
 static int setup(void **state)
 {
     struct cluster *c = calloc(1, sizeof *c);
-    t_reserve_ports(c->ports, 2 * NODES);
+    t_reserve_ports(c->ports, (size_t)2 * NODES);
     for (int i = 0; i < NODES; i++) {
         struct t_env *t = &c->n[i];
         snprintf(t->dir, sizeof t->dir, "/tmp/sluice-cluster-test-XXXXXX");
@@ -246,7 +246,7 @@ static int leader_of(struct cluster *c, int i, uint32_t p)
 static void test_replicated_failover(void **state)
 {
     struct cluster *c = *state;
-    struct t_done d;
+    struct t_done d = {0};
 
     /* Any node makes the queue (the catalog's leader does it); every node
      * learns it. */
@@ -354,7 +354,7 @@ static void test_replicated_failover(void **state)
 static void test_long_poll_wakes_anywhere(void **state)
 {
     struct cluster *c = *state;
-    struct t_done d;
+    struct t_done d = {0};
     on_node(c, 0, do_create, "waits", &d);
     assert_int_equal(d.status, SL_OK);
     uint64_t q = d.queue_id;
@@ -389,7 +389,7 @@ static void test_long_poll_wakes_anywhere(void **state)
 static void test_new_leader_sees_its_writes(void **state)
 {
     struct cluster *c = *state;
-    struct t_done d;
+    struct t_done d = {0};
     on_node(c, 0, do_create, "churn", &d);
     assert_int_equal(d.status, SL_OK);
     uint64_t q = d.queue_id;
@@ -435,7 +435,7 @@ static int do_create_own(struct t_env *t, void *arg, struct t_done *d)
 static void test_own_settings_replicated(void **state)
 {
     struct cluster *c = *state;
-    struct t_done d;
+    struct t_done d = {0};
     for (int from = 0; from < NODES; from++) {
         char name[16];
         snprintf(name, sizeof name, "own-%d", from);
