@@ -288,7 +288,9 @@ static void conn_kill(struct part__hs *c)
 
 static void conn_reject(struct part__hs *c, enum part__hs_reject why)
 {
-    static struct sl_log_limit lim = SL_LOG_LIMIT(10, 1000);
+    /* A dead peer is dialled again every second for each of its groups:
+     * a few lines a minute say so, /metrics counts every refusal. */
+    static struct sl_log_limit lim = SL_LOG_LIMIT(10, 60000);
     struct part__hs_port *n = c->port;
     char from[ADDR_MAX];
     char name[4 * PART__HS_NAME_MAX + 1] = "";
