@@ -188,8 +188,8 @@ static void derive(const struct part_cluster_options *c, const char *label, uint
 }
 
 /* Starts this node's Raft thread and port, under data_dir/raft. */
-static int cluster_node(struct part_engine *e, const struct part_cluster_options *c, char *err,
-                        size_t errlen)
+static int cluster_node(struct part_engine *e, const struct part_cluster_options *c,
+                        const uint8_t cluster_id[32], char *err, size_t errlen)
 {
     const struct part_cluster_node *self = NULL;
     for (size_t i = 0; i < c->node_count; i++) {
@@ -202,8 +202,6 @@ static int cluster_node(struct part_engine *e, const struct part_cluster_options
         return SL_EINVAL;
     }
     derive(c, "sluice engine key v1", e->key);
-    uint8_t id[32];
-    derive(c, "sluice cluster id v1", id);
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/raft", e->data_dir);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -222,7 +220,7 @@ static int cluster_node(struct part_engine *e, const struct part_cluster_options
                                            .peer_count = c->node_count,
                                            .secret = c->secret,
                                            .secret_len = c->secret_len};
-    memcpy(port.cluster_id, id, sizeof port.cluster_id);
+    memcpy(port.cluster_id, cluster_id, sizeof port.cluster_id);
     struct part_repl_options o = {.node_id = c->node_id,
                                   .dir = dir,
                                   .election_timeout_ms = c->election_timeout_ms,
@@ -345,7 +343,10 @@ static int cluster_open(struct part_engine *e, const struct part_cluster_options
     char buf[512] = "";
     e->nparts = e->opt.partitions;
     e->node_id = c->node_id;
-    int rc = cluster_node(e, c, buf, sizeof buf);
+    /* One id for both ports' handshakes, derived once. */
+    uint8_t cluster_id[32];
+    derive(c, "sluice cluster id v1", cluster_id);
+    int rc = cluster_node(e, c, cluster_id, buf, sizeof buf);
     if (rc == SL_OK) {
         part__disk_open(e);
         rc = part__catalog_db_open(e, buf, sizeof buf);
@@ -358,9 +359,7 @@ static int cluster_open(struct part_engine *e, const struct part_cluster_options
         rc = cluster_groups(e, c, buf, sizeof buf);
     }
     if (rc == SL_OK) {
-        uint8_t id[32];
-        derive(c, "sluice cluster id v1", id);
-        rc = part__fwd_new(e, c, id, buf, sizeof buf);
+        rc = part__fwd_new(e, c, cluster_id, buf, sizeof buf);
     }
     if (rc != SL_OK) {
         set_err(err, errlen, buf);
