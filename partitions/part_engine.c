@@ -364,7 +364,6 @@ static int cluster_open(struct part_engine *e, const struct part_cluster_options
     if (rc != SL_OK) {
         set_err(err, errlen, buf);
         sl_log(SL_LOG_ERROR, LOG_MOD, "cluster: %s", buf);
-        part__repl_mute(e->repl); /* its hooks touch the writers freed below */
         if (e->writers != NULL) {
             for (uint32_t p = 0; p < e->nparts; p++) {
                 part__writer_stop(&e->writers[p]); /* none started */

@@ -416,11 +416,7 @@ struct part_writer {
      * once the catalog learns a queue. */
     _Atomic bool unknown_rows;
     _Atomic bool relead;
-    struct sl_buf note; /* the entry's counter changes (writer thread) */
-    /* the lane-head query on the connection a follower reads the image
-     * with, prepared once rather than for every entry it applies; used
-     * under the group's lock only */
-    struct sqlite3_stmt *follow_head_st;
+    struct sl_buf note;   /* the entry's counter changes (writer thread) */
     uint64_t lead_try_ms; /* sl_mono_ns ms of the last failed take-over */
     char path[4096];
 };

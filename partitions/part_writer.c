@@ -898,25 +898,18 @@ static void writer_changed(void *arg)
 /* ---- a cluster's partition: following its group ------------------------- */
 
 /* The best ready priority of q's lane in the image, INT64_MAX if none. */
-static int64_t image_head(struct part_writer *w, sqlite3 *image, struct part_queue *q, int lane)
+static int64_t image_head(sqlite3 *image, struct part_queue *q, int lane)
 {
-    if (w->follow_head_st != NULL && sqlite3_db_handle(w->follow_head_st) != image) {
-        sqlite3_finalize(w->follow_head_st); /* made on another connection */
-        w->follow_head_st = NULL;
-    }
-    if (w->follow_head_st == NULL &&
-        sqlite3_prepare_v3(image, part_sql_text(PART_SQL_HEAD), -1, SQLITE_PREPARE_PERSISTENT,
-                           &w->follow_head_st, NULL) != SQLITE_OK) {
-        return INT64_MAX; /* no schema yet: prepared at the next entry */
-    }
-    sqlite3_stmt *st = w->follow_head_st;
+    sqlite3_stmt *st = NULL;
     int64_t head = INT64_MAX;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)q->id);
-    sqlite3_bind_int(st, 2, lane);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        head = sqlite3_column_int64(st, 0);
+    if (sqlite3_prepare_v2(image, part_sql_text(PART_SQL_HEAD), -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)q->id);
+        sqlite3_bind_int(st, 2, lane);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            head = sqlite3_column_int64(st, 0);
+        }
     }
-    sqlite3_reset(st); /* no read left open: it would hold the checkpoint off */
+    sqlite3_finalize(st);
     return head;
 }
 
@@ -926,9 +919,9 @@ static void follow_heads(struct part_writer *w, struct part_queue *q, sqlite3 *i
     int64_t overflow = atomic_load(&qc->overflow_ready);
     int64_t main = atomic_load(&qc->ready) - overflow;
     atomic_store(&qc->head_priority[PART_LANE_MAIN],
-                 main > 0 ? image_head(w, image, q, PART_LANE_MAIN) : INT64_MAX);
+                 main > 0 ? image_head(image, q, PART_LANE_MAIN) : INT64_MAX);
     atomic_store(&qc->head_priority[PART_LANE_OVERFLOW],
-                 overflow > 0 ? image_head(w, image, q, PART_LANE_OVERFLOW) : INT64_MAX);
+                 overflow > 0 ? image_head(image, q, PART_LANE_OVERFLOW) : INT64_MAX);
 }
 
 /* Counts the partition from the image: at a follower's first entry, after
@@ -1012,14 +1005,7 @@ static void writer_applied(void *arg, struct sl_slice note, sqlite3 *image)
 
 static int recount_on(sqlite3 *image, void *arg)
 {
-    struct part_writer *w = arg;
-    follow_recount(w, image);
-    /* image is part__repl_read's own connection, closed on return: the
-     * head query prepared on it goes first. */
-    if (w->follow_head_st != NULL && sqlite3_db_handle(w->follow_head_st) == image) {
-        sqlite3_finalize(w->follow_head_st);
-        w->follow_head_st = NULL;
-    }
+    follow_recount(arg, image);
     return SL_OK;
 }
 
@@ -1228,10 +1214,6 @@ void part__writer_stop(struct part_writer *w)
     w->dedup = NULL;
     part__sched_free(&w->sched);
     sl_buf_free(&w->note);
-    /* The Raft thread is muted by now (part_engine_close), and its
-     * connection is closed only after the writers stop. */
-    sqlite3_finalize(w->follow_head_st);
-    w->follow_head_st = NULL;
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
 }
