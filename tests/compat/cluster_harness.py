@@ -96,15 +96,23 @@ class Proxy:
         self.sock.close()
 
 
+def reserve_ports(n):
+    """n distinct free ports, and the bound sockets that hold them: while
+    they are held, nothing else (a proxy binding port 0) gets one."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    return [s.getsockname()[1] for s in socks], socks
+
+
 class Node:
-    def __init__(self, root, node_id):
+    def __init__(self, root, node_id, ports):
         self.id = node_id
         self.dir = os.path.join(root, f"node{node_id}")
         os.makedirs(self.dir)
-        self.port = harness._free_port()
-        self.admin_port = harness._free_port()
-        self.raft_port = harness._free_port()
-        self.peer_port = harness._free_port()
+        self.port, self.admin_port, self.raft_port, self.peer_port = ports
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.config = os.path.join(self.dir, "sluice.yaml")
         self.log_path = os.path.join(self.dir, "sluiced.log")
@@ -131,7 +139,8 @@ class Cluster:
         self.secret = os.path.join(self.root, "cluster.secret")
         with open(self.secret, "wb") as f:
             f.write(os.urandom(48))
-        self.nodes = [Node(self.root, i + 1) for i in range(size)]
+        ports, held = reserve_ports(4 * size)
+        self.nodes = [Node(self.root, i + 1, ports[4 * i:4 * i + 4]) for i in range(size)]
         # proxies[(i, j, kind)]: node i's way to node j's kind port
         self.proxies = {}
         if clustered:
@@ -140,6 +149,8 @@ class Cluster:
                     if a is not b:
                         self.proxies[(a.id, b.id, "raft")] = Proxy(b.raft_port)
                         self.proxies[(a.id, b.id, "peer")] = Proxy(b.peer_port)
+        for sock in held:  # the nodes bind them now
+            sock.close()
 
     def _config(self, node):
         lines = harness.config_lines(node.port, node.admin_port, f"{node.dir}/data",
