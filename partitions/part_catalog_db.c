@@ -413,7 +413,7 @@ static void catalog_exec(struct part_engine *e, struct part_job *job)
     }
     if (part__sql_exec(c->db, "BEGIN IMMEDIATE") != SL_OK) {
         if (e->catw.group != NULL) {
-            part__repl_write_end(e->catw.group, (struct sl_slice){0});
+            part__repl_write_end(e->catw.group, (struct sl_slice){0}, false);
         }
         job->status = SL_EIO;
         e->hooks.complete(job);
@@ -451,7 +451,7 @@ static void catalog_exec(struct part_engine *e, struct part_job *job)
     if (e->catw.group != NULL) {
         /* Answered once a majority holds it; a lead lost first leaves it
          * to the next leader, and the client's retry finds out. */
-        int end = part__repl_write_end(e->catw.group, (struct sl_slice){0});
+        int end = part__repl_write_end(e->catw.group, (struct sl_slice){0}, false);
         if (ok && end != SL_OK) {
             ok = false;
             rc = end == SL_ECLOSED ? SL_ECLOSED : SL_EUNAVAIL;
@@ -679,7 +679,7 @@ static bool catalog_lead(struct part_engine *e)
     if (!ok && !sqlite3_get_autocommit(c->db)) {
         part__sql_exec(c->db, "ROLLBACK");
     }
-    ok = part__repl_write_end(w->group, (struct sl_slice){0}) == SL_OK && ok;
+    ok = part__repl_write_end(w->group, (struct sl_slice){0}, false) == SL_OK && ok;
     if (ok) {
         sl_log(SL_LOG_INFO, LOG_MOD, "catalog: leading its group");
         catalog_sync(e);

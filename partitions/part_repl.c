@@ -476,7 +476,7 @@ static void propose_on_raft_thread(void *arg)
     }
 }
 
-int part__repl_write_end(struct part_repl_group *g, struct sl_slice note)
+int part__repl_write_end(struct part_repl_group *g, struct sl_slice note, bool confirm)
 {
     /* Held since part__repl_write_begin. */
     dqlite_vfs_frame *frames = NULL;
@@ -488,7 +488,7 @@ int part__repl_write_end(struct part_repl_group *g, struct sl_slice note)
     if (n == 0) {
         /* A read, or a transaction that rolled back: nothing to hold. */
         pthread_mutex_unlock(&g->mu);
-        return SL_OK;
+        return confirm ? part__repl_sync(g) : SL_OK;
     }
     struct repl_proposal p = {.g = g, .seq = ++g->next_seq};
     struct propose_call c = {.p = &p};

@@ -125,12 +125,16 @@ int part__repl_write_begin(struct part_repl_group *g);
 /* Ends the write begun last: replicates what the transaction committed on
  * this thread's connection, with note (copied; given to the followers'
  * on_apply hook, may be empty), and waits for the outcome. Returns SL_OK
- * once a majority of the group holds it and it is applied here (nothing
- * to replicate is SL_OK too); SL_EUNAVAIL when leadership was lost first
- * (the write may still be committed by the next leader: the caller must
- * not say it was not), with the transaction rolled back here; SL_ECLOSED
- * when the node is closing. */
-int part__repl_write_end(struct part_repl_group *g, struct sl_slice note);
+ * once a majority of the group holds it and it is applied here; SL_EUNAVAIL
+ * when leadership was lost first (the write may still be committed by the
+ * next leader: the caller must not say it was not), with the transaction
+ * rolled back here; SL_ECLOSED when the node is closing.
+ * A transaction that wrote nothing is SL_OK at once, unless confirm: then
+ * its answers were read from this node's image, which a leader deposed
+ * without knowing it yet holds stale (a delete finding no row would say
+ * success for a message the real leader still has), so it waits for a
+ * barrier of its own term first (part__repl_sync's returns). */
+int part__repl_write_end(struct part_repl_group *g, struct sl_slice note, bool confirm);
 
 /* On the group's leader: waits until a barrier entry proposed now is
  * committed. Its append carries the commit of every entry before it to

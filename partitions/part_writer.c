@@ -345,11 +345,27 @@ static bool repl_begin(struct part_writer *w, int *status)
     return true;
 }
 
+/* True when a batch that wrote nothing must still prove this node leads
+ * before answering: every answer but a receive's can say something from a
+ * row's absence (a delete of a row not found is a success), and a leader
+ * deposed without knowing it yet reads a stale image. An empty receive
+ * answers nothing a client relies on, so it goes without the round trip. */
+static bool answers_need_lead(const struct part_job *jobs)
+{
+    for (const struct part_job *j = jobs; j != NULL; j = j->next) {
+        if (j->op != PART_OP_RECEIVE) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Replicates what the transaction committed and waits for a majority.
  * ok: it committed here. Returns false (with *status) when it must be
  * undone: leadership lost (SL_EUNAVAIL; a later leader may still commit
  * it, which the retry of an SQS client tolerates) or the node closing. */
-static bool repl_end(struct part_writer *w, struct part_batch *b, bool ok, int *status)
+static bool repl_end(struct part_writer *w, const struct part_job *jobs, struct part_batch *b,
+                     bool ok, int *status)
 {
     if (w->group == NULL) {
         return ok;
@@ -360,7 +376,8 @@ static bool repl_end(struct part_writer *w, struct part_batch *b, bool ok, int *
     } else {
         sl_buf_reset(&w->note);
     }
-    int rc = part__repl_write_end(w->group, (struct sl_slice){w->note.p, w->note.n});
+    int rc = part__repl_write_end(w->group, (struct sl_slice){w->note.p, w->note.n},
+                                  ok && answers_need_lead(jobs));
     if (ok && rc != SL_OK) {
         *status = rc == SL_ECLOSED ? SL_ECLOSED : SL_EUNAVAIL;
         return false;
@@ -395,7 +412,7 @@ static void run_batch(struct part_writer *w, struct part_job *jobs, struct part_
                 step_simple(w, ST_ROLLBACK, &ignored);
             }
         }
-        ok = repl_end(w, b, ok, &status);
+        ok = repl_end(w, jobs, b, ok, &status);
         if (!ok) {
             rearm_fired(w, b, now);
         } else {
@@ -858,7 +875,7 @@ static void lead_take(struct part_writer *w)
     /* The schema's transaction is seen, on this connection too, only once
      * it is applied: the rebuild reads under a write of its own. */
     bool schema = part__schema_open(w, why, sizeof why, &rc);
-    int end = part__repl_write_end(w->group, (struct sl_slice){0});
+    int end = part__repl_write_end(w->group, (struct sl_slice){0}, false);
     bool rebuilt = false;
     if (schema && end == SL_OK) {
         end = part__repl_write_begin(w->group);
@@ -867,7 +884,7 @@ static void lead_take(struct part_writer *w)
             unload(w, &none); /* what it counted as a follower: recounted now */
             rebuilt = rebuild(w, false, why, sizeof why);
             w->recount = !rebuilt;
-            end = part__repl_write_end(w->group, (struct sl_slice){0});
+            end = part__repl_write_end(w->group, (struct sl_slice){0}, false);
         }
     }
     if (rebuilt && end == SL_OK) {

@@ -43,6 +43,7 @@ struct cluster {
     struct part_repl_member members[NODES];
     struct node n[NODES];
     unsigned snapshot_entries, snapshot_trailing;
+    unsigned election_timeout_ms;
 };
 
 static void sleep_ms(unsigned ms)
@@ -61,7 +62,7 @@ static void node_start(struct cluster *c, int i, bool bootstrap)
     assert_int_equal(system(cmd), 0);
     struct part_repl_options opt = {.node_id = (uint64_t)i + 1,
                                     .dir = n->dir,
-                                    .election_timeout_ms = 600,
+                                    .election_timeout_ms = c->election_timeout_ms,
                                     .heartbeat_timeout_ms = 60,
                                     .snapshot_entries = c->snapshot_entries,
                                     .snapshot_trailing = c->snapshot_trailing};
@@ -98,7 +99,8 @@ static void node_stop(struct cluster *c, int i)
     n->g = NULL;
 }
 
-static int setup_with(void **state, unsigned snapshot_entries, unsigned snapshot_trailing)
+static int setup_with(void **state, unsigned snapshot_entries, unsigned snapshot_trailing,
+                      unsigned election_timeout_ms)
 {
     struct cluster *c = calloc(1, sizeof *c);
     snprintf(c->root, sizeof c->root, "/tmp/sluice-repl-test-XXXXXX");
@@ -107,6 +109,7 @@ static int setup_with(void **state, unsigned snapshot_entries, unsigned snapshot
     }
     c->snapshot_entries = snapshot_entries;
     c->snapshot_trailing = snapshot_trailing;
+    c->election_timeout_ms = election_timeout_ms;
     t_reserve_ports(c->port, NODES);
     for (int i = 0; i < NODES; i++) {
         snprintf(c->addr[i], sizeof c->addr[i], "127.0.0.1:%u", c->port[i]);
@@ -123,12 +126,19 @@ static int setup_with(void **state, unsigned snapshot_entries, unsigned snapshot
 
 static int setup(void **state)
 {
-    return setup_with(state, 0, 0);
+    return setup_with(state, 0, 0, 600);
+}
+
+/* A leader cut off keeps believing it leads for an election timeout: long
+ * enough here that a test acts inside that window on purpose. */
+static int setup_slow_step_down(void **state)
+{
+    return setup_with(state, 0, 0, 3000);
 }
 
 static int setup_small_snapshots(void **state)
 {
-    return setup_with(state, 8, 2);
+    return setup_with(state, 8, 2, 600);
 }
 
 static int teardown(void **state)
@@ -178,7 +188,7 @@ static int write_sql(struct cluster *c, int i, const char *sql)
     if (rc != SQLITE_OK) {
         fail_msg("%s: %s", sql, err != NULL ? err : "?");
     }
-    return part__repl_write_end(n->g, SL_SLICE_LIT("note"));
+    return part__repl_write_end(n->g, SL_SLICE_LIT("note"), false);
 }
 
 static int count_rows(sqlite3 *db, void *arg)
@@ -273,6 +283,26 @@ static void test_failover_keeps_acknowledged_writes(void **state)
     assert_int_equal(rv, SL_EUNAVAIL);
 }
 
+/* A transaction that writes nothing, on a leader that lost its followers
+ * but has not noticed yet: asked to confirm, it is refused rather than
+ * answered from what may be a stale image. */
+static void test_deposed_leader_cannot_confirm_a_read(void **state)
+{
+    struct cluster *c = *state;
+    int leader = wait_leader(c);
+    assert_int_equal(write_sql(c, leader, "CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)"), SL_OK);
+    for (int i = 0; i < NODES; i++) {
+        if (i != leader) {
+            node_stop(c, i);
+        }
+    }
+    struct node *n = &c->n[leader];
+    assert_true(part__repl_leading(n->g)); /* inside the election timeout */
+    assert_int_equal(part__repl_write_begin(n->g), SL_OK);
+    assert_int_equal(sqlite3_exec(n->db, "SELECT count(*) FROM t", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(part__repl_write_end(n->g, (struct sl_slice){0}, true), SL_EUNAVAIL);
+}
+
 static void test_empty_node_catches_up(void **state)
 {
     struct cluster *c = *state;
@@ -303,6 +333,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_majority_write_reaches_every_replica, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failover_keeps_acknowledged_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deposed_leader_cannot_confirm_a_read,
+                                        setup_slow_step_down, teardown),
         cmocka_unit_test_setup_teardown(test_empty_node_catches_up, setup_small_snapshots,
                                         teardown),
     };
