@@ -36,6 +36,8 @@ const char *sl_strerror(int status)
         return "over a tenant's cap";
     case SL_EUNAVAIL:
         return "unavailable here now";
+    case SL_EBUDGET:
+        return "memory budget spent";
     default:
         return "unknown error";
     }

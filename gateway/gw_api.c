@@ -143,7 +143,8 @@ int gw_api_new(struct cfg_holder *holder, struct gw_api **out, char *err, size_t
                                                 .node_count = cc->node_count,
                                                 .secret = cc->secret,
                                                 .secret_len = cc->secret_len,
-                                                .snapshot_entries = cc->snapshot_entries};
+                                                .snapshot_entries = cc->snapshot_entries,
+                                                .memory_budget = cc->memory_budget};
         opt.cluster = &cluster;
     }
     struct part_engine *engine = NULL;

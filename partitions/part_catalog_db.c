@@ -630,6 +630,13 @@ static int sync_from(sqlite3 *db, void *arg)
     free(mem.v);
     free(image);
     loaded_free(&l);
+    if (added > 0 || ngone > 0) {
+        /* rare (queues made or deleted elsewhere), and what on-call asks
+         * first when a node disagrees about a queue */
+        sl_log(SL_LOG_INFO, LOG_MOD,
+               "catalog: %zu queues learnt, %zu dropped, from the replicated catalog (%zu now)",
+               added, ngone, c->count);
+    }
     if (added > 0) {
         part__writers_catalog_grew(e);
     }

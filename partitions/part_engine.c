@@ -202,6 +202,12 @@ static int cluster_node(struct part_engine *e, const struct part_cluster_options
         return SL_EINVAL;
     }
     derive(c, "sluice engine key v1", e->key);
+    e->memory_budget = c->memory_budget;
+    if (e->memory_budget == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        e->memory_budget =
+            pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : UINT64_MAX;
+    }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/raft", e->data_dir);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -530,6 +536,9 @@ int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_s
     }
     part__repl_port_rejected(e->repl, out->raft_rejected);
     part__fwd_stats(e->fwd, out);
+    out->image_bytes = part__repl_node_image_bytes(e->repl);
+    out->memory_budget = e->memory_budget;
+    out->budget_refusals = atomic_load(&e->budget_refusals);
     return SL_OK;
 }
 

@@ -503,8 +503,10 @@ struct part_engine {
      * take their leads only then, or their rebuild would miss queues. */
     struct part_repl *repl;
     _Atomic bool catalog_synced;
-    struct part_fwd *fwd; /* a cluster's forwarding (part_fwd.c) */
-    uint16_t node_id;     /* a cluster's; 0 on one node */
+    struct part_fwd *fwd;   /* a cluster's forwarding (part_fwd.c) */
+    uint16_t node_id;       /* a cluster's; 0 on one node */
+    uint64_t memory_budget; /* a cluster's, in force: bytes the images may hold */
+    _Atomic uint64_t budget_refusals;
 };
 
 /* Inline helpers over the types above; any thread. */

@@ -74,6 +74,7 @@ struct part_repl {
     size_t group_count;
     size_t groups_closing; /* Raft thread only */
     struct part__raft_node *port;
+    _Atomic uint64_t image_bytes; /* the sum of its groups' */
 };
 
 /* A write proposed and not yet answered. */
@@ -104,6 +105,7 @@ struct part_repl_group {
     bool was_leading;    /* Raft thread: what the hooks last heard */
     uint64_t was_leader; /* Raft thread */
     uint64_t wal_frames; /* under mu: frames applied since the last checkpoint */
+    sqlite3_stmt *page_count, *freelist_count; /* on reader, under mu */
 
     pthread_mutex_t mu; /* the image; the fields below */
     pthread_cond_t cv;
@@ -115,6 +117,8 @@ struct part_repl_group {
     atomic_bool caught_up;
     _Atomic uint64_t leader_id;
     _Atomic uint64_t applied;
+    /* the image's pages in use x page size, as of the last entry applied */
+    _Atomic uint64_t image_bytes;
 };
 
 static struct sl_log_limit apply_log_limit = SL_LOG_LIMIT(5, 60000);
@@ -256,6 +260,39 @@ static void maybe_checkpoint(struct part_repl_group *g)
     }
 }
 
+static int64_t step_int(sqlite3_stmt *st)
+{
+    int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    return v;
+}
+
+/* Under mu, after the image changed: the pages in use. Pages on SQLite's
+ * freelist do not count: the VFS keeps them, but the next inserts reuse
+ * them before the image grows, so a drained backlog frees its budget
+ * without a VACUUM. Nor does the in-memory WAL, bounded by
+ * CHECKPOINT_FRAMES pages a group: counting it would hold sends refused
+ * until a checkpoint that only more writes bring. Two reads of the header
+ * page, on the Raft thread that applies anyway. */
+static void measure_image(struct part_repl_group *g)
+{
+    if (g->freelist_count == NULL) {
+        sqlite3_finalize(g->page_count);
+        g->page_count = NULL;
+        if (sqlite3_prepare_v2(g->reader, "PRAGMA page_count", -1, &g->page_count, NULL) !=
+                SQLITE_OK ||
+            sqlite3_prepare_v2(g->reader, "PRAGMA freelist_count", -1, &g->freelist_count, NULL) !=
+                SQLITE_OK) {
+            return; /* the next apply tries again */
+        }
+    }
+    int64_t live = step_int(g->page_count) - step_int(g->freelist_count);
+    uint64_t pages = live > 0 ? (uint64_t)live : 0;
+    uint64_t was = atomic_exchange(&g->image_bytes, pages * PART_REPL_PAGE_SIZE);
+    /* Modulo 2^64, the node's sum moves by the difference either way. */
+    atomic_fetch_add(&g->node->image_bytes, pages * PART_REPL_PAGE_SIZE - was);
+}
+
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
     struct part_repl_group *g = fsm->data;
@@ -291,6 +328,7 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
     if (rv == 0) {
         g->wal_frames += e.count;
         maybe_checkpoint(g);
+        measure_image(g);
         if (!own && g->hooks.applied != NULL && !g->node->muted) {
             g->hooks.applied(g->hooks.arg, e.note, g->reader);
         }
@@ -348,6 +386,7 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     int rv = dqlite_vfs_restore(&g->vfs, DB_FILE, buf->base, buf->len);
     if (rv == 0) {
         g->wal_frames = 0;
+        measure_image(g);
         if (g->hooks.applied != NULL && !g->node->muted) {
             g->hooks.applied(g->hooks.arg, (struct sl_slice){0}, g->reader); /* a new image */
         }
@@ -598,6 +637,16 @@ void part__repl_port_rejected(const struct part_repl *r, uint64_t out[PART__HS_R
     struct part__raft_stats st;
     part__raft_node_stats(r->port, &st);
     memcpy(out, st.rejected, sizeof st.rejected);
+}
+
+uint64_t part__repl_image_bytes(const struct part_repl_group *g)
+{
+    return atomic_load(&g->image_bytes);
+}
+
+uint64_t part__repl_node_image_bytes(const struct part_repl *r)
+{
+    return atomic_load(&r->image_bytes);
 }
 
 uint64_t part__repl_applied(struct part_repl_group *g)
@@ -948,6 +997,8 @@ void part__repl_free(struct part_repl *r)
     uv_loop_close(&r->loop);
     for (size_t i = 0; i < r->group_count; i++) {
         struct part_repl_group *g = r->groups[i];
+        sqlite3_finalize(g->page_count);
+        sqlite3_finalize(g->freelist_count);
         sqlite3_close(g->reader);
         sqlite3_vfs_unregister(&g->vfs);
         dqlite_vfs_close(&g->vfs);

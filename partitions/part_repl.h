@@ -160,6 +160,14 @@ int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3
  * thread. */
 void part__repl_port_rejected(const struct part_repl *r, uint64_t out[PART__HS_REJECT_COUNT]);
 
+/* The memory the group's image holds on this node, in bytes, as of the
+ * last entry applied: its pages in use (the freelist's excluded; the
+ * in-memory WAL, at most a checkpoint's worth of frames, neither). Any
+ * thread. */
+uint64_t part__repl_image_bytes(const struct part_repl_group *g);
+/* The sum of part__repl_image_bytes over the node's groups. Any thread. */
+uint64_t part__repl_node_image_bytes(const struct part_repl *r);
+
 /* Entries this node applied to the group's image since the group opened
  * (its own writes included). */
 uint64_t part__repl_applied(struct part_repl_group *g);

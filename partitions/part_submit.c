@@ -21,6 +21,7 @@
 #include "part_disk.h"
 #include "part_gdir.h"
 #include "part_poll.h"
+#include "part_repl.h"
 
 /* ---- submission -------------------------------------------------------- */
 
@@ -120,6 +121,19 @@ static void send_fifo(struct part_engine *e, struct part_job *job, uint32_t home
     }
 }
 
+/* A cluster's images live in memory (dqlite's VFS): past the node's
+ * budget, sends are refused, as a full disk refuses them on one node,
+ * while receives and deletes go on and give it back. Every node holds
+ * every group, so this node's images stand for the leaders' too. */
+static bool budget_spent(struct part_engine *e)
+{
+    if (e->repl == NULL || part__repl_node_image_bytes(e->repl) < e->memory_budget) {
+        return false;
+    }
+    atomic_fetch_add_explicit(&e->budget_refusals, 1, memory_order_relaxed);
+    return true;
+}
+
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done)
@@ -135,6 +149,9 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     }
     if (part__disk_low(c->engine)) {
         return SL_EBUSY; /* the last free blocks are for deletes and checkpoints */
+    }
+    if (budget_spent(c->engine)) {
+        return SL_EBUDGET;
     }
     struct part_job *job = NULL;
     int rc = queue_job_new(c, PART_OP_SEND, queue_id, cookie, done, &job);

@@ -39,6 +39,7 @@ enum sl_status {
     SL_ETOOBIG = -9,   /* over a size limit */
     SL_ELIMIT = -10,   /* a per-tenant cap refused it (throttled; retry later) */
     SL_EUNAVAIL = -11, /* not served here now (no leader, no quorum): retry later */
+    SL_EBUDGET = -12,  /* a memory budget is spent: refused until it frees (retry later) */
 };
 
 /* Static, human-readable text for an SL_* code (never NULL). */

@@ -177,6 +177,11 @@ void gw__act_storage_err(int status, struct gw_sqs_err *err)
          * election, a lost quorum): the SDKs retry a 503 with back-off */
         gw_sqs_err_set(err, GW_SQS_E_SERVICE_UNAVAILABLE,
                        "The partition has no reachable leader right now; retry later.");
+    } else if (status == SL_EBUDGET) {
+        /* a cluster node's replicated images (held in memory) reached its
+         * memory_budget: throttled until receives and deletes free it */
+        gw_sqs_err_set(err, GW_SQS_E_REQUEST_THROTTLED,
+                       "This node's memory budget for replicated queues is spent; retry later.");
     } else if (status == SL_EBUSY) {
         /* the partitions' "full": the disk is full or below its watermark;
          * transient, the client retries */

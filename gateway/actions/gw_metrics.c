@@ -1026,6 +1026,18 @@ static void render_cluster(struct sl_buf *out, struct part_engine *e)
                       (unsigned long long)cs.peer_frames_in);
         sl_buf_printf(out, "sluice_cluster_peer_frames_total{direction=\"out\"} %llu\n",
                       (unsigned long long)cs.peer_frames_out);
+        family(out, "sluice_cluster_image_bytes", "gauge",
+               "Memory the replicated images of this node's groups hold: their pages in use "
+               "(not free pages, nor the in-memory WAL of at most 1000 pages a group).");
+        sl_buf_printf(out, "sluice_cluster_image_bytes %llu\n", (unsigned long long)cs.image_bytes);
+        family(out, "sluice_cluster_memory_budget_bytes", "gauge",
+               "The memory_budget in force: sends are refused while the images hold more.");
+        sl_buf_printf(out, "sluice_cluster_memory_budget_bytes %llu\n",
+                      (unsigned long long)cs.memory_budget);
+        family(out, "sluice_cluster_budget_refusals_total", "counter",
+               "Sends refused (RequestThrottled) while the images held more than the budget.");
+        sl_buf_printf(out, "sluice_cluster_budget_refusals_total %llu\n",
+                      (unsigned long long)cs.budget_refusals);
     }
     partition_family(out, "sluice_partition_leader_node", "gauge",
                      "The node that leads the partition's Raft group, as this node knows it; 0: "

@@ -88,6 +88,10 @@ struct part_cluster_options {
     size_t secret_len;
     unsigned election_timeout_ms; /* 0: 1000 */
     unsigned snapshot_entries;    /* 0: 4096 */
+    /* Bytes this node lends the replicated images (dqlite keeps them in
+     * memory); 0: half of physical memory. While the images it holds
+     * pass it, part_send fails with SL_EBUDGET. */
+    uint64_t memory_budget;
 };
 
 struct part_options {
@@ -138,6 +142,9 @@ struct part_cluster_stats {
     uint64_t peer_rejected[PART_CLUSTER_REJECT_REASONS];
     uint64_t peer_frames_in; /* forwarded jobs and their answers */
     uint64_t peer_frames_out;
+    uint64_t image_bytes;     /* held by the replicated images on this node */
+    uint64_t memory_budget;   /* in force (part_cluster_options.memory_budget) */
+    uint64_t budget_refusals; /* sends refused with SL_EBUDGET */
 };
 /* Fills *out: SL_OK, or SL_EINVAL on one node. Any thread. */
 int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_stats *out);

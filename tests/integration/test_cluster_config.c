@@ -174,6 +174,12 @@ int main(void)
         IT_CHECK(it_log_contains(&node, "node 1 of a cluster of 1"));
         IT_CHECK(it_metric(&node, "sluice_cluster_node_id") == 1);
         IT_CHECK(it_metric(&node, "sluice_partition_leader_node{partition=\"0\"}") == 1);
+        /* The images hold the schema and the message; the budget defaults
+         * to half of physical memory. */
+        IT_CHECK(it_metric(&node, "sluice_cluster_image_bytes") > 0);
+        IT_CHECK(it_metric(&node, "sluice_cluster_image_bytes") <
+                 it_metric(&node, "sluice_cluster_memory_budget_bytes"));
+        IT_CHECK(it_metric(&node, "sluice_cluster_budget_refusals_total") == 0);
 
         /* A stranger on the Raft port is refused and counted. */
         int fd = socket(AF_INET, SOCK_STREAM, 0);

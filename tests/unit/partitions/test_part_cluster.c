@@ -40,6 +40,7 @@ struct cluster {
     bool up[NODES];
     struct part_cluster_node nodes[NODES];
     uint16_t ports[2 * NODES]; /* Raft, then peer */
+    uint64_t memory_budget;    /* 0: the default */
 };
 
 static void node_open(struct cluster *c, int i)
@@ -50,7 +51,8 @@ static void node_open(struct cluster *c, int i)
                                       .node_count = NODES,
                                       .secret = SECRET,
                                       .secret_len = sizeof SECRET - 1,
-                                      .election_timeout_ms = 300};
+                                      .election_timeout_ms = 300,
+                                      .memory_budget = c->memory_budget};
     struct part_options o = {.data_dir = t->dir,
                              .partitions = PARTS,
                              .durability = PART_DURABILITY_FSYNC,
@@ -72,9 +74,10 @@ static void node_close(struct cluster *c, int i)
     c->up[i] = false;
 }
 
-static int setup(void **state)
+static int setup_with(void **state, uint64_t memory_budget)
 {
     struct cluster *c = calloc(1, sizeof *c);
+    c->memory_budget = memory_budget;
     t_reserve_ports(c->ports, (size_t)2 * NODES);
     for (int i = 0; i < NODES; i++) {
         struct t_env *t = &c->n[i];
@@ -90,6 +93,18 @@ static int setup(void **state)
     }
     *state = c;
     return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_with(state, 0);
+}
+
+#define SMALL_BUDGET (1024u * 1024u)
+
+static int setup_small_budget(void **state)
+{
+    return setup_with(state, SMALL_BUDGET);
 }
 
 static int teardown(void **state)
@@ -453,6 +468,63 @@ static void test_own_settings_replicated(void **state)
     }
 }
 
+static int do_purge(struct t_env *t, void *arg, struct t_done *d)
+{
+    return part_purge(t->c, *(uint64_t *)arg, t_ck(d), t_on_done);
+}
+
+/* The images live in memory: past the node's budget a send is refused
+ * with SL_EBUDGET, and a purge gives the budget back (freed pages are
+ * reused before the image grows, so they do not count). */
+/* do_send, but a refusal at submission (the budget's) is its outcome. */
+static int do_send_or_refuse(struct t_env *t, void *arg, struct t_done *d)
+{
+    int rc = do_send(t, arg, d);
+    if (rc != SL_OK) {
+        *d = (struct t_done){.done = true, .status = rc};
+    }
+    return SL_OK;
+}
+
+static void test_memory_budget_refuses_sends(void **state)
+{
+    struct cluster *c = *state;
+    struct t_done d = {0};
+    on_node(c, 0, do_create, "big", &d);
+    assert_int_equal(d.status, SL_OK);
+    uint64_t q = d.queue_id;
+    static char body[4097];
+    memset(body, 'x', sizeof body - 1);
+    struct send_arg s0 = {q, 0, body};
+    int sent = 0;
+    for (; sent < 2000; sent++) { /* 8 MB: far past the budget */
+        on_node(c, 0, do_send_or_refuse, &s0, &d);
+        if (d.status == SL_EBUDGET) {
+            break;
+        }
+        assert_int_equal(d.status, SL_OK);
+    }
+    assert_int_not_equal(sent, 2000);
+    assert_true(sent > 0); /* an empty cluster fits */
+    struct part_cluster_stats st;
+    assert_int_equal(part_engine_cluster_stats(c->n[0].e, &st), SL_OK);
+    assert_true(st.image_bytes >= SMALL_BUDGET);
+    assert_int_equal(st.memory_budget, SMALL_BUDGET);
+    assert_true(st.budget_refusals >= 1);
+
+    on_node(c, 1, do_purge, &q, &d);
+    assert_int_equal(d.status, SL_OK);
+    uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
+    do {
+        if (sl_mono_ns() / 1000000 > deadline) {
+            fail_msg("sends still refused after the purge");
+        }
+        pause_ms(c, 20);
+        on_node(c, 0, do_send_or_refuse, &s0, &d);
+    } while (d.status == SL_EBUDGET);
+    assert_int_equal(d.status, SL_OK);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
@@ -461,6 +533,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_long_poll_wakes_anywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_leader_sees_its_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_own_settings_replicated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_budget_refuses_sends, setup_small_budget,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
