@@ -187,6 +187,19 @@ static void derive(const struct part_cluster_options *c, const char *label, uint
                    strlen(label), out, &len) != NULL);
 }
 
+/* A node is fit to take a lead handed over once this node's peer link to
+ * it has stayed up this long: a node that just came back has had time to
+ * catch up from the log (a transfer to one still behind waits for it,
+ * refusing writes meanwhile). */
+#define STEADY_LINK_MS 3000u
+
+static bool steady(void *arg, uint64_t node_id)
+{
+    struct part_engine *e = arg;
+    uint64_t since = e->fwd != NULL ? part__fwd_up_since(e->fwd, (uint16_t)node_id) : 0;
+    return since != 0 && sl_mono_ns() / 1000000u - since >= STEADY_LINK_MS;
+}
+
 /* Starts this node's Raft thread and port, under data_dir/raft. */
 static int cluster_node(struct part_engine *e, const struct part_cluster_options *c,
                         const uint8_t cluster_id[32], char *err, size_t errlen)
@@ -231,10 +244,31 @@ static int cluster_node(struct part_engine *e, const struct part_cluster_options
                                   .dir = dir,
                                   .election_timeout_ms = c->election_timeout_ms,
                                   .snapshot_entries = c->snapshot_entries,
-                                  .raft_port = &port};
+                                  .raft_port = &port,
+                                  .steady = steady,
+                                  .steady_arg = e,
+                                  .handover_settle_ms = c->handover_settle_ms};
     int rc = part__repl_new(&o, &e->repl, err, errlen);
     free(peers);
     return rc;
+}
+
+/* The node that should lead group k (0: the catalog, 1 + p: partition p):
+ * the k-th of the node ids in order, round the ring, so leads spread
+ * evenly and come back to a node that returns. */
+static uint64_t preferred_leader(const struct part_cluster_options *c, uint32_t k)
+{
+    size_t rank = k % c->node_count;
+    for (size_t i = 0; i < c->node_count; i++) {
+        size_t below = 0;
+        for (size_t j = 0; j < c->node_count; j++) {
+            below += c->nodes[j].id < c->nodes[i].id;
+        }
+        if (below == rank) {
+            return c->nodes[i].id;
+        }
+    }
+    return 0;
 }
 
 /* Opens the catalog's group and every partition's, each with every node
@@ -366,6 +400,14 @@ static int cluster_open(struct part_engine *e, const struct part_cluster_options
     }
     if (rc == SL_OK) {
         rc = part__fwd_new(e, c, cluster_id, buf, sizeof buf);
+    }
+    if (rc == SL_OK) {
+        /* Only now: a preference makes the Raft thread ask steady(),
+         * which reads e->fwd. */
+        part__repl_group_prefer(e->catw.group, preferred_leader(c, 0));
+        for (uint32_t p = 0; p < e->nparts; p++) {
+            part__repl_group_prefer(e->writers[p].group, preferred_leader(c, p + 1));
+        }
     }
     if (rc != SL_OK) {
         set_err(err, errlen, buf);

@@ -888,6 +888,14 @@ void part__fwd_stats(struct part_fwd *f, struct part_cluster_stats *out)
     pthread_rwlock_unlock(&f->port);
 }
 
+uint64_t part__fwd_up_since(struct part_fwd *f, uint16_t node_id)
+{
+    pthread_rwlock_rdlock(&f->port);
+    uint64_t since = f->closed ? 0 : part__peer_node_up_since(f->peer, node_id);
+    pthread_rwlock_unlock(&f->port);
+    return since;
+}
+
 /* ---- life ------------------------------------------------------------------------- */
 
 int part__fwd_new(struct part_engine *e, const struct part_cluster_options *c,
@@ -916,6 +924,7 @@ int part__fwd_new(struct part_engine *e, const struct part_cluster_options *c,
                                         .secret_len = c->secret_len,
                                         .on_frame = on_frame,
                                         .on_link_down = on_link_down,
+                                        .keep_links_up = true, /* for part__fwd_up_since */
                                         .arg = f};
     memcpy(o.cluster_id, cluster_id, sizeof o.cluster_id);
     int rc =

@@ -23,6 +23,9 @@ int part__fwd_new(struct part_engine *e, const struct part_cluster_options *c,
 /* The peer port's refusals and frames into *out (left as they are once
  * it closed). Any thread. */
 void part__fwd_stats(struct part_fwd *f, struct part_cluster_stats *out);
+/* Since when (ms of sl_mono_ns) this node's link to node_id has been up;
+ * 0 while down or once closed. Any thread. */
+uint64_t part__fwd_up_since(struct part_fwd *f, uint16_t node_id);
 
 /* Closes the peer port: jobs waiting for another node fail with
  * SL_ECLOSED, and what is forwarded or answered from now on is dropped.

@@ -85,6 +85,9 @@ struct member {
     uint16_t id;
     bool self;
     _Atomic size_t queued; /* bytes queued to or for it, not yet written or dropped */
+    /* when the link this node dialed came up (sl_mono_ns() / 1e6); 0 while
+     * it is down. Any thread reads it (part__peer_node_up_since). */
+    _Atomic uint64_t up_since_ms;
     /* Under mu. */
     bool down;          /* its link died or its dial failed: sends refused */
     struct fqueue pend; /* sends not yet taken by the loop */
@@ -304,6 +307,7 @@ static void link_kill(struct link *l)
     if (l->outgoing) {
         m->out = NULL;
         m->backoff_ms = PART__PEER_BACKOFF_MIN_MS;
+        atomic_store(&m->up_since_ms, 0);
     } else if (m->in == l) {
         m->in = NULL;
     }
@@ -556,6 +560,7 @@ static void link_new(struct part__peer_node *n, struct member *m, uv_tcp_t *tcp,
     n->links = l;
     if (outgoing) {
         m->down = false;
+        atomic_store(&m->up_since_ms, sl_mono_ns() / 1000000u);
     }
     pthread_mutex_unlock(&n->mu);
     if (uv_read_start((uv_stream_t *)tcp, on_link_alloc, on_link_read) != 0) {
@@ -754,6 +759,16 @@ int part__peer_reply(struct part__peer_node *n, uint64_t link, const void *bytes
     return rc;
 }
 
+uint64_t part__peer_node_up_since(const struct part__peer_node *n, uint16_t id)
+{
+    for (size_t i = 0; i < n->member_count; i++) {
+        if (n->members[i].id == id) {
+            return atomic_load(&n->members[i].up_since_ms);
+        }
+    }
+    return 0;
+}
+
 void part__peer_node_stats(const struct part__peer_node *n, struct part__peer_stats *out)
 {
     struct part__peer_node *mn = (struct part__peer_node *)n; /* the lock */
@@ -942,6 +957,9 @@ int part__peer_node_new(const struct part__peer_node_options *o, struct part__pe
             SL_ASSERT(uv_timer_init(n->loop, &m->redial) == 0);
             m->redial.data = m;
             n->handles++;
+            if (o->keep_links_up) {
+                member_redial(n, m, 0);
+            }
         }
     }
     if (n->own_thread && pthread_create(&n->thread, NULL, node_thread, n) != 0) {

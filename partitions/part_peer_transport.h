@@ -88,6 +88,10 @@ struct part__peer_node_options {
     size_t max_queued;     /* 0: PART__PEER_QUEUE_MAX */
     uint32_t keepalive_ms; /* 0: PART__PEER_KEEPALIVE_MS */
     uint32_t idle_ms;      /* 0: PART__PEER_IDLE_MS; more than keepalive_ms */
+    /* Dial every member at once and keep each link up (redialed when it
+     * dies), so that its keepalive tells whether the node is there
+     * (part__peer_node_up_since); false: a link is dialed on first use. */
+    bool keep_links_up;
     /* A frame arrived from node `from` on link (an id never reused, for
      * part__peer_reply). bytes are valid during the call only. */
     void (*on_frame)(void *arg, uint16_t from, uint64_t link, const uint8_t *bytes, size_t len);
@@ -145,6 +149,11 @@ int part__peer_reply(struct part__peer_node *n, uint64_t link, const void *bytes
 
 /* Copies the node's counters. Any thread, until the node is closed. */
 void part__peer_node_stats(const struct part__peer_node *n, struct part__peer_stats *out);
+
+/* Since when (sl_mono_ns() / 1e6) the link this node dialed to node id
+ * has been up; 0 while it is down, for an unknown id and for this node.
+ * The keepalive takes a silent peer's link down. Any thread. */
+uint64_t part__peer_node_up_since(const struct part__peer_node *n, uint16_t id);
 
 /* Stops listening, refuses the handshakes under way, closes every link
  * (on_link_down for each; queued frames are dropped), frees the node, then

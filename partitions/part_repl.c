@@ -119,6 +119,11 @@ struct part_repl_group {
     _Atomic uint64_t applied;
     /* the image's pages in use x page size, as of the last entry applied */
     _Atomic uint64_t image_bytes;
+    /* leader placement (part__repl_group_prefer); Raft thread below */
+    _Atomic uint64_t preferred;
+    struct raft_transfer transfer;
+    bool transfer_busy;
+    uint64_t lead_since_ms, handover_tried_ms; /* uv_now of the Raft loop */
 };
 
 static struct sl_log_limit apply_log_limit = SL_LOG_LIMIT(5, 60000);
@@ -424,8 +429,40 @@ static void barrier_done(struct raft_barrier *req, int status)
     /* Every entry of earlier terms is applied once our barrier is: only
      * then is the image whole enough to write on. */
     if (status == 0 && raft_state(&g->raft) == RAFT_LEADER) {
+        g->lead_since_ms = uv_now(&g->node->loop);
         atomic_store(&g->leading, true);
         tell_changes(g);
+    }
+}
+
+#define HANDOVER_RETRY_MS 30000u
+
+static void transfer_done(struct raft_transfer *req)
+{
+    struct part_repl_group *g = req->data;
+    g->transfer_busy = false;
+}
+
+/* Hands the lead to the group's preferred node once this node has held
+ * it long enough and that node is steady (part__repl_group_prefer). */
+static void maybe_hand_over(struct part_repl_group *g)
+{
+    struct part_repl *r = g->node;
+    uint64_t want = atomic_load(&g->preferred);
+    uint64_t now = uv_now(&r->loop);
+    if (want == 0 || want == r->opt.node_id || g->transfer_busy || r->closing || r->muted ||
+        !atomic_load(&g->leading) || r->opt.steady == NULL ||
+        now - g->lead_since_ms < r->opt.handover_settle_ms ||
+        (g->handover_tried_ms != 0 && now - g->handover_tried_ms < HANDOVER_RETRY_MS) ||
+        !r->opt.steady(r->opt.steady_arg, want)) {
+        return;
+    }
+    g->handover_tried_ms = now;
+    g->transfer.data = g;
+    if (raft_transfer(&g->raft, &g->transfer, (raft_id)want, transfer_done) == 0) {
+        g->transfer_busy = true;
+        sl_log(SL_LOG_INFO, LOG_MOD, "%s: handing the lead to node %llu, its preferred leader",
+               g->name, (unsigned long long)want);
     }
 }
 
@@ -445,6 +482,8 @@ static void watch_group(struct part_repl_group *g)
         if (raft_barrier(&g->raft, &g->barrier, barrier_done) == 0) {
             g->barrier_pending = true;
         }
+    } else {
+        maybe_hand_over(g);
     }
     tell_changes(g);
 }
@@ -615,6 +654,11 @@ int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3
     int rv = fn(db, arg);
     pthread_mutex_unlock(&g->mu);
     return rv;
+}
+
+void part__repl_group_prefer(struct part_repl_group *g, uint64_t node_id)
+{
+    atomic_store(&g->preferred, node_id);
 }
 
 bool part__repl_leading(const struct part_repl_group *g)
@@ -880,6 +924,7 @@ int part__repl_new(const struct part_repl_options *opt, struct part_repl **out, 
     r->opt = *opt;
     r->opt.raft_port = NULL; /* the caller's; the port keeps its own copy */
     r->opt.election_timeout_ms = opt->election_timeout_ms ? opt->election_timeout_ms : 1000;
+    r->opt.handover_settle_ms = opt->handover_settle_ms ? opt->handover_settle_ms : 10000;
     r->opt.heartbeat_timeout_ms = opt->heartbeat_timeout_ms ? opt->heartbeat_timeout_ms : 100;
     r->opt.snapshot_entries = opt->snapshot_entries ? opt->snapshot_entries : 4096;
     r->opt.snapshot_trailing = opt->snapshot_trailing ? opt->snapshot_trailing : 1024;

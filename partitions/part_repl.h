@@ -55,6 +55,13 @@ struct part_repl_options {
      * other nodes, the secret and cluster id. Copied; its loop is set to
      * the Raft thread's. Every group of the node travels on it. */
     const struct part__raft_node_options *raft_port;
+    /* Leader placement (part__repl_group_prefer): whether node id is fit
+     * to take a lead handed over now (called on the Raft thread; NULL:
+     * never hand over), and how long a lead is held before it is handed
+     * to its preferred node (0: 10000 ms). */
+    bool (*steady)(void *arg, uint64_t node_id);
+    void *steady_arg;
+    unsigned handover_settle_ms;
 };
 
 struct part_repl;
@@ -97,6 +104,15 @@ int part__repl_group_open(struct part_repl *r, const char *name,
                           const struct part_repl_member *members, size_t member_count,
                           bool bootstrap, const struct part_repl_hooks *hooks,
                           struct part_repl_group **out, char *err, size_t errlen);
+
+/* The node that should lead the group when it can (0: none, the
+ * default): a leader that has led for handover_settle_ms and finds that
+ * node steady hands it the lead (libraft's leadership transfer), trying
+ * again at most every 30 s. Writes are refused (SL_EUNAVAIL) while a
+ * transfer is under way, a few milliseconds with a caught-up target.
+ * Spreading the preferences spreads the leads, and a node that comes
+ * back gets its share again. Any thread. */
+void part__repl_group_prefer(struct part_repl_group *g, uint64_t node_id);
 
 /* True while this node leads the group and has applied every entry
  * before its term began, so its image is whole: writes may start. */

@@ -92,6 +92,9 @@ struct part_cluster_options {
      * memory); 0: half of physical memory. While the images it holds
      * pass it, part_send fails with SL_EBUDGET. */
     uint64_t memory_budget;
+    /* How long a node holds a lead before handing it to the group's
+     * preferred node (leads spread round the nodes by id); 0: 10000 ms. */
+    unsigned handover_settle_ms;
 };
 
 struct part_options {

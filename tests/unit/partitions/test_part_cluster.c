@@ -52,7 +52,8 @@ static void node_open(struct cluster *c, int i)
                                       .secret = SECRET,
                                       .secret_len = sizeof SECRET - 1,
                                       .election_timeout_ms = 300,
-                                      .memory_budget = c->memory_budget};
+                                      .memory_budget = c->memory_budget,
+                                      .handover_settle_ms = 300};
     struct part_options o = {.data_dir = t->dir,
                              .partitions = PARTS,
                              .durability = PART_DURABILITY_FSYNC,
@@ -525,6 +526,50 @@ static void test_memory_budget_refuses_sends(void **state)
     assert_int_equal(d.status, SL_OK);
 }
 
+/* Whether, as node i knows them, the catalog and every partition are led
+ * by their preferred nodes: group k (0: the catalog, 1 + p) by node
+ * k % NODES + 1. */
+static bool leads_placed(struct cluster *c, int i)
+{
+    if (part_engine_leader(c->n[i].e, PART_CATALOG) != 1) {
+        return false;
+    }
+    for (uint32_t p = 0; p < PARTS; p++) {
+        if (part_engine_leader(c->n[i].e, p) != (p + 1) % NODES + 1) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void wait_placed(struct cluster *c, int i)
+{
+    uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
+    while (!leads_placed(c, i)) {
+        if (sl_mono_ns() / 1000000 > deadline) {
+            fail_msg("node %d: the leads never reached their preferred nodes", i + 1);
+        }
+        pause_ms(c, 50);
+    }
+}
+
+/* Leads spread over the nodes, wherever the elections put them, and come
+ * back to a node that died and returned. */
+static void test_leads_go_to_preferred_nodes(void **state)
+{
+    struct cluster *c = *state;
+    wait_placed(c, 0);
+    node_close(c, 1); /* it led partition 0 */
+    assert_int_not_equal(leader_of(c, 0, 0), 1);
+    assert_false(leads_placed(c, 0));
+    node_open(c, 1);
+    wait_placed(c, 0);
+    wait_placed(c, 1);
+    struct t_done d = {0};
+    on_node(c, 2, do_create, "after", &d); /* and the cluster serves */
+    assert_int_equal(d.status, SL_OK);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
@@ -535,6 +580,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_own_settings_replicated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_budget_refuses_sends, setup_small_budget,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_leads_go_to_preferred_nodes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
