@@ -383,9 +383,15 @@ static int cluster_open(struct part_engine *e, const struct part_cluster_options
     char buf[512] = "";
     e->nparts = e->opt.partitions;
     e->node_id = c->node_id;
-    /* One id for both ports' handshakes, derived once. */
+    /* One id for both ports' handshakes, derived once. It binds what
+     * every node must agree on and cannot change in a running cluster
+     * (the partition count, hence every group's name and every tenant's
+     * shard): a node configured otherwise is refused as another cluster
+     * (other_cluster) rather than replicating a different layout. */
     uint8_t cluster_id[32];
-    derive(c, "sluice cluster id v1", cluster_id);
+    char label[64];
+    snprintf(label, sizeof label, "sluice cluster id v1 partitions=%u", e->nparts);
+    derive(c, label, cluster_id);
     int rc = cluster_node(e, c, cluster_id, buf, sizeof buf);
     if (rc == SL_OK) {
         part__disk_open(e);

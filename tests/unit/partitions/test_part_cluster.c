@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct cluster {
     struct part_cluster_node nodes[NODES];
     uint16_t ports[2 * NODES]; /* Raft, then peer */
     uint64_t memory_budget;    /* 0: the default */
+    uint32_t parts[NODES];     /* 0: PARTS */
 };
 
 static void node_open(struct cluster *c, int i)
@@ -55,7 +57,7 @@ static void node_open(struct cluster *c, int i)
                                       .memory_budget = c->memory_budget,
                                       .handover_settle_ms = 300};
     struct part_options o = {.data_dir = t->dir,
-                             .partitions = PARTS,
+                             .partitions = c->parts[i] != 0 ? c->parts[i] : PARTS,
                              .durability = PART_DURABILITY_FSYNC,
                              .now_ms = t_clock,
                              .clock_ctx = (void *)&t->now,
@@ -570,6 +572,43 @@ static void test_leads_go_to_preferred_nodes(void **state)
     assert_int_equal(d.status, SL_OK);
 }
 
+/* A node configured with another partition count is another cluster to
+ * the others: its handshakes are refused and counted, and it serves
+ * nothing of theirs. */
+static void test_other_partition_count_refused(void **state)
+{
+    struct cluster *c = *state;
+    struct t_done d = {0};
+    on_node(c, 0, do_create, "kept", &d);
+    assert_int_equal(d.status, SL_OK);
+    node_close(c, 2);
+    t_rmrf(c->n[2].dir);
+    assert_int_equal(mkdir(c->n[2].dir, 0700), 0);
+    c->parts[2] = PARTS + 1;
+    node_open(c, 2);
+    size_t other = 0;
+    while (part_cluster_reject_reason(other) != NULL &&
+           strcmp(part_cluster_reject_reason(other), "other_cluster") != 0) {
+        other++;
+    }
+    assert_non_null(part_cluster_reject_reason(other));
+    uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
+    for (;;) {
+        struct part_cluster_stats st;
+        assert_int_equal(part_engine_cluster_stats(c->n[0].e, &st), SL_OK);
+        if (st.raft_rejected[other] + st.peer_rejected[other] > 0) {
+            break;
+        }
+        if (sl_mono_ns() / 1000000 > deadline) {
+            fail_msg("node 1 never refused the node of another partition count");
+        }
+        pause_ms(c, 50);
+    }
+    assert_false(part_engine_ready(c->n[2].e));
+    uint64_t id;
+    assert_int_not_equal(part_queue_find(c->n[2].e, "acme", "kept", &id, NULL), SL_OK);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
@@ -581,6 +620,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_budget_refuses_sends, setup_small_budget,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_leads_go_to_preferred_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_partition_count_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
