@@ -530,6 +530,20 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
     return q != NULL ? SL_OK : SL_ENOTFOUND;
 }
 
+unsigned part_queue_pause(struct part_engine *e, uint64_t queue_id)
+{
+    if (e->repl == NULL) {
+        return 0;
+    }
+    struct part_queue *q = part__queue_ref(e, queue_id);
+    if (q == NULL) {
+        return 0;
+    }
+    unsigned flags = atomic_load(&q->pause);
+    part__queue_unref(q);
+    return flags;
+}
+
 int part_queue_set_dequeue_paused(struct part_engine *e, uint64_t queue_id, bool paused)
 {
     struct part_queue *q = part__queue_ref(e, queue_id);

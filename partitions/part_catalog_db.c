@@ -61,6 +61,10 @@ enum {
     PRIORITY_ORDER = 16,
     EXCLUSIVE = 32,
     IDEMPOTENCY_WINDOW_SHIFT = 8, /* bits 8..19: the window in seconds */
+    /* bits 20..21: a cluster's pause flags (PART_PAUSE_*), which no
+     * change of the settings touches */
+    PAUSE_SHIFT = 20,
+    PAUSE_BITS = 3 << PAUSE_SHIFT,
 };
 
 static int fifo_bits(const struct part_queue_config *cfg)
@@ -176,6 +180,9 @@ static int load_catalog(sqlite3 *db, struct part_engine *e, struct loaded *out)
         q->created_ms = (uint64_t)sqlite3_column_int64(st, 3);
         q->modified_ms = (uint64_t)sqlite3_column_int64(st, 4);
         q->cfg = cfg;
+        unsigned pause = (unsigned)(sqlite3_column_int(st, 8) & PAUSE_BITS) >> PAUSE_SHIFT;
+        atomic_store(&q->pause, pause);
+        atomic_store(&q->dequeue_paused, (pause & PART_PAUSE_DEQUEUE) != 0);
         if (l.n == cap) {
             cap = cap ? 2 * cap : 64;
             l.v = sl_xrealloc(l.v, cap * sizeof *l.v);
@@ -353,7 +360,8 @@ static int touch(struct part_engine *e, uint64_t id, const struct part_queue_con
 {
     sqlite3_stmt *st = NULL;
     const char *sql = cfg ? "UPDATE queues SET modified_ms=?, visibility_s=?, delay_s=?,"
-                            " retention_s=?, fifo=?, dlq_id=?, max_receive=?, max_message_size=?,"
+                            " retention_s=?, fifo=(? | (fifo & 3145728)), dlq_id=?, max_receive=?,"
+                            " max_message_size=?,"
                             " receive_wait_s=? WHERE id=?"
                           : "UPDATE queues SET modified_ms=? WHERE id=?";
     if (sqlite3_prepare_v2(e->catalog.db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -374,6 +382,28 @@ static int touch(struct part_engine *e, uint64_t id, const struct part_queue_con
         sqlite3_bind_int64(st, 2, (sqlite3_int64)id);
     }
     return step_done(st);
+}
+
+static int exec_pause(struct part_engine *e, uint64_t id, unsigned flags, uint64_t now)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(e->catalog.db,
+                           "UPDATE queues SET modified_ms=?, fifo=(fifo & ~3145728) | ? WHERE id=?",
+                           -1, &st, NULL) != SQLITE_OK) {
+        return SL_EIO;
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
+    sqlite3_bind_int(st, 2, (int)(flags << PAUSE_SHIFT));
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)id);
+    return step_done(st);
+}
+
+/* A queue's pause flags changed in the catalog: its receives here follow
+ * (part_queue_set_dequeue_paused wakes what a resume lets through). Not
+ * under the catalog's lock. */
+static void pause_changed(struct part_engine *e, uint64_t id, unsigned flags)
+{
+    (void)part_queue_set_dequeue_paused(e, id, (flags & PART_PAUSE_DEQUEUE) != 0);
 }
 
 static int exec_delete(struct part_engine *e, uint64_t id)
@@ -440,6 +470,9 @@ static void catalog_exec(struct part_engine *e, struct part_job *job)
     case PART_OP_Q_DELETE:
         rc = exec_delete(e, job->queue_id);
         break;
+    case PART_OP_Q_PAUSE:
+        rc = exec_pause(e, job->queue_id, r->pause, now);
+        break;
     default:
         SL_ASSERT(!"not a catalog op");
     }
@@ -492,10 +525,15 @@ static void catalog_exec(struct part_engine *e, struct part_job *job)
         } else if (job->op == PART_OP_Q_DELETE) {
             part__catalog_remove(c, q);
             q->deleted = true;
+        } else if (job->op == PART_OP_Q_PAUSE) {
+            atomic_store(&q->pause, r->pause);
         }
     }
     job->res.queue = part__queue_info(q);
     pthread_rwlock_unlock(&c->lock);
+    if (job->op == PART_OP_Q_PAUSE) {
+        pause_changed(e, job->queue_id, r->pause);
+    }
 
     if (job->op != PART_OP_Q_DELETE) {
         job->status = SL_OK;
@@ -588,6 +626,11 @@ static int sync_from(sqlite3 *db, void *arg)
     part__queue_foreach(e, collect_id, &mem);
     struct part_queue **gone = sl_xcalloc(mem.n + 1, sizeof *gone);
     size_t ngone = 0, added = 0;
+    struct {
+        uint64_t id;
+        unsigned flags;
+    } *paused = sl_xcalloc(l.n + 1, sizeof *paused);
+    size_t npaused = 0;
     pthread_rwlock_wrlock(&c->lock);
     for (size_t i = 0; i < l.n; i++) {
         struct part_queue *fresh = l.v[i];
@@ -601,6 +644,11 @@ static int sync_from(sqlite3 *db, void *arg)
         }
         q->modified_ms = fresh->modified_ms;
         q->cfg = fresh->cfg;
+        unsigned pause = atomic_load(&fresh->pause);
+        if (atomic_exchange(&q->pause, pause) != pause) {
+            paused[npaused].id = q->id;
+            paused[npaused++].flags = pause;
+        }
         struct part_kv *kv = q->attrs;
         size_t n = q->attr_count;
         q->attrs = fresh->attrs;
@@ -623,6 +671,10 @@ static int sync_from(sqlite3 *db, void *arg)
         }
     }
     pthread_rwlock_unlock(&c->lock);
+    for (size_t i = 0; i < npaused; i++) {
+        pause_changed(e, paused[i].id, paused[i].flags);
+    }
+    free(paused);
     for (size_t i = 0; i < ngone; i++) {
         drop_queue(e, gone[i]);
     }

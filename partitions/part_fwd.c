@@ -316,7 +316,7 @@ static void answer(struct part_job *job)
 static bool is_catalog(enum part_op op)
 {
     return op == PART_OP_Q_CREATE || op == PART_OP_Q_SET_ATTRS || op == PART_OP_Q_TAG ||
-           op == PART_OP_Q_UNTAG || op == PART_OP_Q_DELETE;
+           op == PART_OP_Q_UNTAG || op == PART_OP_Q_DELETE || op == PART_OP_Q_PAUSE;
 }
 
 /* A send's messages, in one block as part_send makes them. */
@@ -445,6 +445,7 @@ static bool get_catalog(struct rd *r, struct part_job *job)
     c->cfg = get_cfg(r);
     c->kvs = get_kvs(r, &c->nkv);
     c->tags = get_kvs(r, &c->ntags);
+    c->pause = (unsigned)get_u(r, 1) & (PART_PAUSE_ENQUEUE | PART_PAUSE_DEQUEUE);
     return !r->bad && (job->op != PART_OP_Q_CREATE || (c->tenant != NULL && c->name != NULL));
 }
 
@@ -601,6 +602,7 @@ static void put_request(struct sl_buf *b, uint64_t id, const struct part_job *jo
         put_cfg(b, c != NULL ? &c->cfg : &none);
         put_kvs(b, c != NULL ? c->kvs : NULL, c != NULL ? c->nkv : 0);
         put_kvs(b, c != NULL ? c->tags : NULL, c != NULL ? c->ntags : 0);
+        put_u(b, c != NULL ? c->pause : 0, 1);
         break;
     }
     }

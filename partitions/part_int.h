@@ -135,6 +135,9 @@ struct part_queue {
     /* an operator paused its receives (part_queue_set_dequeue_paused):
      * writers lease nothing, so parked receives stay parked */
     _Atomic bool dequeue_paused;
+    /* a cluster's: the operator's pause flags (PART_PAUSE_*) as the
+     * replicated catalog holds them (on one node the gateway keeps them) */
+    _Atomic unsigned pause;
     /* FIFO (fixed at creation, as SQS's FifoQueue): where its groups'
      * live messages are (part_gdir.c); NULL for a standard queue */
     bool fifo;
@@ -167,6 +170,7 @@ enum part_op {
     PART_OP_Q_TAG,
     PART_OP_Q_UNTAG,
     PART_OP_Q_DELETE,
+    PART_OP_Q_PAUSE, /* a cluster's: an operator's pause flags (part_queue_set_pause) */
 };
 
 /* A message to send. Its bytes (body, attrs, sys_attrs, group id) live
@@ -252,6 +256,7 @@ struct part_catalog_req {
     size_t ntags;
     char **keys; /* untag */
     size_t nkeys;
+    unsigned pause; /* PART_OP_Q_PAUSE: the flags to hold (PART_PAUSE_*) */
 };
 
 struct part_job {

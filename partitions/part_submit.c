@@ -575,9 +575,10 @@ int part_queue_create(struct part_client *c, const char *tenant, const char *nam
     return submit_catalog(c, job);
 }
 
-static int submit_queue_change(struct part_client *c, enum part_op op, uint64_t queue_id,
-                               const struct part_queue_config *cfg, const struct part_kv *kv,
-                               size_t n, bool values, struct part_cookie cookie, part_done_fn *done)
+static int submit_queue_change_job(struct part_client *c, enum part_op op, uint64_t queue_id,
+                                   const struct part_queue_config *cfg, const struct part_kv *kv,
+                                   size_t n, bool values, struct part_cookie cookie,
+                                   part_done_fn *done, unsigned pause)
 {
     if (done == NULL || !kvs_valid(kv, n, false)) {
         return SL_EINVAL;
@@ -594,7 +595,15 @@ static int submit_queue_change(struct part_client *c, enum part_op op, uint64_t 
     r->kvs = kvs_copy(kv, n, values);
     r->nkv = n;
     r->tags = sl_xcalloc(1, sizeof *r->tags);
+    r->pause = pause;
     return submit_catalog(c, job);
+}
+
+static int submit_queue_change(struct part_client *c, enum part_op op, uint64_t queue_id,
+                               const struct part_queue_config *cfg, const struct part_kv *kv,
+                               size_t n, bool values, struct part_cookie cookie, part_done_fn *done)
+{
+    return submit_queue_change_job(c, op, queue_id, cfg, kv, n, values, cookie, done, 0);
 }
 
 int part_queue_set_attributes(struct part_client *c, uint64_t queue_id,
@@ -631,6 +640,17 @@ int part_queue_untag(struct part_client *c, uint64_t queue_id, const char *const
         kv[i] = (struct part_kv){keys[i], NULL};
     }
     return submit_queue_change(c, PART_OP_Q_UNTAG, queue_id, NULL, kv, n, false, cookie, done);
+}
+
+int part_queue_set_pause(struct part_client *c, uint64_t queue_id, unsigned flags,
+                         struct part_cookie cookie, part_done_fn *done)
+{
+    if (c->engine->repl == NULL || (flags & ~(PART_PAUSE_ENQUEUE | PART_PAUSE_DEQUEUE)) != 0) {
+        return SL_EINVAL;
+    }
+    int rc = submit_queue_change_job(c, PART_OP_Q_PAUSE, queue_id, NULL, NULL, 0, false, cookie,
+                                     done, flags);
+    return rc;
 }
 
 int part_queue_delete(struct part_client *c, uint64_t queue_id, struct part_cookie cookie,

@@ -81,8 +81,16 @@ static void set_put(struct gw_pause_set *s, uint64_t queue_id, unsigned flags)
     atomic_store(&s->live, s->count);
 }
 
+bool gw__pause_replicated(const struct gw_api *api)
+{
+    return part_engine_node_id(api->engine) != 0;
+}
+
 unsigned gw__pause_flags(struct gw_api *api, uint64_t queue_id)
 {
+    if (gw__pause_replicated(api)) {
+        return part_queue_pause(api->engine, queue_id);
+    }
     struct gw_pause_set *s = api->paused;
     if (s == NULL || atomic_load_explicit(&s->live, memory_order_acquire) == 0) {
         return 0;
@@ -103,6 +111,10 @@ int gw__pause_set(struct gw_api *api, uint64_t queue_id, unsigned which, bool pa
                   unsigned *before, unsigned *after)
 {
     struct gw_pause_set *s = api->paused;
+    if (gw__pause_replicated(api)) {
+        *before = *after = gw__pause_flags(api, queue_id);
+        return SL_EINVAL;
+    }
     /* One mutex across read, compute, persist and publish: two admin
      * writes on different loops (pause enqueue, pause dequeue) would
      * otherwise both read "none" and the second would drop the first's
@@ -253,7 +265,8 @@ static void pause_api_init(struct gw_api *api)
 {
     api->paused = set_new();
     struct gw_pause_set *s = api->paused;
-    if (api->ops == NULL || gw_opstore_load_pauses(api->ops, load_one, s) != SL_OK) {
+    if (api->ops == NULL || gw__pause_replicated(api) ||
+        gw_opstore_load_pauses(api->ops, load_one, s) != SL_OK) {
         return;
     }
     forget_deleted(api, s);

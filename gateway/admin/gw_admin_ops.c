@@ -31,6 +31,28 @@
 
 /* ---- pause / resume ------------------------------------------------------------- */
 
+/* The answer: the queue as it is now. */
+static void answer_paused(struct gw_admin_req *r, uint64_t queue_id)
+{
+    json_t *o = gw__admin_queue_json(r, queue_id, false);
+    if (o == NULL) {
+        gw__admin_fail_storage(r, SL_ENOTFOUND, "The queue");
+        return;
+    }
+    gw__admin_json(r, 200, o);
+}
+
+/* A cluster's pause, committed (or not) by the catalog's leader. */
+static void pause_replicated(struct part_cookie cookie, int status, const struct part_result *res)
+{
+    struct gw_admin_req *r = cookie.ptr;
+    if (status != SL_OK) {
+        gw__admin_fail_storage(r, status, "The queue");
+        return;
+    }
+    answer_paused(r, res->queue != NULL ? res->queue->id : cookie.id);
+}
+
 static void set_pause(struct gw_admin_req *r, bool pause)
 {
     static const char *const fields[] = {"enqueue", "dequeue", NULL};
@@ -48,6 +70,24 @@ static void set_pause(struct gw_admin_req *r, bool pause)
     }
     unsigned which = (enq ? GW_PAUSE_ENQUEUE : 0u) | (deq ? GW_PAUSE_DEQUEUE : 0u);
     unsigned before, after;
+    if (gw__pause_replicated(r->api)) {
+        /* Every node must hold it: the replicated catalog's, through its
+         * leader, answered once a majority holds it. */
+        before = gw__pause_flags(r->api, q.id);
+        after = pause ? before | which : before & ~which;
+        snprintf(r->detail, sizeof r->detail, "queue=%s/%s paused=%s->%s", q.tenant, q.name,
+                 gw__pause_name(before), gw__pause_name(after));
+        int rc = after == before ? SL_OK
+                                 : part_queue_set_pause(r->l->base.part, q.id, after,
+                                                        (struct part_cookie){.ptr = r, .id = q.id},
+                                                        pause_replicated);
+        if (after == before) {
+            answer_paused(r, q.id);
+        } else if (rc != SL_OK) {
+            gw__admin_fail_storage(r, rc, "The queue");
+        }
+        return;
+    }
     int rc = gw__pause_set(r->api, q.id, which, pause, &before, &after);
     snprintf(r->detail, sizeof r->detail, "queue=%s/%s paused=%s->%s", q.tenant, q.name,
              gw__pause_name(before), gw__pause_name(after));
@@ -56,12 +96,7 @@ static void set_pause(struct gw_admin_req *r, bool pause)
                        "The pause could not be recorded durably (ops.db); nothing changed.");
         return;
     }
-    json_t *o = gw__admin_queue_json(r, q.id, false);
-    if (o == NULL) {
-        gw__admin_fail_storage(r, SL_ENOTFOUND, "The queue");
-        return;
-    }
-    gw__admin_json(r, 200, o);
+    answer_paused(r, q.id);
 }
 
 void gw__admin_pause(struct gw_admin_req *r)

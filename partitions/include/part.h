@@ -347,6 +347,14 @@ int part_queue_counts(struct part_engine *e, uint64_t queue_id, uint32_t partiti
  * durably and sets it again after each open). Any thread. Returns SL_OK
  * or SL_ENOTFOUND. */
 int part_queue_set_dequeue_paused(struct part_engine *e, uint64_t queue_id, bool paused);
+/* An operator's pause, as a cluster replicates it (part_queue_set_pause):
+ * sends refused, receives answered empty. */
+#define PART_PAUSE_ENQUEUE 1u
+#define PART_PAUSE_DEQUEUE 2u
+/* A cluster's: queue_id's pause flags as this node's replicated catalog
+ * holds them (0 when not paused, unknown, or on one node). Any thread. */
+unsigned part_queue_pause(struct part_engine *e, uint64_t queue_id);
+
 /* A tenant's totals over all its queues: backlog = ready + delayed. Unknown
  * tenants count zero. */
 void part_tenant_counts(struct part_engine *e, const char *tenant, int64_t *backlog,
@@ -715,6 +723,15 @@ int part_queue_tag(struct part_client *c, uint64_t queue_id, const struct part_k
 /* Removes tag keys (missing keys are ignored). */
 int part_queue_untag(struct part_client *c, uint64_t queue_id, const char *const *keys, size_t n,
                      struct part_cookie cookie, part_done_fn *done);
+/* A cluster's: sets queue_id's pause flags (PART_PAUSE_*) in the
+ * replicated catalog, so that every node holds the queue paused (and,
+ * for PART_PAUSE_DEQUEUE, its partitions lease nothing of it, as
+ * part_queue_set_dequeue_paused). Completion: SL_OK with res->queue;
+ * SL_ENOTFOUND; SL_EUNAVAIL. Submit returns SL_EINVAL (flags beyond
+ * PART_PAUSE_*, or one node: the gateway keeps a single node's pauses),
+ * SL_ENOTFOUND, SL_ECLOSED. */
+int part_queue_set_pause(struct part_client *c, uint64_t queue_id, unsigned flags,
+                         struct part_cookie cookie, part_done_fn *done);
 /* Deletes the queue: the name is reusable at once (a new queue gets a new
  * id), its messages are removed from every partition before completion,
  * waiting receives on it complete with SL_ENOTFOUND. res->purged. */

@@ -12,7 +12,8 @@ recorded every acknowledgement proves afterwards:
     acknowledgement of its delete);
   - FIFO order held within every group, and a FIFO message is not
     delivered again once deleted;
-and a node restarted on its data_dir catches up and serves.
+a node restarted on its data_dir catches up and serves, and so does a
+node restarted from an empty data_dir.
 
 Every client error during the faults must be one the SDK retried: a
 request that still fails after botocore's retries fails the test unless
@@ -320,6 +321,23 @@ def main(s):
             if "after" in got:
                 break
         ok("after" in got, f"the restarted node did not serve the message sent through it: {got}")
+
+        s.step("a node restarted from an empty data_dir catches up, then serves")
+        empty = next(n for n in cluster.nodes if n.id != victim.id)
+        other = next(n for n in cluster.nodes if n.id not in (victim.id, empty.id))
+        cluster.kill(empty)
+        shutil.rmtree(os.path.join(empty.dir, "data"))
+        cluster.start(empty)  # healthy: it knows the catalog's leader and is caught up
+        w.clients[other.id].send_message(QueueUrl=std_url, MessageBody="after-empty")
+        c = w.clients[empty.id]
+        got = []
+        for _ in range(20):  # each a long poll: it wakes when the entry lands here
+            r = c.receive_message(QueueUrl=std_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+            got += [m["Body"] for m in r.get("Messages", [])]
+            if "after-empty" in got:
+                break
+        ok("after-empty" in got,
+           f"the node restarted empty did not serve the message sent through another: {got}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@
 #include <unistd.h>
 
 #include "it_harness.h"
+#include "it_sqs.h"
+
+#define TOKEN "cluster-token_1"
 
 #define NODE_2 "    - {id: 2, raft: 127.0.0.1:7002, peer: 127.0.0.1:7102, api: 127.0.0.1:9334}\n"
 #define NODE_3 "    - {id: 3, raft: 127.0.0.1:7003, peer: 127.0.0.1:7103, api: 127.0.0.1:9344}\n"
@@ -160,6 +163,7 @@ int main(void)
                  raft, secret, raft);
         nopt.extra_yaml = one;
         nopt.admin = true;
+        nopt.tenants_yaml = IT_TENANTS_YAML_WITH_TOKEN(TOKEN);
         IT_REQUIRE(it_server_start(&node, &nopt) == 0);
         struct it_response r;
         sqs_retrying(&node, "CreateQueue", "{\"QueueName\":\"replicated\"}", &r);
@@ -197,8 +201,26 @@ int main(void)
         IT_CHECK(
             it_metric(&node, "sluice_cluster_rejected_total{port=\"raft\",reason=\"bad_magic\"}") ==
             1);
+        /* An operator's pause lives in the replicated catalog: it holds
+         * across the restart below, and sends are refused meanwhile. */
+        struct it_reply a = it_admin(&node, "POST", "/api/queues/acme/replicated/pause",
+                                     "{\"enqueue\": true}", TOKEN);
+        IT_CHECK(a.status == 200);
+        IT_CHECK(json_is_true(json_object_get(json_object_get(a.json, "paused"), "enqueue")));
+        it_reply_free(&a);
+        snprintf(body, sizeof(body), "{\"QueueUrl\":\"%s\",\"MessageBody\":\"refused\"}", url);
+        sqs_retrying(&node, "SendMessage", body, &r);
+        IT_CHECK(r.status == 400 && r.body != NULL && strstr(r.body, "QueuePaused") != NULL);
+        it_response_free(&r);
         IT_CHECK(it_server_stop(&node) == 0);
         IT_REQUIRE(it_server_restart(&node) == 0);
+        sqs_retrying(&node, "SendMessage", body, &r);
+        IT_CHECK(r.status == 400 && r.body != NULL && strstr(r.body, "QueuePaused") != NULL);
+        it_response_free(&r);
+        a = it_admin(&node, "POST", "/api/queues/acme/replicated/resume", NULL, TOKEN);
+        IT_CHECK(a.status == 200);
+        IT_CHECK(json_is_false(json_object_get(json_object_get(a.json, "paused"), "enqueue")));
+        it_reply_free(&a);
         snprintf(body, sizeof(body), "{\"QueueUrl\":\"%s\",\"WaitTimeSeconds\":2}", url);
         bool got = false;
         for (int i = 0; i < 20 && !got; i++) {

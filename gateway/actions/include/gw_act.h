@@ -365,16 +365,25 @@ int gw_opstore_load_pauses(struct gw_opstore *s, gw_op_pause_fn *fn, void *arg);
  * its request's loop thread.
  */
 
-#define GW_PAUSE_ENQUEUE 1u
-#define GW_PAUSE_DEQUEUE 2u
+/* The partitions' bits: a cluster keeps the flags in its catalog. */
+#define GW_PAUSE_ENQUEUE PART_PAUSE_ENQUEUE
+#define GW_PAUSE_DEQUEUE PART_PAUSE_DEQUEUE
 
-/* queue_id's pause flags (0: not paused). */
+/* queue_id's pause flags (0: not paused). A cluster's node reads them
+ * from the replicated catalog (part_queue_pause), so a pause made through
+ * any node holds on every node. */
 unsigned gw__pause_flags(struct gw_api *api, uint64_t queue_id);
 
-/* Adds (pause) or removes (!pause) the bits of which on queue_id, durably
- * first, as one step against concurrent calls; *before and *after get
- * the flags around it (equal when nothing changed). SL_OK, or SL_EIO
- * when ops.db could not record it (nothing changed, *after == *before). */
+/* Whether the pauses live in a cluster's replicated catalog (set through
+ * part_queue_set_pause, asynchronously) rather than here. */
+bool gw__pause_replicated(const struct gw_api *api);
+
+/* One node: adds (pause) or removes (!pause) the bits of which on
+ * queue_id, durably first, as one step against concurrent calls; *before
+ * and *after get the flags around it (equal when nothing changed). SL_OK,
+ * or SL_EIO when ops.db could not record it (nothing changed, *after ==
+ * *before). A cluster's node: SL_EINVAL (gw__pause_replicated), nothing
+ * changed. */
 int gw__pause_set(struct gw_api *api, uint64_t queue_id, unsigned which, bool pause,
                   unsigned *before, unsigned *after);
 

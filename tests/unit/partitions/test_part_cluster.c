@@ -609,6 +609,57 @@ static void test_other_partition_count_refused(void **state)
     assert_int_not_equal(part_queue_find(c->n[2].e, "acme", "kept", &id, NULL), SL_OK);
 }
 
+struct pause_arg {
+    uint64_t q;
+    unsigned flags;
+};
+
+static int do_pause(struct t_env *t, void *arg, struct t_done *d)
+{
+    struct pause_arg *a = arg;
+    return part_queue_set_pause(t->c, a->q, a->flags, t_ck(d), t_on_done);
+}
+
+/* An operator's pause made through one node holds on every node: each
+ * reads the flags, and a receive through another node leases nothing
+ * until the resume, made through a third, lets it through. */
+static void test_pause_replicated(void **state)
+{
+    struct cluster *c = *state;
+    struct t_done d = {0};
+    on_node(c, 0, do_create, "held", &d);
+    assert_int_equal(d.status, SL_OK);
+    uint64_t q = d.queue_id;
+    struct send_arg s0 = {q, 0, "waits"};
+    on_node(c, 0, do_send, &s0, &d);
+    assert_int_equal(d.status, SL_OK);
+    struct pause_arg pa = {q, PART_PAUSE_DEQUEUE};
+    on_node(c, 1, do_pause, &pa, &d);
+    assert_int_equal(d.status, SL_OK);
+    uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
+    for (int i = 0; i < NODES; i++) {
+        while (part_queue_pause(c->n[i].e, q) != PART_PAUSE_DEQUEUE) {
+            if (sl_mono_ns() / 1000000 > deadline) {
+                fail_msg("node %d never learnt the pause", i + 1);
+            }
+            pause_ms(c, 20);
+        }
+    }
+    wait_counts(c, 2, q, 0, 1, 0);
+    struct recv_arg r0 = {q, 0, 0};
+    on_node(c, 2, do_recv, &r0, &d);
+    assert_int_equal(d.status, SL_OK);
+    assert_int_equal(d.count, 0); /* paused */
+    pa.flags = 0;
+    on_node(c, 2, do_pause, &pa, &d);
+    assert_int_equal(d.status, SL_OK);
+    r0.wait_ms = 5000;
+    on_node(c, 0, do_recv, &r0, &d);
+    assert_int_equal(d.status, SL_OK);
+    assert_int_equal(d.count, 1);
+    assert_int_equal(part_queue_pause(c->n[0].e, q), 0);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
@@ -621,6 +672,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_leads_go_to_preferred_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_partition_count_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pause_replicated, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
