@@ -234,18 +234,27 @@ int gw__act_find_queue(const struct gw_act_ctx *ctx, struct sl_slice tenant, str
     return SL_OK;
 }
 
+int gw__act_not_ready(struct gw_act_ctx *ctx)
+{
+    if (part_engine_ready(ctx->api->engine)) {
+        return SL_OK;
+    }
+    /* A cluster's node still catching up may not know the queue yet: a
+     * retry (on it, or another node) finds out. */
+    struct gw_sqs_err err;
+    gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE,
+                   "This node is catching up with the cluster; retry later.");
+    gw__act_fail(ctx, &err);
+    return SL_EUNAVAIL;
+}
+
 int gw__act_resolve(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *ref, struct gw_queue *q)
 {
     if (gw__act_find_queue(ctx, ref->tenant, ref->name, q) != SL_OK) {
-        struct gw_sqs_err err;
-        if (!part_engine_ready(ctx->api->engine)) {
-            /* A cluster's node still catching up may not know the queue
-             * yet: a retry (on it, or another node) finds out. */
-            gw_sqs_err_set(&err, GW_SQS_E_SERVICE_UNAVAILABLE,
-                           "This node is catching up with the cluster; retry later.");
-            gw__act_fail(ctx, &err);
+        if (gw__act_not_ready(ctx) != SL_OK) {
             return SL_EUNAVAIL;
         }
+        struct gw_sqs_err err;
         gw_sqs_err_set(&err, GW_SQS_E_QUEUE_DOES_NOT_EXIST, NULL);
         gw__act_fail(ctx, &err);
         return SL_ENOTFOUND;

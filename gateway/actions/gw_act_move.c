@@ -41,6 +41,9 @@ static void fail(struct gw_act_ctx *ctx, enum gw_sqs_error code, const char *msg
 
 static void fail_missing(struct gw_act_ctx *ctx, const char *param)
 {
+    if (gw__act_not_ready(ctx) != SL_OK) {
+        return; /* a node catching up cannot tell */
+    }
     struct gw_sqs_err err;
     gw_sqs_err_set(&err, GW_SQS_E_RESOURCE_NOT_FOUND,
                    "The resource that you specified for the %s parameter doesn't exist.", param);

@@ -312,6 +312,11 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
 {
     struct gw_queue q;
     if (gw__act_find_queue(ctx, ref->tenant, ref->name, &q) != SL_OK) {
+        /* Not knowing the queue proves nothing on a node still catching
+         * up: neither QueueDoesNotExist nor an auto-creation then. */
+        if (gw__act_not_ready(ctx) != SL_OK) {
+            return;
+        }
         /* A tenant may have its queues made by their first send; a send
          * the new queue would refuse whole makes none. */
         struct gw_sqs_err err;

@@ -155,6 +155,8 @@ static void print_log(const struct it_server *s)
     free(log);
 }
 
+static bool answers_healthz(const struct it_server *s);
+
 int it_server_start(struct it_server *s, const struct it_options *opt)
 {
     static bool curl_ready;
@@ -173,6 +175,7 @@ int it_server_start(struct it_server *s, const struct it_options *opt)
     snprintf(s->log_path, sizeof(s->log_path), "%s/sluiced.log", s->dir);
     s->tls = opt->tls;
     s->nofile_limit = opt->nofile_limit;
+    s->start_unhealthy = opt->start_unhealthy;
     s->env = opt->env;
     s->port = free_port();
     s->admin_port = opt->admin ? free_port() : 0;
@@ -258,7 +261,7 @@ int it_server_restart(struct it_server *s)
             print_log(s);
             return -1;
         }
-        if (it_healthz(s))
+        if (it_healthz(s) || (s->start_unhealthy && answers_healthz(s)))
             return 0;
         it_sleep_ms(50);
     }
@@ -670,6 +673,15 @@ double it_metric(const struct it_server *s, const char *series)
     }
     it_response_free(&r);
     return v;
+}
+
+static bool answers_healthz(const struct it_server *s)
+{
+    struct it_request req = {.method = "GET", .path = "/healthz", .timeout_ms = 5000};
+    struct it_response r;
+    bool answered = it_request(s, &req, &r) == 0 && r.status > 0;
+    it_response_free(&r);
+    return answered;
 }
 
 bool it_healthz(const struct it_server *s)

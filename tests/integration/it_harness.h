@@ -69,6 +69,9 @@ struct it_options {
      * library's settings), NULL-terminated; may be NULL. Borrowed: must
      * outlive the server, whose restarts use it again. */
     const char *const *env;
+    /* Started once /healthz answers at all (a cluster's node that cannot
+     * serve answers 503), not only once it answers 200. */
+    bool start_unhealthy;
 };
 
 struct it_server {
@@ -86,6 +89,7 @@ struct it_server {
     pid_t pid;              /* 0 when not running */
     unsigned nofile_limit;  /* from it_options, kept for restarts */
     const char *const *env; /* from it_options, kept for restarts */
+    bool start_unhealthy;   /* it_options.start_unhealthy */
 };
 
 /* Writes the configuration, starts build/sluiced --config, and waits (bounded)

@@ -143,6 +143,44 @@ int main(void)
     IT_CHECK(expect_in(err, want));
     free(err);
 
+    /* One node of three, alone: no quorum, so it cannot know its queues.
+     * It says so (503, retried by the SDKs) on /healthz, on a send (whose
+     * auto-creation path once answered QueueDoesNotExist here) and on a
+     * lookup, rather than claim that a queue does not exist. */
+    {
+        struct it_server lone;
+        struct it_options lopt = {0};
+        char raft[32], three[1024];
+        snprintf(raft, sizeof(raft), "127.0.0.1:%u", free_port());
+        snprintf(
+            three, sizeof(three),
+            "cluster:\n"
+            "  node_id: 1\n"
+            "  raft: %s\n"
+            "  peer: 127.0.0.1:7101\n"
+            "  secret_file: %s\n"
+            "  nodes:\n"
+            "    - {id: 1, raft: %s, peer: 127.0.0.1:7101, api: 127.0.0.1:9324}\n" NODE_2 NODE_3,
+            raft, secret, raft);
+        lopt.extra_yaml = three;
+        lopt.start_unhealthy = true;
+        IT_REQUIRE(it_server_start(&lone, &lopt) == 0);
+        IT_CHECK(!it_healthz(&lone));
+        char url[256], body[512];
+        snprintf(url, sizeof(url), "%s/acme/anything", lone.base_url);
+        snprintf(body, sizeof(body), "{\"QueueUrl\":\"%s\",\"MessageBody\":\"x\"}", url);
+        struct it_response r;
+        IT_REQUIRE(it_sqs(&lone, "SendMessage", body, IT_KEY, IT_SECRET, &r) == 0);
+        IT_CHECK(r.status == 503 && r.body != NULL && strstr(r.body, "catching up") != NULL);
+        it_response_free(&r);
+        IT_REQUIRE(it_sqs(&lone, "GetQueueUrl", "{\"QueueName\":\"anything\"}", IT_KEY, IT_SECRET,
+                          &r) == 0);
+        IT_CHECK(r.status == 503);
+        it_response_free(&r);
+        IT_CHECK(it_server_stop(&lone) == 0);
+        it_server_cleanup(&lone);
+    }
+
     /* A cluster of one node runs: its catalog and partitions are Raft
      * groups (the node elects itself), and what it acknowledged survives
      * a restart, which replays the groups' logs. */

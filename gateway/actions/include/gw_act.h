@@ -201,6 +201,12 @@ struct gw_queue {
 int gw__act_find_queue(const struct gw_act_ctx *ctx, struct sl_slice tenant, struct sl_slice name,
                        struct gw_queue *q);
 
+/* SL_OK when this node can say a queue does not exist: one node always,
+ * a cluster's node once it has caught up (part_engine_ready). Otherwise
+ * fails the request with ServiceUnavailable, taking ownership of ctx,
+ * and returns SL_EUNAVAIL: a lookup that missed proves nothing then. */
+int gw__act_not_ready(struct gw_act_ctx *ctx);
+
 /* gw__act_find_queue for the queue ref names, remembered in ctx for the
  * per-queue counters. Returns SL_OK and fills *q, or SL_ENOTFOUND after
  * failing the request with QueueDoesNotExist (SL_EUNAVAIL and
