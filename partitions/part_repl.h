@@ -28,6 +28,7 @@
 
 #include <sqlite3.h>
 
+#include "part.h"
 #include "part_handshake.h"
 #include "sl.h"
 
@@ -155,6 +156,13 @@ int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3
 /* The Raft port's refused handshakes, by enum part__hs_reject. Any
  * thread. */
 void part__repl_port_rejected(const struct part_repl *r, uint64_t out[PART__HS_REJECT_COUNT]);
+
+/* Fills *out with the group's Raft state as the Raft thread last
+ * published it (it looks every 20 ms). Any thread. */
+void part__repl_group_stats(const struct part_repl_group *g, struct part_group_stats *out);
+
+/* The nodes the Raft port was configured with, this one included. */
+size_t part__repl_node_count(const struct part_repl *r);
 
 /* Entries this node applied to the group's image since the group opened
  * (its own writes included). */
