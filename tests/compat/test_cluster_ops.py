@@ -2,12 +2,14 @@
 this machine's loopback (cluster_harness.py):
 
 - /metrics of a node shows every group's leader, term, commit and applied
-  index;
+  index, and every cluster metric the alert rules and the dashboard query
+  (tools/ops/; test_ops_monitoring.py checks the others on one node);
 - /healthz answers 200 "ok" on every node; with two of the three nodes
   SIGSTOPped the third answers 503 naming the groups without a quorum
   (the catalog and every partition), and 200 again once they resume.
 """
 
+import os
 import re
 import sys
 import time
@@ -16,6 +18,11 @@ import urllib.request
 
 import cluster_harness
 from harness import Steps, eq, fail, ok
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+RULES = os.path.join(ROOT, "tools", "ops", "sluice-alerts.yml")
+DASHBOARD = os.path.join(ROOT, "tools", "ops", "sluice-dashboard.json")
+CLUSTER_ONLY = re.compile(r"^sluice_(cluster_|partition_raft_|partition_leader_node$)")
 
 
 def healthz(port):
@@ -61,6 +68,17 @@ def check_metrics(steps, cluster):
     commits = series(text, "sluice_partition_raft_commit_index")
     ok(all(v >= 1 for v in commits.values()), f"every partition committed: {commits}")
     ok(series(text, "sluice_cluster_catalog_raft_commit_index")[""] >= 1, "catalog committed")
+
+    steps.step("every cluster metric the rules and the dashboard query is exposed by a node")
+    wanted = set()
+    for path in (RULES, DASHBOARD):
+        with open(path, encoding="utf-8") as f:
+            queried = re.findall(r"\bsluice_[a-z0-9_]+\b", f.read())
+        found = {m for m in queried if CLUSTER_ONLY.match(m)}
+        ok(len(found) >= 3, f"{os.path.basename(path)} queries the cluster: {sorted(found)}")
+        wanted |= found
+    exposed = set(re.findall(r"^(sluice_[a-z0-9_]+)[{ ]", text, re.M))
+    eq(sorted(wanted - exposed), [], "cluster metrics queried but not exposed")
 
 
 def check_quorum(steps, cluster):
