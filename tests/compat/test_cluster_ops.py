@@ -1,27 +1,43 @@
 """test_cluster_ops.py -- what on-call sees of a three-node cluster on
-this machine's loopback (cluster_harness.py):
+this machine's loopback (cluster_harness.py), and the deployment people
+copy:
 
 - /metrics of a node shows every group's leader, term, commit and applied
   index, and every cluster metric the alert rules and the dashboard query
   (tools/ops/; test_ops_monitoring.py checks the others on one node);
 - /healthz answers 200 "ok" on every node; with two of the three nodes
   SIGSTOPped the third answers 503 naming the groups without a quorum
-  (the catalog and every partition), and 200 again once they resume.
+  (the catalog and every partition), and 200 again once they resume;
+- scripts/cluster starts three nodes and Debian's HAProxy on ports of the
+  test's choosing, boto3 sends and receives a message through HAProxy
+  over HTTP/1.1 and curl over h2c, and `scripts/cluster stop` leaves no
+  process behind.
 """
 
+import json
 import os
+import random
 import re
+import shutil
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
-import cluster_harness
-from harness import Steps, eq, fail, ok
+import harness
+from harness import REGION, Steps, eq, fail, ok, require_program
+
+boto3 = harness.require_module("boto3", "python3-boto3")
+import cluster_harness  # noqa: E402  (after the module check)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 RULES = os.path.join(ROOT, "tools", "ops", "sluice-alerts.yml")
 DASHBOARD = os.path.join(ROOT, "tools", "ops", "sluice-dashboard.json")
+SCRIPT = os.path.join(ROOT, "scripts", "cluster")
 CLUSTER_ONLY = re.compile(r"^sluice_(cluster_|partition_raft_|partition_leader_node$)")
 
 
@@ -119,11 +135,126 @@ def wait_healthz_body(port, pred, timeout):
         time.sleep(0.2)
 
 
+def port_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def script_pids(root):
+    """The pids scripts/cluster recorded under root."""
+    pids = []
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".pid"):
+                with open(os.path.join(dirpath, f), encoding="ascii") as fh:
+                    pids.append(int(fh.read().strip()))
+    return pids
+
+
+def alive(pid):
+    """True while pid is a process that is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def check_script(steps):
+    require_program("/usr/sbin/haproxy", "haproxy")
+    root = tempfile.mkdtemp(prefix="sluice-cluster-script-")
+    # Node N uses BASE+10N .. +3: a base whose twelve ports are free now.
+    # Below the kernel's ephemeral range (32768 up), which a connection's
+    # own end could take meanwhile.
+    base = None
+    for _ in range(50):
+        candidate = random.randrange(20000, 32000, 100)
+        if port_free(candidate + 50) and all(port_free(candidate + 10 * n + k)
+                                             for n in (1, 2, 3) for k in range(4)):
+            base = candidate
+            break
+    if base is None:
+        fail("no free block of ports for scripts/cluster")
+    front = base + 50
+    env = dict(os.environ, SLUICE_CLUSTER_DIR=root, SLUICE_CLUSTER_PORT=str(front),
+               SLUICE_CLUSTER_BASE=str(base), SLUICE_BUILD_DIR=harness.build_dir())
+    pids = []
+    try:
+        steps.step("scripts/cluster starts three nodes and HAProxy")
+        r = subprocess.run([SCRIPT], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=90, check=False)
+        out = r.stdout.decode(errors="replace")
+        pids = script_pids(root)
+        eq(r.returncode, 0, f"scripts/cluster exit status ({out})")
+        ok(f"http://127.0.0.1:{front}" in out and "scripts/cluster stop" in out,
+           f"it prints the endpoint and how to stop: {out}")
+        eq(len(pids), 4, "three nodes and HAProxy recorded")
+        with open(os.path.join(root, "haproxy.cfg"), encoding="utf-8") as f:
+            ok("option httpchk GET /healthz" in f.read(), "HAProxy checks /healthz")
+
+        steps.step("boto3 through HAProxy (HTTP/1.1): create, send, receive, delete")
+        endpoint = f"http://127.0.0.1:{front}"
+        sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION,
+                           aws_access_key_id="default", aws_secret_access_key="default")
+        url = sqs.create_queue(QueueName="through-haproxy")["QueueUrl"]
+        eq(url, f"{endpoint}/default/through-haproxy", "the queue URL names HAProxy's address")
+        # A queue made through one node may reach the third node a
+        # heartbeat after CreateQueue answered (its barrier commits on a
+        # majority, which need not include it; HAProxy's round robin then
+        # finds it missing there): wait until every node knows it.
+        for n in (1, 2, 3):
+            node = boto3.client("sqs", endpoint_url=f"http://127.0.0.1:{base + 10 * n}",
+                                region_name=REGION, aws_access_key_id="default",
+                                aws_secret_access_key="default")
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    node.get_queue_url(QueueName="through-haproxy")
+                    break
+                except node.exceptions.QueueDoesNotExist:
+                    if time.monotonic() > deadline:
+                        fail(f"node {n} does not know the queue 10 s after CreateQueue")
+                    time.sleep(0.05)
+        sqs.send_message(QueueUrl=url, MessageBody="hello through haproxy")
+        msgs = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=10).get("Messages", [])
+        eq([m["Body"] for m in msgs], ["hello through haproxy"], "the message came back")
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=msgs[0]["ReceiptHandle"])
+
+        steps.step("h2c with prior knowledge through HAProxy")
+        c = subprocess.run(["curl", "-sS", "--http2-prior-knowledge", "--max-time", "10",
+                            "-w", "\n%{http_version}", "--aws-sigv4", f"aws:amz:{REGION}:sqs",
+                            "--user", "default:default",
+                            "-H", "Content-Type: application/x-amz-json-1.0",
+                            "-H", "X-Amz-Target: AmazonSQS.ListQueues", "--data", "{}",
+                            endpoint + "/"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=20, check=False)
+        reply, _, version = c.stdout.decode().rpartition("\n")
+        eq(version, "2", f"HTTP/2 to HAProxy ({c.stderr.decode()})")
+        eq(json.loads(reply).get("QueueUrls"), [url], "ListQueues over h2c")
+
+        steps.step("scripts/cluster stop leaves no process")
+        r = subprocess.run([SCRIPT, "stop"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=60, check=False)
+        eq(r.returncode, 0, f"scripts/cluster stop ({r.stdout.decode(errors='replace')})")
+        eq([p for p in pids if alive(p)], [], "processes left after stop")
+        eq(script_pids(root), [], "pid files left after stop")
+    finally:
+        for p in pids:
+            if alive(p):
+                os.kill(p, signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def body(steps):
     with cluster_harness.Cluster(partitions=4) as cluster:
         cluster.wait_leaders()
         check_metrics(steps, cluster)
         check_quorum(steps, cluster)
+    check_script(steps)
 
 
 if __name__ == "__main__":
