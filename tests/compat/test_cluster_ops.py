@@ -7,7 +7,8 @@ copy:
   (tools/ops/; test_ops_monitoring.py checks the others on one node);
 - /healthz answers 200 "ok" on every node; with two of the three nodes
   SIGSTOPped the third answers 503 naming the groups without a quorum
-  (the catalog and every partition), and 200 again once they resume;
+  (the catalog and every partition), and `sluicectl cluster status`
+  shows them without a leader; 200 again once they resume;
 - scripts/cluster starts three nodes and Debian's HAProxy on ports of the
   test's choosing, boto3 sends and receives a message through HAProxy
   over HTTP/1.1 and curl over h2c, and `scripts/cluster stop` leaves no
@@ -97,6 +98,20 @@ def check_metrics(steps, cluster):
     eq(sorted(wanted - exposed), [], "cluster metrics queried but not exposed")
 
 
+def sluicectl(node, *args):
+    """sluicectl ARGS against node's admin port with the harness's admin
+    keys; its output (it must exit 0)."""
+    binary = os.path.join(harness.build_dir(), "sluicectl")
+    env = {"HOME": "/nonexistent", "PATH": os.environ.get("PATH", ""),
+           "SLUICE_ADMIN_ENDPOINT": f"http://127.0.0.1:{node.admin_port}",
+           "SLUICE_ADMIN_TOKEN": harness.BEARER_TOKEN}
+    r = subprocess.run([binary, *args], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=30, check=False)
+    out = r.stdout.decode(errors="replace")
+    eq(r.returncode, 0, f"sluicectl {' '.join(args)} ({out})")
+    return out
+
+
 def check_quorum(steps, cluster):
     steps.step("/healthz is 200 ok on every node")
     for n in cluster.nodes:
@@ -114,13 +129,22 @@ def check_quorum(steps, cluster):
     text = cluster.metrics(one)
     eq(set(series(text, "sluice_partition_leader_node").values()), {0.0},
        "no partition leader known on the lone node")
+    out = sluicectl(one, "cluster", "status")
+    print(out, flush=True)
+    ok(re.search(r"^catalog\s+none\s.*\bno quorum$", out, re.M),
+       "sluicectl cluster status: the catalog has no leader and no quorum")
+    eq(len(re.findall(r"^partition \d+\s+none\s.*\bno quorum$", out, re.M)),
+       cluster.partitions, "sluicectl cluster status: every partition without a quorum")
 
-    steps.step("the two resume: /healthz is 200 ok again")
+    steps.step("the two resume: /healthz is 200 ok again, sluicectl shows leaders")
     for n in others:
         cluster.resume(n)
     for n in cluster.nodes:
         eq(wait_healthz(n.port, 200, 40), "ok", f"node {n.id} healthy again")
     cluster.wait_leaders()
+    out = sluicectl(one, "cluster", "status")
+    ok("node 1 of 3, serving" in out and "(this node)" in out, f"the header and nodes: {out}")
+    ok("none" not in out and "no quorum" not in out, f"every group has a leader again: {out}")
 
 
 def wait_healthz_body(port, pred, timeout):

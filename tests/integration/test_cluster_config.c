@@ -65,19 +65,6 @@ static bool expect_in(const char *text, const char *want)
     return false;
 }
 
-/* A free loopback port for the node's Raft port. */
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    IT_REQUIRE(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    IT_REQUIRE(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-    IT_REQUIRE(getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 /* An SQS call, retried while the node answers 503 (no leader elected yet:
  * what an SDK's retries do); the last answer is in *r. */
 static void sqs_retrying(const struct it_server *s, const char *action, const char *json,
@@ -198,7 +185,7 @@ int main(void)
         struct it_server node;
         struct it_options nopt = {0};
         char one[1024], raft[64];
-        snprintf(raft, sizeof(raft), "127.0.0.1:%u", free_port());
+        snprintf(raft, sizeof(raft), "127.0.0.1:%u", it_free_port());
         snprintf(one, sizeof(one),
                  "cluster:\n"
                  "  node_id: 1\n"
