@@ -12,7 +12,7 @@ copy:
 - scripts/cluster starts three nodes and Debian's HAProxy on ports of the
   test's choosing, boto3 sends and receives a message through HAProxy
   over HTTP/1.1 and curl over h2c, and `scripts/cluster stop` leaves no
-  process behind.
+  process behind; nor does the death of the process that started it.
 """
 
 import json
@@ -204,8 +204,10 @@ def check_script(steps):
     if base is None:
         fail("no free block of ports for scripts/cluster")
     front = base + 50
+    # SLUICE_CLUSTER_OWNER: should this test be killed, a watcher stops it all.
     env = dict(os.environ, SLUICE_CLUSTER_DIR=root, SLUICE_CLUSTER_PORT=str(front),
-               SLUICE_CLUSTER_BASE=str(base), SLUICE_BUILD_DIR=harness.build_dir())
+               SLUICE_CLUSTER_BASE=str(base), SLUICE_BUILD_DIR=harness.build_dir(),
+               SLUICE_CLUSTER_OWNER=str(os.getpid()))
     pids = []
     try:
         steps.step("scripts/cluster starts three nodes and HAProxy")
@@ -216,7 +218,7 @@ def check_script(steps):
         eq(r.returncode, 0, f"scripts/cluster exit status ({out})")
         ok(f"http://127.0.0.1:{front}" in out and "scripts/cluster stop" in out,
            f"it prints the endpoint and how to stop: {out}")
-        eq(len(pids), 4, "three nodes and HAProxy recorded")
+        eq(len(pids), 5, "three nodes, HAProxy and the owner's watcher recorded")
         with open(os.path.join(root, "haproxy.cfg"), encoding="utf-8") as f:
             ok("option httpchk GET /healthz" in f.read(), "HAProxy checks /healthz")
 
@@ -266,6 +268,21 @@ def check_script(steps):
         eq(r.returncode, 0, f"scripts/cluster stop ({r.stdout.decode(errors='replace')})")
         eq([p for p in pids if alive(p)], [], "processes left after stop")
         eq(script_pids(root), [], "pid files left after stop")
+
+        steps.step("its owner killed, scripts/cluster's watcher stops everything")
+        owner = subprocess.Popen(["sleep", "600"], preexec_fn=harness.dies_with_us())
+        env["SLUICE_CLUSTER_OWNER"] = str(owner.pid)
+        r = subprocess.run([SCRIPT], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=90, check=False)
+        pids = script_pids(root)
+        eq(r.returncode, 0, f"scripts/cluster again ({r.stdout.decode(errors='replace')})")
+        eq(len(pids), 5, "three nodes, HAProxy and the watcher again")
+        owner.kill()
+        owner.wait()
+        deadline = time.monotonic() + 40
+        while [p for p in pids if alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        eq([p for p in pids if alive(p)], [], "processes left 40 s after the owner died")
     finally:
         for p in pids:
             if alive(p):
