@@ -504,7 +504,7 @@ static int api_health(void *app, char *why, size_t cap)
     struct part_engine *e = ((struct gw_api *)app)->engine;
     uint32_t np = part_engine_partitions(e);
     size_t n = (size_t)snprintf(why, cap, "no quorum:");
-    const char *sep = " ";
+    bool lost = false;
     /* i = 0 is the catalog, then the partitions */
     for (uint32_t i = 0; i <= np && part_engine_node_id(e) != 0; i++) {
         struct part_group_stats st;
@@ -512,16 +512,17 @@ static int api_health(void *app, char *why, size_t cap)
         if (part_engine_group_stats(e, p, &st) != SL_OK || !st.no_quorum) {
             continue;
         }
-        if (n + 24 >= cap) {
-            snprintf(why + n, cap - n, ", ...");
+        const char *sep = lost ? ", " : " ";
+        lost = true;
+        if (n + 24 >= cap) { /* the body stays short: the rest is in /metrics */
+            snprintf(why + n, cap - n, "%s...", sep);
             break;
         }
         n += (size_t)(p == PART_CATALOG
                           ? snprintf(why + n, cap - n, "%scatalog", sep)
                           : snprintf(why + n, cap - n, "%spartition %u", sep, (unsigned)p));
-        sep = ", ";
     }
-    if (*sep == ',') {
+    if (lost) {
         return 503;
     }
     bool ready = part_engine_ready(e);
@@ -532,7 +533,6 @@ static int api_health(void *app, char *why, size_t cap)
 static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req)
 {
     struct gw_api_loop *l = loop_ctx;
-
     struct gw_act_ctx *ctx = sl_xcalloc(1, sizeof(*ctx));
     ctx->api = l->api;
     ctx->loop = l;
