@@ -32,7 +32,9 @@
  * JSON.
  *
  * Routing choices where AWS is silent (see also docs/api.md):
- *  - GET /healthz answers 200 "ok" without authentication (docs/api.md).
+ *  - GET /healthz answers 200 "ok" without authentication (docs/api.md),
+ *    and on a cluster's node 503 with the reason while it cannot serve
+ *    (api_health; the protocol layer calls it).
  *  - Everything else is authenticated first, so an unsigned probe learns
  *    nothing but MissingAuthenticationToken.
  *  - The method must be POST; the path is not checked beyond SigV4 (which
@@ -492,30 +494,46 @@ static bool handler_admits(enum gw_sqs_action a)
     }
 }
 
-/* 200 "ok"; a cluster's node that cannot serve yet (no catalog leader
- * known, or still applying what it knows committed) answers 503, so that
- * a load balancer sends its clients elsewhere meanwhile. */
-static void answer_healthz(struct gw_exchange *ex, struct part_engine *engine)
+/* /healthz (gw_health_fn): 200 "ok"; a cluster's node that cannot serve
+ * answers 503, so that a load balancer sends its clients elsewhere
+ * meanwhile. Any node serves every partition, so one group without a
+ * quorum is enough: "no quorum: catalog, partition 3" names them. A node
+ * that knows its leaders but is still applying what it knows committed
+ * (just started, or back from a cut) says "catching up". */
+static int api_health(void *app, char *why, size_t cap)
 {
-    const struct gw_header h[] = {
-        {SL_SLICE_LIT("content-type"), SL_SLICE_LIT("text/plain")},
-    };
-    if (!part_engine_ready(engine)) {
-        static const char body[] = "catching up";
-        gw_exchange_respond(ex, 503, h, SL_ARRAY_LEN(h), body, sizeof(body) - 1);
-        return;
+    struct part_engine *e = ((struct gw_api *)app)->engine;
+    uint32_t np = part_engine_partitions(e);
+    size_t n = (size_t)snprintf(why, cap, "no quorum:");
+    bool lost = false;
+    /* i = 0 is the catalog, then the partitions */
+    for (uint32_t i = 0; i <= np && part_engine_node_id(e) != 0; i++) {
+        struct part_group_stats st;
+        uint32_t p = i == 0 ? PART_CATALOG : i - 1;
+        if (part_engine_group_stats(e, p, &st) != SL_OK || !st.no_quorum) {
+            continue;
+        }
+        const char *sep = lost ? ", " : " ";
+        lost = true;
+        if (n + 24 >= cap) { /* the body stays short: the rest is in /metrics */
+            snprintf(why + n, cap - n, "%s...", sep);
+            break;
+        }
+        n += (size_t)(p == PART_CATALOG
+                          ? snprintf(why + n, cap - n, "%scatalog", sep)
+                          : snprintf(why + n, cap - n, "%spartition %u", sep, (unsigned)p));
     }
-    gw_exchange_respond(ex, 200, h, SL_ARRAY_LEN(h), "ok", 2);
+    if (lost) {
+        return 503;
+    }
+    bool ready = part_engine_ready(e);
+    snprintf(why, cap, "%s", ready ? "ok" : "catching up");
+    return ready ? 200 : 503;
 }
 
 static void on_request(void *loop_ctx, struct gw_exchange *ex, const struct gw_request *req)
 {
     struct gw_api_loop *l = loop_ctx;
-    if (sl_slice_eq_cstr(req->method, "GET") && sl_slice_eq_cstr(req->path, "/healthz")) {
-        answer_healthz(ex, l->api->engine);
-        return;
-    }
-
     struct gw_act_ctx *ctx = sl_xcalloc(1, sizeof(*ctx));
     ctx->api = l->api;
     ctx->loop = l;
@@ -588,6 +606,7 @@ struct gw_handler gw_api_sqs_handler(struct gw_api *api)
         .loop_stop = loop_stop,
         .on_request = on_request,
         .on_headers = on_headers,
+        .health = api_health,
     };
 }
 

@@ -587,6 +587,7 @@ int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_s
     out->image_bytes = part__repl_node_image_bytes(e->repl);
     out->memory_budget = e->memory_budget;
     out->budget_refusals = atomic_load(&e->budget_refusals);
+    out->nodes_configured = (uint32_t)part__repl_node_count(e->repl);
     return SL_OK;
 }
 
@@ -601,15 +602,31 @@ bool part_engine_ready(const struct part_engine *e)
            (atomic_load(&e->catalog_synced) && part__repl_caught_up(e->catw.group));
 }
 
-uint64_t part_engine_leader(const struct part_engine *e, uint32_t p)
+/* A cluster's group of partition p, or of the catalog; NULL on one node
+ * and for a p out of range. */
+static struct part_repl_group *group_of(const struct part_engine *e, uint32_t p)
 {
     if (e->repl == NULL) {
-        return 0;
+        return NULL;
     }
-    struct part_repl_group *g = p == PART_CATALOG ? e->catw.group
-                                : p < e->nparts   ? e->writers[p].group
-                                                  : NULL;
+    return p == PART_CATALOG ? e->catw.group : p < e->nparts ? e->writers[p].group : NULL;
+}
+
+uint64_t part_engine_leader(const struct part_engine *e, uint32_t p)
+{
+    struct part_repl_group *g = group_of(e, p);
     return g != NULL ? part__repl_leader(g) : 0;
+}
+
+int part_engine_group_stats(const struct part_engine *e, uint32_t p, struct part_group_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    struct part_repl_group *g = group_of(e, p);
+    if (g == NULL) {
+        return SL_EINVAL;
+    }
+    part__repl_group_stats(g, out);
+    return SL_OK;
 }
 
 uint32_t part_engine_partitions(const struct part_engine *e)

@@ -75,6 +75,7 @@ struct part_repl {
     size_t groups_closing; /* Raft thread only */
     struct part__raft_node *port;
     _Atomic uint64_t image_bytes; /* the sum of its groups' */
+    size_t node_count; /* the port's configured nodes */
 };
 
 /* A write proposed and not yet answered. */
@@ -124,6 +125,11 @@ struct part_repl_group {
     struct raft_transfer transfer;
     bool transfer_busy;
     uint64_t lead_since_ms, handover_tried_ms; /* uv_now of the Raft loop */
+    /* For the operators (part__repl_group_stats): libraft's fields are the
+     * Raft thread's, so watch_group publishes copies. */
+    _Atomic uint64_t term, commit_index, last_applied, snapshot_bytes, leaderless_ms;
+    _Atomic uint32_t voters;
+    uint64_t leaderless_since; /* Raft thread: uv_now when it last lost its leader; 0: has one */
 };
 
 static struct sl_log_limit apply_log_limit = SL_LOG_LIMIT(5, 60000);
@@ -359,6 +365,7 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
     if (rv != 0) {
         return RAFT_IOERR;
     }
+    atomic_store(&g->snapshot_bytes, (uint64_t)len);
     struct raft_buffer *b = raft_malloc(sizeof(*b));
     if (b == NULL) {
         raft_free(data);
@@ -392,6 +399,7 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     if (rv == 0) {
         g->wal_frames = 0;
         measure_image(g);
+        atomic_store(&g->snapshot_bytes, (uint64_t)buf->len);
         if (g->hooks.applied != NULL && !g->node->muted) {
             g->hooks.applied(g->hooks.arg, (struct sl_slice){0}, g->reader); /* a new image */
         }
@@ -466,12 +474,33 @@ static void maybe_hand_over(struct part_repl_group *g)
     }
 }
 
+/* Copies what the operators see of the group (part__repl_group_stats). */
+static void publish_stats(struct part_repl_group *g, raft_id leader)
+{
+    atomic_store(&g->term, (uint64_t)g->raft.current_term);
+    atomic_store(&g->commit_index, (uint64_t)g->raft.commit_index);
+    atomic_store(&g->last_applied, (uint64_t)raft_last_applied(&g->raft));
+    uint32_t voters = 0;
+    for (unsigned i = 0; i < g->raft.configuration.n; i++) {
+        voters += g->raft.configuration.servers[i].role == RAFT_VOTER;
+    }
+    atomic_store(&g->voters, voters);
+    uint64_t now = uv_now(&g->node->loop);
+    if (leader != 0) {
+        g->leaderless_since = 0;
+    } else if (g->leaderless_since == 0) {
+        g->leaderless_since = now != 0 ? now : 1;
+    }
+    atomic_store(&g->leaderless_ms, leader != 0 ? 0 : now - g->leaderless_since);
+}
+
 static void watch_group(struct part_repl_group *g)
 {
     raft_id id = 0;
     const char *address = NULL;
     raft_leader(&g->raft, &id, &address);
     atomic_store(&g->leader_id, (uint64_t)id);
+    publish_stats(g, id);
     /* A follower knows the commit index from its leader's appends. */
     atomic_store(&g->caught_up, id != 0 && g->raft.commit_index > 0 &&
                                     raft_last_applied(&g->raft) >= g->raft.commit_index);
@@ -691,6 +720,26 @@ uint64_t part__repl_image_bytes(const struct part_repl_group *g)
 uint64_t part__repl_node_image_bytes(const struct part_repl *r)
 {
     return atomic_load(&r->image_bytes);
+}
+
+void part__repl_group_stats(const struct part_repl_group *g, struct part_group_stats *out)
+{
+    uint64_t leaderless = atomic_load(&g->leaderless_ms);
+    *out = (struct part_group_stats){
+        .leader = atomic_load(&g->leader_id),
+        .term = atomic_load(&g->term),
+        .commit_index = atomic_load(&g->commit_index),
+        .applied_index = atomic_load(&g->last_applied),
+        .snapshot_bytes = atomic_load(&g->snapshot_bytes),
+        .leaderless_ms = leaderless,
+        .voters = atomic_load(&g->voters),
+        .no_quorum = leaderless > 2u * (uint64_t)g->node->opt.election_timeout_ms,
+    };
+}
+
+size_t part__repl_node_count(const struct part_repl *r)
+{
+    return r->node_count;
 }
 
 uint64_t part__repl_applied(struct part_repl_group *g)
@@ -930,6 +979,7 @@ int part__repl_new(const struct part_repl_options *opt, struct part_repl **out, 
     r->opt.snapshot_trailing = opt->snapshot_trailing ? opt->snapshot_trailing : 1024;
     r->dir = sl_xstrdup(opt->dir);
     r->opt.dir = r->dir;
+    r->node_count = opt->raft_port->peer_count;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     if (uv_loop_init(&r->loop) != 0) {

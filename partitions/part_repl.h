@@ -28,6 +28,7 @@
 
 #include <sqlite3.h>
 
+#include "part.h"
 #include "part_handshake.h"
 #include "sl.h"
 
@@ -183,6 +184,12 @@ void part__repl_port_rejected(const struct part_repl *r, uint64_t out[PART__HS_R
 uint64_t part__repl_image_bytes(const struct part_repl_group *g);
 /* The sum of part__repl_image_bytes over the node's groups. Any thread. */
 uint64_t part__repl_node_image_bytes(const struct part_repl *r);
+/* Fills *out with the group's Raft state as the Raft thread last
+ * published it (it looks every 20 ms). Any thread. */
+void part__repl_group_stats(const struct part_repl_group *g, struct part_group_stats *out);
+
+/* The nodes the Raft port was configured with, this one included. */
+size_t part__repl_node_count(const struct part_repl *r);
 
 /* Entries this node applied to the group's image since the group opened
  * (its own writes included). */

@@ -93,4 +93,7 @@ int ctl_cmd_pause(struct ctl *c, bool pause);
 int ctl_cmd_reload(struct ctl *c);
 int ctl_cmd_backup(struct ctl *c);
 
+/* ctl_cmd_cluster.c */
+int ctl_cmd_cluster_status(struct ctl *c);
+
 #endif

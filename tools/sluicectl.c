@@ -83,6 +83,10 @@ static void usage(FILE *out)
           "                             manifest and checksums (see docs/operations.md);\n"
           "                             follows it to its end with a progress line\n"
           "      sluicectl backup /var/backups/sluice/2026-11-27\n"
+          "  cluster status             a cluster's node: the nodes, and each Raft group's\n"
+          "                             leader, term, commit and applied index, lag and\n"
+          "                             last snapshot as that node sees them\n"
+          "      sluicectl cluster status --admin-endpoint http://127.0.0.1:19411\n"
           "  version                    the version and the git commit it was built from\n"
           "\n",
           out);
@@ -155,7 +159,7 @@ static enum need need_of(const char *cmd, const char *sub)
     }
     if (strcmp(cmd, "tenants") == 0 || strcmp(cmd, "watch") == 0 || strcmp(cmd, "pause") == 0 ||
         strcmp(cmd, "resume") == 0 || strcmp(cmd, "reload") == 0 || strcmp(cmd, "backup") == 0 ||
-        (strcmp(cmd, "dlq") == 0 && strcmp(sub, "peek") == 0)) {
+        strcmp(cmd, "cluster") == 0 || (strcmp(cmd, "dlq") == 0 && strcmp(sub, "peek") == 0)) {
         return NEED_ADMIN;
     }
     return NEED_KEYS;
@@ -209,6 +213,8 @@ static int run(struct ctl *c, const char *cmd, const char *sub, int nwords)
         return ctl_cmd_reload(c);
     } else if (strcmp(cmd, "backup") == 0) {
         return ctl_cmd_backup(c);
+    } else if (strcmp(cmd, "cluster") == 0 && strcmp(sub, "status") == 0) {
+        return ctl_cmd_cluster_status(c);
     }
     int rc = ctl_usage_error("unknown command %s", nwords > 1 ? sub : cmd);
     if (nwords > 1) {
@@ -295,7 +301,8 @@ int main(int argc, char **argv)
         } else if (a[0] == '-' && a[1] == '-') {
             return ctl_usage_error("unknown option %s", a);
         } else if (nwords < 1 || (nwords < 2 && (strcmp(words[0], "dlq") == 0 ||
-                                                 strcmp(words[0], "redrive") == 0))) {
+                                                 strcmp(words[0], "redrive") == 0 ||
+                                                 strcmp(words[0], "cluster") == 0))) {
             words[nwords++] = a;
             continue;
         } else if (c.nargs < (int)(sizeof c.args / sizeof c.args[0])) {

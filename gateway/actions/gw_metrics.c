@@ -989,6 +989,42 @@ static void render_budgets(struct sl_buf *out, struct gw_budget *b)
     }
 }
 
+/* Each group's Raft state as this node sees it: the catalog's as one
+ * series per family, the partitions' by partition. A follower's lag is
+ * derived in Prometheus (docs/operations.md, "Watching a cluster"). */
+static void render_raft(struct sl_buf *out, struct part_engine *e, uint32_t np)
+{
+    static const struct {
+        const char *suffix, *help;
+    } fields[] = {
+        {"term", "The latest Raft term this node has seen for the group."},
+        {"commit_index", "The highest entry of the group's log this node knows committed."},
+        {"applied_index", "The highest entry of the group's log applied to this node's image."},
+        {"snapshot_bytes", "The size of the group's last snapshot taken or installed on this "
+                           "node since it started; 0: none."},
+    };
+    enum { NFIELDS = 4 };
+    _Static_assert(SL_ARRAY_LEN(fields) == NFIELDS, "one row per field");
+    double *v = sl_xcalloc((size_t)NFIELDS * (np + 1), sizeof(double));
+    for (uint32_t p = 0; p <= np; p++) {
+        struct part_group_stats st;
+        part_engine_group_stats(e, p < np ? p : PART_CATALOG, &st);
+        const uint64_t f[NFIELDS] = {st.term, st.commit_index, st.applied_index, st.snapshot_bytes};
+        for (size_t i = 0; i < NFIELDS; i++) {
+            v[i * (np + 1) + p] = (double)f[i];
+        }
+    }
+    for (size_t i = 0; i < NFIELDS; i++) {
+        char name[96];
+        snprintf(name, sizeof(name), "sluice_cluster_catalog_raft_%s", fields[i].suffix);
+        family(out, name, "gauge", fields[i].help);
+        sl_buf_printf(out, "%s %.15g\n", name, v[i * (np + 1) + np]);
+        snprintf(name, sizeof(name), "sluice_partition_raft_%s", fields[i].suffix);
+        partition_family(out, name, "gauge", fields[i].help, v + i * (np + 1), np);
+    }
+    free(v);
+}
+
 /* A cluster's node: its id, and the leader of each group as it last
  * learnt it (docs/design.md "Cluster"). Nothing on one node. */
 static void render_cluster(struct sl_buf *out, struct part_engine *e)
@@ -1038,12 +1074,16 @@ static void render_cluster(struct sl_buf *out, struct part_engine *e)
                "Sends refused (RequestThrottled) while the images held more than the budget.");
         sl_buf_printf(out, "sluice_cluster_budget_refusals_total %llu\n",
                       (unsigned long long)cs.budget_refusals);
+        family(out, "sluice_cluster_nodes_configured", "gauge",
+               "The nodes of this node's cluster.nodes, itself included.");
+        sl_buf_printf(out, "sluice_cluster_nodes_configured %u\n", cs.nodes_configured);
     }
     partition_family(out, "sluice_partition_leader_node", "gauge",
                      "The node that leads the partition's Raft group, as this node knows it; 0: "
                      "none.",
                      v, np);
     free(v);
+    render_raft(out, e, np);
 }
 
 static void render_partitions(struct sl_buf *out, struct part_engine *e)

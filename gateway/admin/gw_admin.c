@@ -275,6 +275,7 @@ static const struct admin_route {
     {"POST", {"queues", ANY, ANY, "messages", ANY, "delete"}, gw__admin_msg_delete},
     {"POST", {"queues", ANY, ANY, "messages", ANY, "move"}, gw__admin_msg_move},
     {"GET", {"partitions"}, gw__admin_get_partitions},
+    {"GET", {"cluster"}, gw__admin_get_cluster},
     {"GET", {"redrives"}, gw__admin_get_redrives},
     {"GET", {"redrives", ANY}, gw__admin_get_redrive},
     {"POST", {"redrives"}, gw__admin_start_redrive},

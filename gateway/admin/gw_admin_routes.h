@@ -1,6 +1,7 @@
 /*
  * gw_admin_routes.h -- (gateway-internal) the admin API's route handlers,
  * one group per file: gw_admin_read.c (tenants, queues, partitions),
+ * gw_admin_cluster.c (a cluster's nodes and Raft groups),
  * gw_admin_msgs.c (peek, purge, one message), gw_admin_ops.c (pause,
  * resume, reload, backup), gw_admin_redrive.c (redrives). gw_admin.c
  * routes to them by method and path (docs/admin.md).
@@ -21,6 +22,9 @@ gw_admin_route_fn gw__admin_get_tenants;    /* GET /tenants */
 gw_admin_route_fn gw__admin_get_queues;     /* GET /api/queues[?tenant=T] */
 gw_admin_route_fn gw__admin_get_queue;      /* GET /api/queues/T/Q */
 gw_admin_route_fn gw__admin_get_partitions; /* GET /api/partitions */
+
+/* gw_admin_cluster.c */
+gw_admin_route_fn gw__admin_get_cluster; /* GET /api/cluster */
 
 /* gw_admin_msgs.c */
 gw_admin_route_fn gw__admin_peek;       /* GET /api/queues/T/Q/messages */

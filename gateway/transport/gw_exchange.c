@@ -237,6 +237,18 @@ bool gw__exchange_is_healthz(const struct gw_exchange *ex)
     return sl_slice_eq_cstr(p, "/healthz") || (p.n > 8 && memcmp(p.p, "/healthz?", 9) == 0);
 }
 
+void gw__exchange_answer_healthz(struct gw_exchange *ex, const struct gw_handler *h)
+{
+    const struct gw_header ct = {SL_SLICE_LIT("content-type"),
+                                 SL_SLICE_LIT("text/plain; charset=utf-8")};
+    char why[256] = "ok";
+    int status = 200;
+    if (h != NULL && h->health != NULL) {
+        status = h->health(h->app, why, sizeof why);
+    }
+    gw__exchange_submit(ex, status, &ct, 1, why, strlen(why));
+}
+
 int gw__exchange_body_reserve(struct gw_exchange *ex, size_t len)
 {
     /* One allocation, bounded, and charged now since it is memory now. */

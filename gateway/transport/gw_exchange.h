@@ -208,6 +208,9 @@ void gw__exchange_build_request(struct gw_exchange *ex, const struct gw_proto_en
 /* GET or HEAD /healthz, answered by the protocol layer itself. */
 bool gw__exchange_is_healthz(const struct gw_exchange *ex);
 
+/* Answers /healthz: 200 "ok", or what the handler's health hook says. */
+void gw__exchange_answer_healthz(struct gw_exchange *ex, const struct gw_handler *h);
+
 /* Charges a body of known length against the budget before it arrives.
  * Returns SL_OK or SL_EBUSY (counted as a body refusal). */
 int gw__exchange_body_reserve(struct gw_exchange *ex, size_t len);

@@ -396,13 +396,11 @@ static void request_complete(struct gw_exchange *ex)
         return;
     }
     gw__exchange_build_request(ex, &c->env);
+    const struct gw_handler *h = c->env.handler;
     if (gw__exchange_is_healthz(ex)) {
-        const struct gw_header ct = {SL_SLICE_LIT("content-type"),
-                                     SL_SLICE_LIT("text/plain; charset=utf-8")};
-        gw__exchange_submit(ex, 200, &ct, 1, "ok", 2);
+        gw__exchange_answer_healthz(ex, h);
         return;
     }
-    const struct gw_handler *h = c->env.handler;
     if (h == NULL || h->on_request == NULL) {
         respond_error(ex, 404, "NotFound", "nothing is served on this listener yet");
         return;

@@ -148,6 +148,7 @@ struct part_cluster_stats {
     uint64_t image_bytes;     /* held by the replicated images on this node */
     uint64_t memory_budget;   /* in force (part_cluster_options.memory_budget) */
     uint64_t budget_refusals; /* sends refused with SL_EBUDGET */
+    uint32_t nodes_configured; /* the nodes of this node's cluster.nodes */
 };
 /* Fills *out: SL_OK, or SL_EINVAL on one node. Any thread. */
 int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_stats *out);
@@ -162,6 +163,29 @@ const char *part_cluster_reject_reason(size_t i);
  * catalog's, p = PART_CATALOG) as this node last learnt it; 0 when none is
  * known, for a p out of range, and on one node. Any thread. */
 uint64_t part_engine_leader(const struct part_engine *e, uint32_t p);
+
+/* A cluster's: one Raft group as this node sees it (docs/operations.md,
+ * "Watching a cluster"). A follower's commit index is what its leader
+ * told it; its lag is the leader's commit index minus its applied one. */
+struct part_group_stats {
+    uint64_t leader;         /* node id, as part_engine_leader; 0: none known */
+    uint64_t term;           /* the latest term this node has seen */
+    uint64_t commit_index;   /* the highest entry it knows committed */
+    uint64_t applied_index;  /* the highest entry applied to its image */
+    uint64_t snapshot_bytes; /* the last snapshot taken or installed since start; 0: none */
+    uint64_t leaderless_ms;  /* how long it has known no leader; 0 while it knows one */
+    uint32_t voters;         /* voters in the group's configuration */
+    /* no leader known for longer than two election timeouts (libraft
+     * draws each timeout between one and two): no majority is reachable,
+     * so the group takes no writes through this node */
+    bool no_quorum;
+};
+
+/* A cluster's: fills *out for partition p's group, or the catalog's with
+ * p = PART_CATALOG. Returns SL_OK, or SL_EINVAL (zeroed) on one node and
+ * for a p out of range. Any thread; each field is read atomically, the set
+ * of them not at one instant. */
+int part_engine_group_stats(const struct part_engine *e, uint32_t p, struct part_group_stats *out);
 
 /* Answers every waiting receive empty, drains and commits every queued job,
  * joins the writer threads and frees the engine. All clients must be

@@ -184,7 +184,9 @@ class Cluster:
             if node.id in (a, b):
                 p.set_cut(cut)
 
-    def start(self, node):
+    def start(self, node, wait=True):
+        """Starts node's sluiced; wait: until its /healthz says ok (a node
+        answers 503 until a majority of the nodes is up)."""
         binary = os.path.join(harness.build_dir(), "sluiced")
         if not os.access(binary, os.X_OK):
             fail(f"no sluiced at {binary}: build first or set SLUICE_BUILD_DIR")
@@ -195,7 +197,11 @@ class Cluster:
                                      stdout=node.log, stderr=subprocess.STDOUT,
                                      preexec_fn=harness.dies_with_us())
         node.stopped = False
-        deadline = time.monotonic() + 15
+        if wait:
+            self.wait_healthy(node)
+
+    def wait_healthy(self, node, timeout=15):
+        deadline = time.monotonic() + timeout
         while not harness._healthy(node.port):
             if node.proc.poll() is not None:
                 fail(f"node {node.id} exited early ({node.proc.returncode}): "
@@ -207,7 +213,9 @@ class Cluster:
     def __enter__(self):
         try:
             for node in self.nodes:
-                self.start(node)
+                self.start(node, wait=False)
+            for node in self.nodes:
+                self.wait_healthy(node)
         except BaseException:
             self.__exit__(None, None, None)
             raise

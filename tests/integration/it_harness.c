@@ -52,8 +52,7 @@ const char *it_sluiced_path(void)
     return path;
 }
 
-/* A port the kernel says is free right now (bind port 0, read it, close). */
-static uint16_t free_port(void)
+uint16_t it_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -177,8 +176,8 @@ int it_server_start(struct it_server *s, const struct it_options *opt)
     s->nofile_limit = opt->nofile_limit;
     s->start_unhealthy = opt->start_unhealthy;
     s->env = opt->env;
-    s->port = free_port();
-    s->admin_port = opt->admin ? free_port() : 0;
+    s->port = it_free_port();
+    s->admin_port = opt->admin ? it_free_port() : 0;
     const char *scheme = opt->tls ? "https" : "http";
     snprintf(s->base_url, sizeof(s->base_url), "%s://127.0.0.1:%u", scheme, s->port);
     snprintf(s->admin_url, sizeof(s->admin_url), "%s://127.0.0.1:%u", scheme, s->admin_port);
@@ -790,6 +789,18 @@ int it_run_sluiced(const char *args, char **err_out)
     if (*err_out == NULL)
         *err_out = calloc(1, 1);
     unlink(tmpl);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int it_run_capture(const char *cmd, char *out, size_t cap)
+{
+    out[0] = '\0';
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

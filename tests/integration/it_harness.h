@@ -248,6 +248,15 @@ bool it_tls_handshake(const struct it_server *s, const unsigned char *alpn, unsi
  * *err_out (malloc'd, NUL-terminated). Returns the exit status, -1 on error. */
 int it_run_sluiced(const char *args, char **err_out);
 
+/* Runs cmd with sh (popen) and its stdout, cut at cap - 1 bytes, into out
+ * (NUL-terminated). Returns the exit status, -1 when it could not run or
+ * did not exit. */
+int it_run_capture(const char *cmd, char *out, size_t cap);
+
+/* A loopback port the kernel says is free right now (bound to port 0,
+ * read, closed): for a listener of a test's own configuration. */
+uint16_t it_free_port(void);
+
 /* The path of build/sluiced. */
 const char *it_sluiced_path(void);
 

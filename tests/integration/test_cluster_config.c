@@ -4,7 +4,9 @@
  * nodes with one id, or a node list that disagrees with this node's own
  * addresses, with FILE:LINE:COLUMN (exit 1); a cluster of one node runs,
  * serves SQS from its replicated groups, shows its leaders and counts a
- * stranger refused on its Raft port in /metrics, and keeps what it
+ * stranger refused on its Raft port in /metrics, shows each group's term,
+ * commit and applied index moving with the sends and a snapshot's size
+ * once one is taken, answers /healthz 200, and keeps what it
  * acknowledged across a restart; and a SIGHUP that adds the section to a running node
  * is logged as needing a restart while the node goes on serving.
  */
@@ -66,19 +68,6 @@ static bool expect_in(const char *text, const char *want)
     return false;
 }
 
-/* A free loopback port for the node's Raft port. */
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    IT_REQUIRE(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    IT_REQUIRE(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-    IT_REQUIRE(getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 /* An SQS call, retried while the node answers 503 (no leader elected yet:
  * what an SDK's retries do); the last answer is in *r. */
 static void sqs_retrying(const struct it_server *s, const char *action, const char *json,
@@ -91,6 +80,55 @@ static void sqs_retrying(const struct it_server *s, const char *action, const ch
         it_response_free(r);
         it_sleep_ms(100);
     }
+}
+
+/* The sum of a per-partition family over partitions 0 and 1 (the
+ * harness's two). */
+static double partitions_sum(const struct it_server *s, const char *family)
+{
+    double sum = 0;
+    for (int p = 0; p < 2; p++) {
+        char series[128];
+        snprintf(series, sizeof(series), "%s{partition=\"%d\"}", family, p);
+        double v = it_metric(s, series);
+        IT_CHECK(v >= 0);
+        sum += v;
+    }
+    return sum;
+}
+
+/* Polls until partitions_sum(family) reaches want (the Raft thread
+ * publishes the numbers every 20 ms): false if it never does within 100
+ * looks. */
+static bool partitions_reach(const struct it_server *s, const char *family, double want)
+{
+    for (int i = 0; i < 100; i++) {
+        if (partitions_sum(s, family) >= want)
+            return true;
+        it_sleep_ms(50);
+    }
+    return false;
+}
+
+/* Polls until every partition's applied index has reached its commit
+ * index (the Raft thread publishes them every 20 ms): false if it never
+ * does within 100 looks. */
+static bool applied_reaches_commit(const struct it_server *s)
+{
+    for (int i = 0; i < 100; i++) {
+        bool all = true;
+        for (int p = 0; p < 2; p++) {
+            char c[128], a[128];
+            snprintf(c, sizeof(c), "sluice_partition_raft_commit_index{partition=\"%d\"}", p);
+            snprintf(a, sizeof(a), "sluice_partition_raft_applied_index{partition=\"%d\"}", p);
+            double commit = it_metric(s, c);
+            all = all && commit > 0 && it_metric(s, a) == commit;
+        }
+        if (all)
+            return true;
+        it_sleep_ms(50);
+    }
+    return false;
 }
 
 int main(void)
@@ -151,7 +189,7 @@ int main(void)
         struct it_server lone;
         struct it_options lopt = {0};
         char raft[32], three[1024];
-        snprintf(raft, sizeof(raft), "127.0.0.1:%u", free_port());
+        snprintf(raft, sizeof(raft), "127.0.0.1:%u", it_free_port());
         snprintf(
             three, sizeof(three),
             "cluster:\n"
@@ -188,7 +226,7 @@ int main(void)
         struct it_server node;
         struct it_options nopt = {0};
         char one[1024], raft[64];
-        snprintf(raft, sizeof(raft), "127.0.0.1:%u", free_port());
+        snprintf(raft, sizeof(raft), "127.0.0.1:%u", it_free_port());
         snprintf(one, sizeof(one),
                  "cluster:\n"
                  "  node_id: 1\n"
@@ -196,6 +234,7 @@ int main(void)
                  "  peer: 127.0.0.1:7101\n"
                  "  secret_file: %s\n"
                  "  replication: 1\n"
+                 "  snapshot_entries: 64\n"
                  "  nodes:\n"
                  "    - {id: 1, raft: %s, peer: 127.0.0.1:7101, api: 127.0.0.1:9324}\n",
                  raft, secret, raft);
@@ -222,6 +261,31 @@ int main(void)
         IT_CHECK(it_metric(&node, "sluice_cluster_image_bytes") <
                  it_metric(&node, "sluice_cluster_memory_budget_bytes"));
         IT_CHECK(it_metric(&node, "sluice_cluster_budget_refusals_total") == 0);
+
+        /* The groups' Raft state: a term, and commit and applied indexes
+         * that move with every send; the configured nodes; a snapshot's
+         * size once a partition passed snapshot_entries (64) entries. */
+        IT_CHECK(it_metric(&node, "sluice_cluster_nodes_configured") == 1);
+        IT_CHECK(it_metric(&node, "sluice_cluster_catalog_raft_term") >= 1);
+        IT_CHECK(it_metric(&node, "sluice_cluster_catalog_raft_commit_index") >= 1);
+        IT_CHECK(it_metric(&node, "sluice_partition_raft_term{partition=\"1\"}") >= 1);
+        IT_CHECK(applied_reaches_commit(&node));
+        double commit0 = partitions_sum(&node, "sluice_partition_raft_commit_index");
+        IT_CHECK(partitions_sum(&node, "sluice_partition_raft_snapshot_bytes") == 0);
+        sqs_retrying(&node, "CreateQueue", "{\"QueueName\":\"busy\"}", &r);
+        IT_CHECK(r.status == 200);
+        it_response_free(&r);
+        for (int i = 0; i < 140; i++) {
+            snprintf(body, sizeof(body), "{\"QueueUrl\":\"%s/acme/busy\",\"MessageBody\":\"m%d\"}",
+                     node.base_url, i);
+            sqs_retrying(&node, "SendMessage", body, &r);
+            IT_CHECK(r.status == 200);
+            it_response_free(&r);
+        }
+        IT_CHECK(applied_reaches_commit(&node));
+        IT_CHECK(partitions_reach(&node, "sluice_partition_raft_commit_index", commit0 + 140));
+        IT_CHECK(partitions_reach(&node, "sluice_partition_raft_snapshot_bytes", 4096));
+        IT_CHECK(it_healthz(&node));
 
         /* A stranger on the Raft port is refused and counted. */
         int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "it_sqs.h"
 
@@ -59,14 +58,7 @@ static struct run *ctl_raw(const char *env, const char *args, const char *redire
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "env -i HOME='%s' %s '%s/sluicectl' %s %s", srv.dir, env,
              dir ? dir : ".", args, redirect);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        return r;
-    }
-    size_t n = fread(r->out, 1, sizeof r->out - 1, p);
-    r->out[n] = '\0';
-    int st = pclose(p);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r->status = it_run_capture(cmd, r->out, sizeof r->out);
     return r;
 }
 

@@ -83,6 +83,12 @@ enum gw_headers_verdict {
 typedef enum gw_headers_verdict gw_headers_fn(void *loop_ctx, struct gw_exchange *ex,
                                               const struct gw_request *partial);
 
+/* Whether the listener's application can serve, for GET /healthz, which
+ * the protocol layer answers without authentication: returns 200, or 503
+ * with a short reason written into why (cap bytes, NUL-terminated). Any
+ * I/O thread, so it reads only what is safe to read from any thread. */
+typedef int gw_health_fn(void *app, char *why, size_t cap);
+
 /* What a listener does with its requests. Each I/O thread calls
  * loop_start once on its own thread and passes the result as loop_ctx to
  * every request of that thread; loop_drain when shutdown begins (answer long
@@ -94,6 +100,7 @@ struct gw_handler {
     void (*loop_stop)(void *loop_ctx);
     gw_request_fn *on_request;
     gw_headers_fn *on_headers; /* may be NULL: every body is read */
+    gw_health_fn *health;      /* may be NULL: /healthz is 200 "ok" once listening */
 };
 
 /* Sends the response and releases the exchange. Header names must be

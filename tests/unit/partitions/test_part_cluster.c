@@ -660,6 +660,95 @@ static void test_pause_replicated(void **state)
     assert_int_equal(part_queue_pause(c->n[0].e, q), 0);
 }
 
+/* Polls node i's view of group p until want(st) holds (the Raft thread
+ * publishes it every 20 ms); the stats that held. */
+static struct part_group_stats
+stats_until(struct cluster *c, int i, uint32_t p,
+            bool (*want)(const struct part_group_stats *st, const void *arg), const void *arg)
+{
+    uint64_t deadline = sl_mono_ns() / 1000000 + TRY_MS;
+    struct part_group_stats st;
+    for (;;) {
+        assert_int_equal(part_engine_group_stats(c->n[i].e, p, &st), SL_OK);
+        if (want(&st, arg)) {
+            return st;
+        }
+        if (sl_mono_ns() / 1000000 > deadline) {
+            fail_msg("node %d, group %u: term %llu, commit %llu, applied %llu, leader %llu", i + 1,
+                     p, (unsigned long long)st.term, (unsigned long long)st.commit_index,
+                     (unsigned long long)st.applied_index, (unsigned long long)st.leader);
+        }
+        pause_ms(c, 20);
+    }
+}
+
+static bool applied_at_least(const struct part_group_stats *st, const void *arg)
+{
+    return st->applied_index >= *(const uint64_t *)arg && st->commit_index >= st->applied_index;
+}
+
+static bool quorum_lost(const struct part_group_stats *st, const void *arg)
+{
+    (void)arg;
+    return st->no_quorum;
+}
+
+/* Each node's view of a group: the leader's term and indexes, reached by
+ * every follower's applied index after a send; a node left alone finds
+ * no quorum for any group once it has known no leader for two election
+ * timeouts. */
+static void test_group_stats(void **state)
+{
+    struct cluster *c = *state;
+    struct t_done d = {0};
+    on_node(c, 0, do_create, "stats", &d);
+    assert_int_equal(d.status, SL_OK);
+    struct send_arg s0 = {d.queue_id, 0, "counted"};
+    known_on(c, 1, "stats");
+    on_node(c, 1, do_send, &s0, &d);
+    assert_int_equal(d.status, SL_OK);
+
+    int lead = leader_of(c, 0, 0);
+    uint64_t none = 0;
+    struct part_group_stats ls = stats_until(c, lead, 0, applied_at_least, &none);
+    assert_int_equal(ls.leader, (uint64_t)lead + 1);
+    assert_true(ls.term >= 1);
+    assert_int_equal(ls.voters, NODES);
+    assert_false(ls.no_quorum);
+    assert_int_equal(ls.leaderless_ms, 0);
+    /* The schema, the rebuild and the send are entries of this term. */
+    assert_true(ls.commit_index >= 3);
+    for (int i = 0; i < NODES; i++) {
+        struct part_group_stats st = stats_until(c, i, 0, applied_at_least, &ls.commit_index);
+        assert_int_equal(st.leader, ls.leader);
+        assert_true(st.term >= ls.term);
+    }
+    struct part_group_stats cat = stats_until(c, 0, PART_CATALOG, applied_at_least, &none);
+    assert_true(cat.commit_index >= 1);
+    assert_int_equal(part_engine_group_stats(c->n[0].e, PARTS, &cat), SL_EINVAL);
+    assert_int_equal(cat.term, 0);
+
+    /* Node 1 alone: no leader, then no quorum, for every group. */
+    node_close(c, 1);
+    node_close(c, 2);
+    for (uint32_t p = 0; p <= PARTS; p++) {
+        uint32_t g = p < PARTS ? p : PART_CATALOG;
+        struct part_group_stats st = stats_until(c, 0, g, quorum_lost, NULL);
+        assert_int_equal(st.leader, 0);
+        assert_true(st.leaderless_ms > 0);
+    }
+}
+
+/* On one node there are no groups to show. */
+static void test_group_stats_one_node(void **state)
+{
+    struct t_env *t = *state;
+    struct part_group_stats st = {.term = 7};
+    assert_int_equal(part_engine_group_stats(t->e, PART_CATALOG, &st), SL_EINVAL);
+    assert_int_equal(st.term, 0);
+    assert_int_equal(part_engine_group_stats(t->e, 0, &st), SL_EINVAL);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
@@ -673,6 +762,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leads_go_to_preferred_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_partition_count_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_replicated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_stats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_stats_one_node, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
