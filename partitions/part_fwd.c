@@ -303,7 +303,17 @@ static void answer(struct part_job *job)
     case PART_OP_PURGE:
         put_u(&b, atomic_load(&job->purged), 8);
         break;
-    default: /* a catalog change */
+    case PART_OP_MOVE:
+        put_u(&b, job->res.moved, 8);
+        put_u(&b, job->res.move_skipped, 8);
+        put_u(&b, job->res.move_cursor, 8);
+        put_u(&b, job->res.move_exhausted, 1);
+        put_u(&b, job->res.move_held, 1);
+        break;
+    case PART_OP_REMOVE:
+    case PART_OP_BARRIER:
+        break; /* the status says it all */
+    default:   /* a catalog change */
         put_queue(&b, job->res.queue);
         break;
     }
@@ -436,6 +446,38 @@ static bool get_receipts(struct rd *r, struct part_job *job)
     return !r->bad;
 }
 
+/* part_move_req.held for a move forwarded here: the origin's gateway
+ * cannot be asked, but a cluster keeps the operators' pauses in the
+ * replicated catalog, which this node reads as well as the origin would. */
+static bool dest_paused(void *arg, uint64_t dest_queue_id)
+{
+    return (part_queue_pause(arg, dest_queue_id) & PART_PAUSE_ENQUEUE) != 0;
+}
+
+/* A move's inputs. A destination this node does not know (its catalog
+ * behind the origin's) marks the job with move_after = UINT64_MAX, which
+ * on_request fails with SL_EUNAVAIL, as an unknown queue. */
+static bool get_move(struct part_engine *e, struct rd *r, struct part_job *job)
+{
+    uint64_t dest = get_u(r, 8);
+    job->move_after = get_u(r, 8);
+    job->move_max = (uint32_t)get_u(r, 4);
+    job->only_row = get_u(r, 8);
+    if (r->bad || job->move_max == 0 || job->move_max > PART_MAX_MOVE ||
+        job->only_row > INT64_MAX || dest == job->queue_id) {
+        return false;
+    }
+    if (dest != 0) {
+        job->dest_q = part__queue_ref(e, dest);
+        if (job->dest_q == NULL) {
+            job->move_after = UINT64_MAX;
+        }
+    }
+    job->move_held = dest_paused;
+    job->move_held_arg = e;
+    return true;
+}
+
 static bool get_catalog(struct rd *r, struct part_job *job)
 {
     struct part_catalog_req *c = sl_xcalloc(1, sizeof *c);
@@ -478,6 +520,14 @@ static void on_request(struct part_fwd *f, uint64_t link, uint64_t id, struct rd
             ok = get_receipts(r, job);
             break;
         case PART_OP_PURGE:
+        case PART_OP_BARRIER:
+            break;
+        case PART_OP_MOVE:
+            ok = get_move(f->e, r, job);
+            break;
+        case PART_OP_REMOVE:
+            job->only_row = get_u(r, 8);
+            ok = job->only_row != 0 && job->only_row <= INT64_MAX;
             break;
         default:
             ok = catalog && get_catalog(r, job);
@@ -491,9 +541,9 @@ static void on_request(struct part_fwd *f, uint64_t link, uint64_t id, struct rd
         answer(job);
         return;
     }
-    if (job->op != PART_OP_Q_CREATE) {
+    if (job->op != PART_OP_Q_CREATE && job->op != PART_OP_BARRIER) {
         job->q = part__queue_ref(e, job->queue_id);
-        if (job->q == NULL) {
+        if (job->q == NULL || (job->op == PART_OP_MOVE && job->move_after == UINT64_MAX)) {
             /* This node's catalog has not caught up with the origin's yet:
              * the origin retries. */
             job->status = SL_EUNAVAIL;
@@ -593,6 +643,16 @@ static void put_request(struct sl_buf *b, uint64_t id, const struct part_job *jo
         }
         break;
     case PART_OP_PURGE:
+    case PART_OP_BARRIER:
+        break;
+    case PART_OP_MOVE:
+        put_u(b, job->dest_q != NULL ? job->dest_q->id : 0, 8);
+        put_u(b, job->move_after, 8);
+        put_u(b, job->move_max, 4);
+        put_u(b, job->only_row, 8);
+        break;
+    case PART_OP_REMOVE:
+        put_u(b, job->only_row, 8);
         break;
     default: {
         const struct part_catalog_req *c = job->cat;
@@ -615,14 +675,15 @@ static void forward(struct part_engine *e, struct part_job *job, bool catalog)
     bool known = catalog || job->partition < e->nparts;
     bool movable = job->op == PART_OP_SEND || job->op == PART_OP_RECEIVE ||
                    job->op == PART_OP_DELETE || job->op == PART_OP_CHANGE_VIS ||
-                   job->op == PART_OP_RELEASE || job->op == PART_OP_PURGE || is_catalog(job->op);
+                   job->op == PART_OP_RELEASE || job->op == PART_OP_PURGE ||
+                   job->op == PART_OP_MOVE || job->op == PART_OP_REMOVE ||
+                   job->op == PART_OP_BARRIER || is_catalog(job->op);
     struct part_repl_group *g = !known    ? NULL
                                 : catalog ? e->catw.group
                                           : e->writers[job->partition].group;
     uint64_t leader = g != NULL ? part__repl_leader(g) : 0;
     if (!movable || leader == 0 || leader == f->self || leader > UINT16_MAX) {
-        /* no leader known, or this node about to lead; moves and barriers
-         * run only where their partition leads */
+        /* no leader known, or this node about to lead */
         finish(e, job, SL_EUNAVAIL);
         return;
     }
@@ -798,6 +859,16 @@ static bool get_outcome(struct rd *r, struct part_job *job)
     case PART_OP_PURGE:
         atomic_fetch_add(&(job->parent != NULL ? job->parent : job)->purged, get_u(r, 8));
         return !r->bad;
+    case PART_OP_MOVE:
+        job->res.moved = get_u(r, 8);
+        job->res.move_skipped = get_u(r, 8);
+        job->res.move_cursor = get_u(r, 8);
+        job->res.move_exhausted = get_u(r, 1) != 0;
+        job->res.move_held = get_u(r, 1) != 0;
+        return !r->bad;
+    case PART_OP_REMOVE:
+    case PART_OP_BARRIER:
+        return true;
     default:
         job->res.queue = get_queue(r);
         return !r->bad;

@@ -91,6 +91,7 @@ struct t_done {
     uint64_t queue_id;
     char queue_name[128];
     uint64_t purged;
+    bool move_held; /* a move left a row for its held destination */
 };
 
 struct t_env {
@@ -188,6 +189,7 @@ static void t_on_moved(struct part_cookie ck, int status, const struct part_resu
     d->done = true;
     d->status = status;
     d->count = res != NULL ? res->moved : 0;
+    d->move_held = res != NULL && res->move_held;
 }
 
 static void t_guard_cb(uv_timer_t *t)

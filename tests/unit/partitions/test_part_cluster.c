@@ -749,6 +749,64 @@ static void test_group_stats_one_node(void **state)
     assert_int_equal(part_engine_group_stats(t->e, 0, &st), SL_EINVAL);
 }
 
+struct move_arg {
+    uint64_t q, dest;
+};
+
+static int do_move(struct t_env *t, void *arg, struct t_done *d)
+{
+    struct move_arg *a = arg;
+    struct part_move_req req = {
+        .queue_id = a->q, .partition = 0, .dest_queue_id = a->dest, .max_messages = 10};
+    return part_move(t->c, &req, t_ck(d), t_on_moved);
+}
+
+static int do_barrier(struct t_env *t, void *arg, struct t_done *d)
+{
+    (void)arg;
+    return part_barrier(t->c, 0, t_ck(d), t_on_done);
+}
+
+/* A redrive's moves and an operator's barrier made on a node that does
+ * not lead the partition run on its leader; a destination paused for
+ * enqueue (in the replicated catalog) holds them there too. */
+static void test_moves_forwarded(void **state)
+{
+    struct cluster *c = *state;
+    struct t_done d = {0};
+    on_node(c, 0, do_create, "mv-src", &d);
+    uint64_t src = d.queue_id;
+    on_node(c, 0, do_create, "mv-dst", &d);
+    uint64_t dst = d.queue_id;
+    int lead = leader_of(c, 0, 0);
+    int via = (lead + 1) % NODES;
+    known_on(c, via, "mv-dst");
+    for (int i = 0; i < 3; i++) {
+        struct send_arg s0 = {src, 0, "to move"};
+        on_node(c, lead, do_send, &s0, &d);
+        assert_int_equal(d.status, SL_OK);
+    }
+    struct pause_arg pa = {dst, PART_PAUSE_ENQUEUE};
+    on_node(c, via, do_pause, &pa, &d);
+    assert_int_equal(d.status, SL_OK);
+    wait_counts(c, via, src, 0, 3, 0);
+    struct move_arg ma = {src, dst};
+    on_node(c, via, do_move, &ma, &d);
+    assert_int_equal(d.status, SL_OK);
+    assert_int_equal(d.count, 0);
+    assert_true(d.move_held);
+    pa.flags = 0;
+    on_node(c, via, do_pause, &pa, &d);
+    assert_int_equal(d.status, SL_OK);
+    on_node(c, via, do_move, &ma, &d);
+    assert_int_equal(d.status, SL_OK);
+    assert_int_equal(d.count, 3);
+    wait_counts(c, via, dst, 0, 3, 0);
+    wait_counts(c, via, src, 0, 0, 0);
+    on_node(c, via, do_barrier, NULL, &d);
+    assert_int_equal(d.status, SL_OK);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a dead node's sockets, as sluiced does */
@@ -762,6 +820,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leads_go_to_preferred_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_partition_count_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_replicated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_moves_forwarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_stats_one_node, t_setup, t_teardown),
     };
