@@ -227,6 +227,53 @@ class Cluster:
         node.proc = None
         node.log.close()
 
+    def stop(self, node, timeout=30):
+        """SIGTERM, as a rolling restart stops a node: it drains and exits."""
+        node.proc.send_signal(signal.SIGTERM)
+        try:
+            node.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            fail(f"node {node.id} did not exit within {timeout} s of SIGTERM: "
+                 f"{self.log_tail(node)}")
+        node.proc = None
+        node.log.close()
+
+    def start_haproxy(self):
+        """Debian's HAProxy on a loopback port in front of every node's SQS
+        port, health-checked on /healthz as docs/operations.md shows;
+        returns its endpoint. Stopped with the cluster."""
+        binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        if not os.access(binary, os.X_OK):
+            fail("haproxy is missing: install Debian's haproxy (scripts/setup does)")
+        ports, held = reserve_ports(1)
+        cfg = os.path.join(self.root, "haproxy.cfg")
+        lines = [
+            "global", "    maxconn 4096",
+            "defaults", "    mode http", "    timeout connect 2s", "    timeout client 60s",
+            "    timeout server 30s", "    timeout http-keep-alive 60s", "    retries 2",
+            "    option redispatch", "    retry-on conn-failure empty-response",
+            "frontend sqs", f"    bind 127.0.0.1:{ports[0]}", "    default_backend sluice",
+            "backend sluice", "    balance roundrobin", "    option httpchk GET /healthz",
+            "    http-check expect status 200",
+            "    default-server check inter 500ms fall 2 rise 2 on-marked-down shutdown-sessions",
+        ]
+        lines += [f"    server node{n.id} 127.0.0.1:{n.port} proto h2 check-proto h1"
+                  for n in self.nodes]
+        with open(cfg, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        for sock in held:
+            sock.close()
+        self.haproxy_log = open(os.path.join(self.root, "haproxy.log"), "ab")
+        self.haproxy = subprocess.Popen([binary, "-f", cfg], stdin=subprocess.DEVNULL,
+                                        stdout=self.haproxy_log, stderr=subprocess.STDOUT,
+                                        preexec_fn=harness.dies_with_us())
+        deadline = time.monotonic() + 15
+        while not harness._healthy(ports[0]):
+            if self.haproxy.poll() is not None or time.monotonic() > deadline:
+                fail(f"haproxy did not answer on 127.0.0.1:{ports[0]}")
+            time.sleep(0.1)
+        return f"http://127.0.0.1:{ports[0]}"
+
     def pause(self, node):
         node.proc.send_signal(signal.SIGSTOP)
         node.stopped = True
@@ -282,7 +329,14 @@ class Cluster:
         except OSError:
             return "(no log)"
 
+    haproxy = None
+
     def __exit__(self, exc_type, exc, tb):
+        if self.haproxy is not None:
+            self.haproxy.kill()
+            self.haproxy.wait()
+            self.haproxy_log.close()
+            self.haproxy = None
         if exc_type is not None and os.environ.get("SLUICE_CLUSTER_KEEP") and shutil.which("gdb"):
             for node in self.nodes:  # where each live node's threads are
                 if node.proc is not None and node.proc.poll() is None:
