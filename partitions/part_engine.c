@@ -39,11 +39,11 @@
 
 /* ---- manifest ---------------------------------------------------------- */
 
-static int manifest_write(struct part_engine *e, char *err, size_t errlen)
+int part__manifest_write(const struct part_engine *e, const char *dir, char *err, size_t errlen)
 {
     char path[4096], tmp[4096], hex[2 * PART_KEY_LEN + 1];
-    snprintf(path, sizeof path, "%s/manifest", e->data_dir);
-    snprintf(tmp, sizeof tmp, "%s/manifest.tmp", e->data_dir);
+    snprintf(path, sizeof path, "%s/manifest", dir);
+    snprintf(tmp, sizeof tmp, "%s/manifest.tmp", dir);
     sl_hex_encode(e->key, PART_KEY_LEN, hex);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) {
@@ -54,7 +54,7 @@ static int manifest_write(struct part_engine *e, char *err, size_t errlen)
     fprintf(f, "%s %d\npartitions %u\nkey %s\n", MANIFEST_MAGIC, MANIFEST_VERSION, e->nparts, hex);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0 || sl_fsync_path(e->data_dir) != SL_OK) {
+    if (!ok || rename(tmp, path) != 0 || sl_fsync_path(dir) != SL_OK) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return SL_EIO;
     }
@@ -501,7 +501,7 @@ int part_engine_open(const struct part_options *opt, struct part_engine **out, c
         }
         rc = parts_create(e, have, opt->partitions, buf, sizeof buf);
         if (rc == SL_OK) {
-            rc = manifest_write(e, buf, sizeof buf);
+            rc = part__manifest_write(e, e->data_dir, buf, sizeof buf);
         }
     }
     if (rc == SL_OK) {

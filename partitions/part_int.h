@@ -627,4 +627,9 @@ static inline void part__thread_stop(struct part_writer *w)
     }
 }
 
+/* Writes dir/manifest (the partition count and the engine key), synced
+ * and renamed into place: a data_dir's, or a cluster's backup's, which a
+ * single node then opens. SL_OK or SL_EIO (err says why). part_engine.c. */
+int part__manifest_write(const struct part_engine *e, const char *dir, char *err, size_t errlen);
+
 #endif

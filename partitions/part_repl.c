@@ -75,7 +75,7 @@ struct part_repl {
     size_t groups_closing; /* Raft thread only */
     struct part__raft_node *port;
     _Atomic uint64_t image_bytes; /* the sum of its groups' */
-    size_t node_count; /* the port's configured nodes */
+    size_t node_count;            /* the port's configured nodes */
 };
 
 /* A write proposed and not yet answered. */
@@ -688,6 +688,11 @@ int part__repl_read_on(struct part_repl_group *g, sqlite3 *db, int (*fn)(sqlite3
 void part__repl_group_prefer(struct part_repl_group *g, uint64_t node_id)
 {
     atomic_store(&g->preferred, node_id);
+}
+
+const char *part__repl_group_name(const struct part_repl_group *g)
+{
+    return g->name;
 }
 
 bool part__repl_leading(const struct part_repl_group *g)

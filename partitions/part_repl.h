@@ -115,6 +115,9 @@ int part__repl_group_open(struct part_repl *r, const char *name,
  * back gets its share again. Any thread. */
 void part__repl_group_prefer(struct part_repl_group *g, uint64_t node_id);
 
+/* The group's name ("catalog", "part-0003"), for messages. */
+const char *part__repl_group_name(const struct part_repl_group *g);
+
 /* True while this node leads the group and has applied every entry
  * before its term began, so its image is whole: writes may start. */
 bool part__repl_leading(const struct part_repl_group *g);
