@@ -596,6 +596,14 @@ const char *part_cluster_reject_reason(size_t i)
     return i < PART__HS_REJECT_COUNT ? part__hs_reject_name((enum part__hs_reject)i) : NULL;
 }
 
+bool part_engine_node_reachable(const struct part_engine *e, uint16_t id)
+{
+    if (e->repl == NULL || id == 0) {
+        return false;
+    }
+    return id == e->node_id || part__fwd_up_since(e->fwd, id) != 0;
+}
+
 bool part_engine_ready(const struct part_engine *e)
 {
     return e->repl == NULL ||

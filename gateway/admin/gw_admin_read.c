@@ -382,5 +382,9 @@ void gw__admin_get_partitions(struct gw_admin_req *r)
     }
     free(ready);
     free(inflight);
-    gw__admin_json(r, 200, json_pack("{s:o}", "partitions", list));
+    /* cluster: whether GET /api/cluster has more to show (the console asks
+     * it only then) */
+    gw__admin_json(r, 200,
+                   json_pack("{s:o, s:b}", "partitions", list, "cluster",
+                             part_engine_node_id(r->api->engine) != 0));
 }

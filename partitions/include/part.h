@@ -156,6 +156,11 @@ int part_engine_cluster_stats(const struct part_engine *e, struct part_cluster_s
  * last. */
 const char *part_cluster_reject_reason(size_t i);
 
+/* A cluster's: whether this node's peer link to node id is up (the
+ * keepalive takes a silent node's down within 5 s); true for this node
+ * itself, false for an unknown id and on one node. Any thread. */
+bool part_engine_node_reachable(const struct part_engine *e, uint16_t id);
+
 /* part_engine_leader's name for the catalog's group. */
 #define PART_CATALOG UINT32_MAX
 

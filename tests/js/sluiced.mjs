@@ -42,11 +42,13 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 
 // config({ dir, port, adminPort }) returns the YAML text; healthy(port)
 // resolves true once the SQS listener answers /healthz (each tier asks in
-// its own HTTP version). Resolves to { dir, port, adminPort, stderr, stop }.
-export async function spawnSluiced(prefix, config, healthy) {
+// its own HTTP version). ports ({ port, adminPort }, optional) fixes the
+// listeners' ports, for a cluster whose nodes list each other's. Resolves
+// to { dir, port, adminPort, stderr, stop, kill }.
+export async function spawnSluiced(prefix, config, healthy, ports = {}) {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const port = await freePort();
-  const adminPort = await freePort();
+  const port = ports.port ?? await freePort();
+  const adminPort = ports.adminPort ?? await freePort();
   writeFileSync(join(dir, "sluice.yaml"), config({ dir, port, adminPort }));
   const argv = [join(buildDir, "sluiced"), "--config", join(dir, "sluice.yaml")];
   const [file, ...args] = existsSync(setpriv) ? [setpriv, "--pdeathsig", "KILL", "--", ...argv] : argv;
@@ -72,6 +74,11 @@ export async function spawnSluiced(prefix, config, healthy) {
       const result = await exited;
       rmSync(dir, { recursive: true, force: true });
       return result;
+    },
+    // SIGKILL, as a node dies; its directory stays until stop().
+    async kill() {
+      child.kill("SIGKILL");
+      return exited;
     },
   };
 }

@@ -558,6 +558,37 @@ async function refreshPartitions() {
       el('td', {}, sparkline(`partition:${p.index}`, ['ready'])));
   });
   replaceRows($('partitions').tBodies[0], rows);
+  $('cluster-view').hidden = !data.cluster;
+  if (data.cluster) await refreshCluster();
+}
+
+// A cluster's nodes and Raft groups, as this node sees them.
+async function refreshCluster() {
+  const data = await api('GET', '/api/cluster');
+  const leads = new Map();
+  for (const g of data.groups) leads.set(g.leader, (leads.get(g.leader) || 0) + 1);
+  const nodes = data.nodes.map((n) => el('tr', { data: { node: String(n.id) } },
+    el('td', { class: 'mono' }, `${n.id}${n.self ? ' (this node)' : ''}`),
+    el('td', { class: 'mono' }, n.api),
+    el('td', { data: { field: 'state' } }, n.reachable
+      ? el('span', { class: 'badge good' }, 'reachable')
+      : el('span', { class: 'badge bad' }, 'unreachable')),
+    el('td', { class: 'num', data: { field: 'leads' } }, fmtInt(leads.get(n.id) || 0))));
+  replaceRows($('cluster-nodes').tBodies[0], nodes);
+  const groups = data.groups.map((g) => {
+    const name = g.group === 'catalog' ? 'catalog' : `partition ${g.partition}`;
+    return el('tr', { data: { group: name } },
+      el('td', { class: 'mono' }, name),
+      el('td', { class: 'mono', data: { field: 'leader' } }, g.leader ? String(g.leader) : 'none'),
+      el('td', { class: 'num' }, fmtInt(g.term)),
+      el('td', { class: 'num' }, fmtInt(g.commit_index)),
+      el('td', { class: 'num' }, fmtInt(g.applied_index)),
+      el('td', { class: 'num', data: { field: 'lag' } }, fmtInt(g.lag)),
+      el('td', { data: { field: 'quorum' } }, g.no_quorum
+        ? el('span', { class: 'badge bad' }, 'lost')
+        : el('span', { class: 'badge good' }, 'ok')));
+  });
+  replaceRows($('cluster-groups').tBodies[0], groups);
 }
 
 // ---- the refresh loop and navigation ------------------------------------------------------------
