@@ -48,11 +48,10 @@ void gw__admin_get_cluster(struct gw_admin_req *r)
         snprintf(api, sizeof api, "%s:%u", n->api.host, n->api.port);
         snprintf(raft, sizeof raft, "%s:%u", n->raft.host, n->raft.port);
         snprintf(peer, sizeof peer, "%s:%u", n->peer.host, n->peer.port);
-        json_array_append_new(nodes,
-                              json_pack("{s:I, s:s, s:s, s:s, s:b, s:b}", "id", (json_int_t)n->id,
-                                        "api", api, "raft", raft, "peer", peer, "self",
-                                        n->id == self, "reachable",
-                                        part_engine_node_reachable(e, n->id)));
+        json_array_append_new(nodes, json_pack("{s:I, s:s, s:s, s:s, s:b, s:b}", "id",
+                                               (json_int_t)n->id, "api", api, "raft", raft, "peer",
+                                               peer, "self", n->id == self, "reachable",
+                                               part_engine_node_reachable(e, n->id)));
     }
     json_t *groups = json_array();
     json_array_append_new(groups, group_json(e, PART_CATALOG));

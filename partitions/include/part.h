@@ -145,9 +145,9 @@ struct part_cluster_stats {
     uint64_t peer_rejected[PART_CLUSTER_REJECT_REASONS];
     uint64_t peer_frames_in; /* forwarded jobs and their answers */
     uint64_t peer_frames_out;
-    uint64_t image_bytes;     /* held by the replicated images on this node */
-    uint64_t memory_budget;   /* in force (part_cluster_options.memory_budget) */
-    uint64_t budget_refusals; /* sends refused with SL_EBUDGET */
+    uint64_t image_bytes;      /* held by the replicated images on this node */
+    uint64_t memory_budget;    /* in force (part_cluster_options.memory_budget) */
+    uint64_t budget_refusals;  /* sends refused with SL_EBUDGET */
     uint32_t nodes_configured; /* the nodes of this node's cluster.nodes */
 };
 /* Fills *out: SL_OK, or SL_EINVAL on one node. Any thread. */
