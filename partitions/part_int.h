@@ -185,6 +185,10 @@ struct part_send_msg {
     int64_t priority;
     uint8_t lane;
     uint8_t index; /* its entry in the request (a fanned-out send's parent) */
+    /* its indexed pairs (part_send_entry.filters): nfilters times a key
+     * and its value, each NUL-terminated, in the job's block */
+    uint8_t nfilters;
+    const char *filters;
 };
 
 /* One receipt-addressed entry of a delete / change-visibility / release. */
@@ -238,6 +242,14 @@ struct part_recv {
     int64_t bound;
     int64_t bound_sent; /* ties of bound: rows sent after it come later */
     uint32_t hops;      /* strict visits so far; past PART_STRICT_HOPS_MAX, plain */
+    /* A filtered receive's pairs (part_receive_req.filter); nfilter 0:
+     * none. part_filter.c binds them. */
+    uint8_t nfilter;
+    struct part_filter_term {
+        uint16_t klen, vlen;
+        char key[PART_FILTER_TEXT_MAX];
+        char value[PART_FILTER_TEXT_MAX];
+    } filter[PART_FILTER_MAX];
 };
 
 #define PART_STRICT_HOPS_MAX (4 * PART_MAX_BATCH)

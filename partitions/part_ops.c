@@ -61,6 +61,7 @@
 #include "part_batch.h"
 #include "part_catalog.h"
 #include "part_dedup.h"
+#include "part_filter.h"
 #include "part_gdir.h"
 #include "part_gheap.h"
 #include "part_groups.h"
@@ -429,10 +430,20 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         if (fifo) {
             sqlite3_bind_text(st, 14, m->dedup_id, -1, SQLITE_STATIC);
         }
+        if (m->nfilters > 0) { /* its msg_filter entries follow the row */
+            sqlite3_bind_int(st, 15, 1);
+        }
         if (!run(w, b, st)) {
             return;
         }
         int64_t rowid = sqlite3_last_insert_rowid(w->db);
+        const char *pairs = m->filters;
+        for (uint8_t k = 0; k < m->nfilters; k++) {
+            if (!run(w, b,
+                     part__filter_put(w, &pairs, rowid, job->queue_id, state, m->lane, priority))) {
+                return;
+            }
+        }
         /* The body apart from the row (part_schema.c says why). */
         st = part__stmt(w, ST_INSERT_BODY);
         sqlite3_bind_int64(st, 1, rowid);
@@ -885,6 +896,27 @@ static bool pick_fair(struct part_writer *w, struct part_batch *b, struct part_j
  * behind held ones wait until those are deleted. */
 #define EXCLUSIVE_WINDOW 4096
 
+/* An exclusive queue's choice of row id, of value group (NULL: none):
+ * false when the value is held here or this pick took it already; else
+ * the row joins chosen and its value picked. */
+static bool choose_value(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                         int64_t id, const char *group, int64_t *chosen, struct candidate *picked,
+                         size_t *nchosen)
+{
+    struct part_qcount *qc = &job->q->per[w->index];
+    if (group != NULL &&
+        (picked_in_group(picked, *nchosen, group) > 0 || !group_free(w, b, job, qc, group))) {
+        return false;
+    }
+    chosen[*nchosen] = id;
+    picked[*nchosen].has_group = group != NULL;
+    if (group != NULL) {
+        snprintf(picked[*nchosen].group, sizeof picked[*nchosen].group, "%s", group);
+    }
+    (*nchosen)++;
+    return true;
+}
+
 static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct part_job *job,
                            int lane, uint32_t want, const struct part_queue_config *cfg, bool dlq,
                            uint64_t now, struct candidate *cand, size_t *ncand)
@@ -901,17 +933,10 @@ static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct p
     int64_t blocked = 0;
     while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *group = (const char *)sqlite3_column_text(st, 1);
-        if (group != NULL &&
-            (picked_in_group(picked, nchosen, group) > 0 || !group_free(w, b, job, qc, group))) {
+        if (!choose_value(w, b, job, sqlite3_column_int64(st, 0), group, chosen, picked,
+                          &nchosen)) {
             blocked++;
-            continue;
         }
-        chosen[nchosen] = sqlite3_column_int64(st, 0);
-        picked[nchosen].has_group = group != NULL;
-        if (group != NULL) {
-            snprintf(picked[nchosen].group, sizeof picked[nchosen].group, "%s", group);
-        }
-        nchosen++;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -920,6 +945,40 @@ static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct p
     }
     /* what an operator sees waiting behind held values (part_counts) */
     atomic_store_explicit(&qc->excl_blocked, blocked, memory_order_relaxed);
+    return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
+}
+
+/* A filtered receive (part_recv.nfilter): the best ready rows of the
+ * lane carrying every pair, walked through msg_filter (part_filter.c), so
+ * that no other row is read. A priority queue's visit stops at the bound
+ * as pick_head does (only when the receive is strict, which a filtered
+ * one is not: the heads it would compare are unfiltered); an exclusive
+ * queue's passes over held values as pick_exclusive does, at most
+ * EXCLUSIVE_WINDOW of them. */
+static bool pick_filtered(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                          int lane, uint32_t want, const struct part_queue_config *cfg, bool dlq,
+                          uint64_t now, struct candidate *cand, size_t *ncand)
+{
+    struct part_recv *r = job->recv;
+    int64_t chosen[PART_MAX_BATCH];
+    struct candidate picked[PART_MAX_BATCH]; /* values only, for the lock */
+    size_t nchosen = 0;
+    sqlite3_stmt *st = part__filter_scan(w, r, job->queue_id, lane,
+                                         cfg->exclusive ? EXCLUSIVE_WINDOW + want : want);
+    int rc = SQLITE_DONE;
+    while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t prio = sqlite3_column_int64(st, 2);
+        if (prio > r->bound || (prio == r->bound && sqlite3_column_int64(st, 3) > r->bound_sent)) {
+            break;
+        }
+        const char *group = cfg->exclusive ? (const char *)sqlite3_column_text(st, 1) : NULL;
+        choose_value(w, b, job, sqlite3_column_int64(st, 0), group, chosen, picked, &nchosen);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        b->sql_failed = true;
+        return false;
+    }
     return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
 }
 
@@ -1066,7 +1125,9 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
         /* Collect candidates first: the rows change under the cursor. */
         struct candidate cand[PART_MAX_BATCH];
         size_t ncand = 0;
-        bool ok = cfg.fifo ? pick_fifo(w, b, job, want, &cfg, dlq != NULL, now, cand, &ncand)
+        bool ok = r->nfilter > 0
+                      ? pick_filtered(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                  : cfg.fifo ? pick_fifo(w, b, job, want, &cfg, dlq != NULL, now, cand, &ncand)
                   : cfg.exclusive
                       ? pick_exclusive(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
                   : fair ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
