@@ -158,10 +158,17 @@ int part_filter_depth(struct part_engine *e, uint64_t queue_id,
         free(r);
         return SL_EINVAL;
     }
-    struct part_counts counts;
-    if (part_queue_counts(e, queue_id, PART_ALL_PARTITIONS, &counts) != SL_OK) {
+    struct part_queue *q = part__queue_ref(e, queue_id);
+    struct part_queue_config cfg;
+    bool known = q != NULL && part__queue_cfg(e, q, &cfg);
+    part__queue_unref(q);
+    if (!known) {
         free(r);
         return SL_ENOTFOUND;
+    }
+    if (!cfg.filtered) { /* only a queue that filters keeps its entries' states */
+        free(r);
+        return SL_EINVAL;
     }
     for (uint32_t p = 0; p < e->nparts; p++) {
         struct part_counts pc;

@@ -330,7 +330,7 @@ static bool filters_block_ok(struct sl_slice b, uint8_t n)
     for (size_t i = 0; i < b.n; i++) {
         nuls += b.p[i] == '\0';
     }
-    return n <= PART_FILTER_KEYS_MAX && nuls == 2u * n && (b.n == 0 || b.p[b.n - 1] == '\0');
+    return n <= PART_FILTER_KEYS_MAX && nuls == 2 * (size_t)n && (b.n == 0 || b.p[b.n - 1] == '\0');
 }
 
 /* A send's messages, in one block as part_send makes them. */

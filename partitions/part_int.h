@@ -401,7 +401,7 @@ struct part_writer {
     _Atomic uint64_t stat_dedup_ids;  /* dedup's size after the last batch */
     /* writer thread only */
     struct sqlite3 *db;
-    struct sqlite3_stmt *st[32]; /* prepared statements, by part_schema.h's ST_* */
+    struct sqlite3_stmt *st[40]; /* prepared statements, by part_schema.h's ST_* */
     struct part_heap timers;
     /* FIFO deduplication ids of this partition, by hash (part_dedup.h);
      * made by the open's rebuild */

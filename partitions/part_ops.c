@@ -102,6 +102,7 @@ struct row {
     uint64_t expires_at;
     bool has_group;
     char group[PART_GROUP_ID_MAX + 1];
+    bool filtered; /* it has msg_filter entries */
 };
 
 static const char *row_group(const struct row *r)
@@ -127,6 +128,7 @@ static int row_get(struct part_writer *w, struct part_batch *b, int64_t id, stru
         if (group != NULL) {
             snprintf(r->group, sizeof r->group, "%s", group);
         }
+        r->filtered = sqlite3_column_type(st, 7) != SQLITE_NULL;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -134,6 +136,16 @@ static int row_get(struct part_writer *w, struct part_batch *b, int64_t id, stru
         return -1;
     }
     return rc == SQLITE_ROW;
+}
+
+/* Row id's msg_filter entries follow its new state (part_schema.c says
+ * why the writer does it, not a trigger); false when the write failed. */
+static bool filter_state(struct part_writer *w, struct part_batch *b, int64_t id, int state)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_FILTER_STATE);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int(st, 2, state);
+    return run(w, b, st);
 }
 
 /* ---- timers ------------------------------------------------------------ */
@@ -200,7 +212,7 @@ void part__ops_fire_timers(struct part_writer *w, struct part_batch *b, uint64_t
         if (it.kind == PART_TIMER_VISIBLE && r.state != PART_STATE_READY && r.visible_at <= now) {
             sqlite3_stmt *st = part__stmt(w, ST_MAKE_READY);
             sqlite3_bind_int64(st, 1, it.rowid);
-            if (run(w, b, st)) {
+            if (run(w, b, st) && (!r.filtered || filter_state(w, b, it.rowid, PART_STATE_READY))) {
                 part__delta_move(b, q, r.state, r.lane, PART_STATE_READY, r.lane, row_group(&r));
             }
         } else if (it.kind == PART_TIMER_EXPIRE && r.expires_at <= now) {
@@ -1180,7 +1192,8 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
                 size_t n = attempt_key(r, (uint8_t)kept, cand[i].count + 1, key);
                 sqlite3_bind_blob(ls, 4, key, (int)n, SQLITE_TRANSIENT);
             }
-            if (!run(w, b, ls)) {
+            if (!run(w, b, ls) ||
+                (cfg.filtered && !filter_state(w, b, cand[i].id, PART_STATE_INFLIGHT))) {
                 break;
             }
             part__delta_move(b, job->q, PART_STATE_READY, cand[i].lane, PART_STATE_INFLIGHT,
@@ -1263,7 +1276,8 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
             sqlite3_bind_int(st, 2, state);
             sqlite3_bind_int64(st, 3, (sqlite3_int64)at);
-            if (!run(w, b, st)) {
+            if (!run(w, b, st) ||
+                (r.filtered && !filter_state(w, b, (int64_t)en->rh.sequence, state))) {
                 return;
             }
             *status = SL_OK;
@@ -1284,7 +1298,8 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
             sqlite3_bind_int64(st, 2, en->rh.receive_gen);
             sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
-            if (run(w, b, st)) {
+            if (run(w, b, st) &&
+                (!r.filtered || filter_state(w, b, (int64_t)en->rh.sequence, PART_STATE_READY))) {
                 part__delta_move(b, job->q, PART_STATE_INFLIGHT, r.lane, PART_STATE_READY, r.lane,
                                  row_group(&r));
                 part__note_stale(b, r.visible_at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);

@@ -51,8 +51,8 @@ static const char *const SQL[ST_COUNT_] = {
         "SELECT " MSG_COLUMNS ", m.attempt, m.state, m.visible_at,"
         " m.last_receive_at" MSG_JOIN " WHERE m.queue_id=?1 AND m.attempt>=?2 AND m.attempt<?3",
     [ST_EXTEND] = "UPDATE msg SET visible_at=?2 WHERE id=?1",
-    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at, lane, group_id"
-               " FROM msg WHERE id=?",
+    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at, lane, group_id,"
+               " filtered FROM msg WHERE id=?",
     [ST_DELETE] = "DELETE FROM msg WHERE id=?",
     /* A changed visibility spends the row's attempt (SQS: a retry returns
      * only unmodified messages), as does a released lease. */
@@ -115,6 +115,9 @@ static const char *const SQL[ST_COUNT_] = {
      * each other pair checked by one primary-key probe of that message's
      * own entries (NULL: no such pair), and its group id for exclusive
      * queues. Only messages carrying the first pair are read. */
+    /* A filtered row's new state (part_schema.c's comment on msg_filter
+     * says why not a trigger). */
+    [ST_FILTER_STATE] = "UPDATE msg_filter SET state=?2 WHERE mid=?1",
     [ST_FILTER_SCAN] =
         "SELECT f.mid, m.group_id, f.priority, m.sent_at"
         " FROM msg_filter f CROSS JOIN msg m ON m.id=f.mid"
@@ -201,11 +204,17 @@ static const char *const SQL[ST_COUNT_] = {
  * the message's row and the key, carrying a copy of the row's queue,
  * state, lane and priority, so that msg_filter_walk lists a key=value's
  * ready messages in the receive's own (priority, id) order and a receive
- * reads nothing else. A message with indexed pairs has filtered=1; the
- * triggers copy every change of those four columns (a lease, a release,
- * a visibility change, aging, a DLQ move, a redrive) and remove the
- * entries with the row. Their WHEN reads the old row's filtered column
- * only: a queue whose messages carry no indexed pair pays no write.
+ * reads nothing else. A message with indexed pairs has filtered=1.
+ *
+ * Who keeps the copy: the rare changes of queue, lane and priority (a DLQ
+ * move, a redrive, aging) and the deletes, by trigger, whose WHEN reads
+ * the old row's filtered column only; the frequent changes of state (a
+ * lease, a release, a visibility change, a lease running out) by the
+ * writer itself (ST_FILTER_STATE, part_ops.c), for rows of queues that
+ * filter only. An UPDATE that sets none of a trigger's columns does not
+ * even compile the trigger in, so a lease or a release of any other
+ * queue's message costs exactly what it did before schema 8: a trigger on
+ * state would have run its program for every lease of every queue.
  */
 #define PART_FILTER_TABLE                                                                          \
     "CREATE TABLE IF NOT EXISTS msg_filter(mid INTEGER NOT NULL, fkey TEXT NOT NULL,"              \
@@ -213,7 +222,7 @@ static const char *const SQL[ST_COUNT_] = {
     " lane INTEGER NOT NULL, priority INTEGER NOT NULL, PRIMARY KEY(mid, fkey)) WITHOUT ROWID;"    \
     "CREATE INDEX IF NOT EXISTS msg_filter_walk ON msg_filter(queue_id, fkey, fval, state, lane,"  \
     " priority, mid);"                                                                             \
-    "CREATE TRIGGER IF NOT EXISTS msg_filter_sync AFTER UPDATE OF queue_id, state, lane, priority" \
+    "CREATE TRIGGER IF NOT EXISTS msg_filter_sync AFTER UPDATE OF queue_id, lane, priority"        \
     " ON msg WHEN old.filtered IS NOT NULL BEGIN UPDATE msg_filter SET queue_id=new.queue_id,"     \
     " state=new.state, lane=new.lane, priority=new.priority WHERE mid=new.id; END;"                \
     "CREATE TRIGGER IF NOT EXISTS msg_filter_gone AFTER DELETE ON msg WHEN old.filtered IS NOT"    \

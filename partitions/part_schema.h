@@ -38,6 +38,7 @@ enum {
     ST_EXTEND,
     ST_FILTER_PUT,
     ST_FILTER_SCAN,
+    ST_FILTER_STATE,
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,

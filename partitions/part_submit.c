@@ -273,11 +273,12 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
     bool known = part__queue_cfg(e, job->q, &cfg);
     bool fifo = req->attempt.n > 0 && known && cfg.fifo;
     struct part_recv *r = sl_xcalloc(1, sizeof *r);
-    if (req->filter_count > 0 &&
-        ((known && cfg.fifo) || part__filter_copy(r, req->filter, req->filter_count) != SL_OK)) {
+    /* only a queue that filters keeps its entries' states (part_ops.c) */
+    if (req->filter_count > 0 && (!known || !cfg.filtered || cfg.fifo ||
+                                  part__filter_copy(r, req->filter, req->filter_count) != SL_OK)) {
         free(r);
         part__job_discard(job);
-        return SL_EINVAL; /* a FIFO queue's order is its groups', not a filter's */
+        return SL_EINVAL;
     }
     /* not on an exclusive queue: held values would leave a bounded
      * visit empty-handed while its partition's head stays the best; not

@@ -257,9 +257,11 @@ struct part_queue_config {
      * places one whose value has live messages where they are, as a FIFO
      * group. */
     bool exclusive;
-    /* Kept for the gateway: the queue indexes some message attributes for
-     * filtered receives (its SluiceFilterKeys, a queue attribute), so a
-     * send looks for them; a queue without pays nothing for the feature. */
+    /* The queue indexes some message attributes for filtered receives (the
+     * gateway's SluiceFilterKeys, a queue attribute: a send looks for
+     * them). Only such a queue takes filtered receives and depths, and
+     * only its leases and releases keep the index's states; a queue
+     * without pays nothing for the feature. */
     bool filtered;
 };
 
@@ -567,7 +569,8 @@ struct part_receive_req {
      * part_send_entry.filters, in the queue's order, found through the
      * index of the first pair (it reads no message that lacks it). Not on
      * FIFO queues (SL_EINVAL); it ignores noisy and the exact priority
-     * merge across partitions (each partition gives its best matches). */
+     * merge across partitions (each partition gives its best matches).
+     * Only on a queue with part_queue_config.filtered (SL_EINVAL). */
     const struct part_filter_pair *filter;
     size_t filter_count;
 };
@@ -773,7 +776,8 @@ void part_peek_list_free(struct part_peek_list *l);
  * index entries of the first pair are read, no other message. Blocks the
  * calling thread for the reads; any thread. *skipped (may be NULL)
  * counts partitions that could not be read. Returns SL_OK, SL_EINVAL (a
- * bad filter) or SL_ENOTFOUND. */
+ * bad filter, or a queue without part_queue_config.filtered) or
+ * SL_ENOTFOUND. */
 int part_filter_depth(struct part_engine *e, uint64_t queue_id,
                       const struct part_filter_pair *filter, size_t n, int64_t *ready,
                       int64_t *inflight, uint32_t *skipped);

@@ -86,6 +86,7 @@ static void test_filter_receive_order_and_match(void **state)
 {
     struct t_env *t = *state;
     struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
     cfg.priority_order = true;
     uint64_t q = t_create(t, "acme", "f", &cfg);
     send_f(t, q, 0, "r30", RED_S, true, 30);
@@ -118,6 +119,7 @@ static void test_filter_depth_counts(void **state)
 {
     struct t_env *t = *state;
     struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
     uint64_t q = t_create(t, "acme", "f", &cfg);
     uint64_t other = t_create(t, "acme", "g", &cfg);
     for (uint32_t i = 0; i < 6; i++) {
@@ -164,8 +166,10 @@ static void test_filter_dlq_and_purge(void **state)
 {
     struct t_env *t = *state;
     struct part_queue_config dcfg = part_queue_config_default();
+    dcfg.filtered = true;
     uint64_t dlq = t_create(t, "acme", "dlq", &dcfg);
     struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
     cfg.dlq_target_id = dlq;
     cfg.max_receive_count = 1;
     uint64_t q = t_create(t, "acme", "f", &cfg);
@@ -194,6 +198,7 @@ static void test_filter_atomic_and_restart(void **state)
 {
     struct t_env *t = *state;
     struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
     uint64_t q = t_create(t, "acme", "f", &cfg);
     sqlite3 *fault = t_fault(t, 0,
                              "CREATE TRIGGER t_fault BEFORE INSERT ON msg_filter BEGIN"
@@ -234,6 +239,7 @@ static void test_filter_long_poll(void **state)
 {
     struct t_env *t = *state;
     struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
     uint64_t q = t_create(t, "acme", "f", &cfg);
     struct part_filter_pair fp = {SL_SLICE_LIT("color"), SL_SLICE_LIT("red")};
     uint32_t parts[2] = {0, 1};
@@ -263,11 +269,12 @@ static void test_filter_long_poll(void **state)
 }
 
 /* An exclusive queue's hold applies to filtered receives too; a FIFO
- * queue takes no filter. */
+ * queue, or one that indexes nothing, takes no filter. */
 static void test_filter_exclusive_and_fifo(void **state)
 {
     struct t_env *t = *state;
     struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
     cfg.exclusive = true;
     uint64_t q = t_create(t, "acme", "excl", &cfg);
     struct part_filter_pair fp = {SL_SLICE_LIT("color"), SL_SLICE_LIT("red")};
@@ -301,6 +308,20 @@ static void test_filter_exclusive_and_fifo(void **state)
                                                              .filter_count = 1},
                                   t_ck(&d), t_on_done, NULL),
                      SL_EINVAL);
+    /* nor does a queue that indexes nothing (its leases keep no entry) */
+    struct part_queue_config plain_cfg = part_queue_config_default();
+    uint64_t plain = t_create(t, "acme", "plain", &plain_cfg);
+    assert_int_equal(part_receive(t->c,
+                                  &(struct part_receive_req){.queue_id = plain,
+                                                             .partitions = (uint32_t[]){0},
+                                                             .partition_count = 1,
+                                                             .max_messages = 1,
+                                                             .filter = &fp,
+                                                             .filter_count = 1},
+                                  t_ck(&d), t_on_done, NULL),
+                     SL_EINVAL);
+    int64_t ready, inflight;
+    assert_int_equal(part_filter_depth(t->e, plain, &fp, 1, &ready, &inflight, NULL), SL_EINVAL);
 }
 
 /* ---- the index at work ---------------------------------------------------- */

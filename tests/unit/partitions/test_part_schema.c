@@ -450,7 +450,9 @@ static void test_migrate_from_7(void **state)
     /* schema 7: no filter index; its messages are receivable, new ones are
      * indexed, filtered receives work */
     struct t_env *t = *state;
-    uint64_t q = t_create(t, "acme", "mig7", NULL);
+    struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
+    uint64_t q = t_create(t, "acme", "mig7", &cfg);
     t_send(t, q, 0, "old");
     t_close(t);
     rewrite_part0(t, DOWN_TO_7 " PRAGMA user_version=7;");
