@@ -14,8 +14,8 @@ struct sqlite3_stmt *part__filter_put(struct part_writer *w, const char **pairs,
                                       uint64_t queue_id, int state, int lane, int64_t priority);
 
 /* The writer's ST_FILTER_SCAN bound to r's pairs, queue_id, lane and a
- * LIMIT of limit: it yields (id, group_id, priority, sent_at) of the
- * matching ready rows in receive order. The caller steps and resets it. */
+ * LIMIT of limit: it yields the matching ready rows in receive order,
+ * with ST_SELECT_READY's columns. The caller steps and resets it. */
 struct sqlite3_stmt *part__filter_scan(struct part_writer *w, const struct part_recv *r,
                                        uint64_t queue_id, int lane, uint32_t limit);
 

@@ -594,21 +594,31 @@ static void take_row(struct part_writer *w, sqlite3_stmt *st, struct part_job *j
     }
 }
 
-/* The best `want` ready rows of the lane, by (priority, id). */
-static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
-                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
-                      struct candidate *cand, size_t *ncand)
+static bool group_free(const struct part_writer *w, const struct part_batch *b,
+                       const struct part_job *job, const struct part_qcount *qc, const char *group);
+static int64_t picked_in_group(const struct candidate *cand, size_t n, const char *group);
+
+/* Takes the rows st yields (ST_SELECT_READY's columns, in order) into cand
+ * up to want, stopping at the first past the receive's bound; on an
+ * exclusive queue (by_value) it passes over rows of values held here or
+ * taken by this pick. */
+static bool take_ready(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                       sqlite3_stmt *st, int lane, uint32_t want, bool by_value,
+                       const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                       struct candidate *cand, size_t *ncand)
 {
     struct part_recv *r = job->recv;
-    sqlite3_stmt *st = part__stmt(w, ST_SELECT_READY);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
-    sqlite3_bind_int(st, 2, (int)want);
-    sqlite3_bind_int(st, 3, lane);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && *ncand < want) {
+    struct part_qcount *qc = &job->q->per[w->index];
+    int rc = SQLITE_DONE;
+    while (*ncand < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t prio = sqlite3_column_int64(st, 6);
         if (prio > r->bound || (prio == r->bound && sqlite3_column_int64(st, 8) > r->bound_sent)) {
             break; /* another partition's head comes first (recv_submit) */
+        }
+        const char *group = by_value ? (const char *)sqlite3_column_text(st, 5) : NULL;
+        if (group != NULL &&
+            (picked_in_group(cand, *ncand, group) > 0 || !group_free(w, b, job, qc, group))) {
+            continue;
         }
         take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
         cand[(*ncand)++].lane = lane;
@@ -619,6 +629,18 @@ static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_j
         return false;
     }
     return true;
+}
+
+/* The best `want` ready rows of the lane, by (priority, id). */
+static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
+                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                      struct candidate *cand, size_t *ncand)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_SELECT_READY);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, (int)want);
+    sqlite3_bind_int(st, 3, lane);
+    return take_ready(w, b, job, st, lane, want, false, cfg, dlq, now, cand, ncand);
 }
 
 /* Reads the chosen ready rows whole, in order, into cand (and r->msgs). */
@@ -961,37 +983,20 @@ static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct p
 }
 
 /* A filtered receive (part_recv.nfilter): the best ready rows of the
- * lane carrying every pair, walked through msg_filter (part_filter.c), so
- * that no other row is read. A priority queue's visit stops at the bound
- * as pick_head does (only when the receive is strict, which a filtered
- * one is not: the heads it would compare are unfiltered); an exclusive
- * queue's passes over held values as pick_exclusive does, at most
- * EXCLUSIVE_WINDOW of them. */
+ * lane carrying every pair, walked through msg_filter (part_filter.c) and
+ * read whole as pick_head reads them, so that no other row is read. A
+ * priority queue's visit stops at the bound as pick_head's does (only
+ * when the receive is strict, which a filtered one is not: the heads it
+ * would compare are unfiltered); an exclusive queue's passes over held
+ * values, and values this pick took, as pick_exclusive does (at most
+ * EXCLUSIVE_WINDOW of them). */
 static bool pick_filtered(struct part_writer *w, struct part_batch *b, struct part_job *job,
                           int lane, uint32_t want, const struct part_queue_config *cfg, bool dlq,
                           uint64_t now, struct candidate *cand, size_t *ncand)
 {
-    struct part_recv *r = job->recv;
-    int64_t chosen[PART_MAX_BATCH];
-    struct candidate picked[PART_MAX_BATCH]; /* values only, for the lock */
-    size_t nchosen = 0;
-    sqlite3_stmt *st = part__filter_scan(w, r, job->queue_id, lane,
+    sqlite3_stmt *st = part__filter_scan(w, job->recv, job->queue_id, lane,
                                          cfg->exclusive ? EXCLUSIVE_WINDOW + want : want);
-    int rc = SQLITE_DONE;
-    while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t prio = sqlite3_column_int64(st, 2);
-        if (prio > r->bound || (prio == r->bound && sqlite3_column_int64(st, 3) > r->bound_sent)) {
-            break;
-        }
-        const char *group = cfg->exclusive ? (const char *)sqlite3_column_text(st, 1) : NULL;
-        choose_value(w, b, job, sqlite3_column_int64(st, 0), group, chosen, picked, &nchosen);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        b->sql_failed = true;
-        return false;
-    }
-    return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
+    return take_ready(w, b, job, st, lane, want, cfg->exclusive, cfg, dlq, now, cand, ncand);
 }
 
 /* ---- ReceiveRequestAttemptId ---------------------------------------------- */

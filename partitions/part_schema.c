@@ -106,21 +106,21 @@ static const char *const SQL[ST_COUNT_] = {
     [ST_GROUP_NEXT] = "SELECT group_id FROM msg WHERE queue_id=?1 AND group_id>?2 AND state=1"
                       " AND dedup_id IS NOT NULL ORDER BY group_id LIMIT 1",
     /* One indexed pair of a message just inserted (schema 8), with the
-     * row's fields the filtered walk orders by; msg_filter_sync keeps
-     * them the row's from then on. */
+     * row's fields the filtered walk orders by; the triggers and
+     * ST_FILTER_STATE keep them the row's from then on. */
     [ST_FILTER_PUT] = "INSERT INTO msg_filter(mid, fkey, fval, queue_id, state, lane, priority)"
                       " VALUES(?1,?2,?3,?4,?5,?6,?7)",
-    /* A filtered receive's walk: the ready entries of its first pair in
-     * the lane, in (priority, id) order straight from msg_filter_walk,
-     * each other pair checked by one primary-key probe of that message's
-     * own entries (NULL: no such pair), and its group id for exclusive
-     * queues. Only messages carrying the first pair are read. */
     /* A filtered row's new state (part_schema.c's comment on msg_filter
      * says why not a trigger). */
     [ST_FILTER_STATE] = "UPDATE msg_filter SET state=?2 WHERE mid=?1",
+    /* A filtered receive's walk: the ready entries of its first pair in
+     * the lane, in (priority, id) order straight from msg_filter_walk,
+     * each other pair checked by one primary-key probe of that message's
+     * own entries (NULL: no such pair), and the rows as ST_SELECT_READY
+     * reads them. Only messages carrying the first pair are read. */
     [ST_FILTER_SCAN] =
-        "SELECT f.mid, m.group_id, f.priority, m.sent_at"
-        " FROM msg_filter f CROSS JOIN msg m ON m.id=f.mid"
+        "SELECT " MSG_COLUMNS " FROM msg_filter f CROSS JOIN msg m ON m.id=f.mid"
+        " CROSS JOIN msg_body b ON b.id=m.id"
         " WHERE f.queue_id=?1 AND f.fkey=?2 AND f.fval=?3 AND f.state=1 AND f.lane=?4"
         " AND (?5 IS NULL OR EXISTS(SELECT 1 FROM msg_filter g WHERE g.mid=f.mid AND g.fkey=?5"
         " AND g.fval=?6))"

@@ -268,6 +268,20 @@ static void test_filter_long_poll(void **state)
     assert_string_equal(r.msgs[0].body, "blue");
 }
 
+/* part_receive's answer to a filtered receive of one on queue q. */
+static int submit_filtered(struct t_env *t, uint64_t q, const struct part_filter_pair *fp)
+{
+    struct t_done d;
+    return part_receive(t->c,
+                        &(struct part_receive_req){.queue_id = q,
+                                                   .partitions = (uint32_t[]){0},
+                                                   .partition_count = 1,
+                                                   .max_messages = 1,
+                                                   .filter = fp,
+                                                   .filter_count = 1},
+                        t_ck(&d), t_on_done, NULL);
+}
+
 /* An exclusive queue's hold applies to filtered receives too; a FIFO
  * queue, or one that indexes nothing, takes no filter. */
 static void test_filter_exclusive_and_fifo(void **state)
@@ -298,28 +312,11 @@ static void test_filter_exclusive_and_fifo(void **state)
     recv_f(t, q, RED, 10, 300, &r, got, sizeof got);
     assert_string_equal(got, ""); /* v2 waits for v1 */
     uint64_t fifo = t_create_fifo(t, "f.fifo", false);
-    struct t_done d;
-    assert_int_equal(part_receive(t->c,
-                                  &(struct part_receive_req){.queue_id = fifo,
-                                                             .partitions = (uint32_t[]){0},
-                                                             .partition_count = 1,
-                                                             .max_messages = 1,
-                                                             .filter = &fp,
-                                                             .filter_count = 1},
-                                  t_ck(&d), t_on_done, NULL),
-                     SL_EINVAL);
+    assert_int_equal(submit_filtered(t, fifo, &fp), SL_EINVAL);
     /* nor does a queue that indexes nothing (its leases keep no entry) */
     struct part_queue_config plain_cfg = part_queue_config_default();
     uint64_t plain = t_create(t, "acme", "plain", &plain_cfg);
-    assert_int_equal(part_receive(t->c,
-                                  &(struct part_receive_req){.queue_id = plain,
-                                                             .partitions = (uint32_t[]){0},
-                                                             .partition_count = 1,
-                                                             .max_messages = 1,
-                                                             .filter = &fp,
-                                                             .filter_count = 1},
-                                  t_ck(&d), t_on_done, NULL),
-                     SL_EINVAL);
+    assert_int_equal(submit_filtered(t, plain, &fp), SL_EINVAL);
     int64_t ready, inflight;
     assert_int_equal(part_filter_depth(t->e, plain, &fp, 1, &ready, &inflight, NULL), SL_EINVAL);
 }
