@@ -148,6 +148,14 @@ static bool filter_state(struct part_writer *w, struct part_batch *b, int64_t id
     return run(w, b, st);
 }
 
+/* Row id's msg_filter entries, gone with it; false when the write failed. */
+static bool filter_delete(struct part_writer *w, struct part_batch *b, int64_t id)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_FILTER_DELETE);
+    sqlite3_bind_int64(st, 1, id);
+    return run(w, b, st);
+}
+
 /* ---- timers ------------------------------------------------------------ */
 
 #define TIMERS_PER_BATCH 4096
@@ -218,7 +226,7 @@ void part__ops_fire_timers(struct part_writer *w, struct part_batch *b, uint64_t
         } else if (it.kind == PART_TIMER_EXPIRE && r.expires_at <= now) {
             sqlite3_stmt *st = part__stmt(w, ST_DELETE);
             sqlite3_bind_int64(st, 1, it.rowid);
-            if (run(w, b, st)) {
+            if (run(w, b, st) && (!r.filtered || filter_delete(w, b, it.rowid))) {
                 part__delta_gone(b, q, r.state, r.lane, row_group(&r));
                 part__delta_of(b, q)->expired++;
                 part__note_gone(b, it.rowid);
@@ -1257,7 +1265,7 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             }
             sqlite3_stmt *st = part__stmt(w, ST_DELETE);
             sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
-            if (run(w, b, st)) {
+            if (run(w, b, st) && (!r.filtered || filter_delete(w, b, (int64_t)en->rh.sequence))) {
                 part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
                 part__note_gone(b, (int64_t)en->rh.sequence);
                 if ((cfg.fifo || cfg.exclusive) && r.state == PART_STATE_INFLIGHT) {
@@ -1357,6 +1365,13 @@ static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_
         }
     }
     b->ng = kept;
+    if (!run(w, b, st)) {
+        return;
+    }
+    /* the rows' filter entries (one empty range of msg_filter_walk for a
+     * queue that never had any) */
+    st = part__stmt(w, ST_FILTER_PURGE);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     if (!run(w, b, st)) {
         return;
     }
@@ -1544,7 +1559,7 @@ static void exec_remove(struct part_writer *w, struct part_batch *b, struct part
     }
     sqlite3_stmt *st = part__stmt(w, ST_DELETE);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->only_row);
-    if (run(w, b, st)) {
+    if (run(w, b, st) && (!r.filtered || filter_delete(w, b, (int64_t)job->only_row))) {
         part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
         part__note_gone(b, (int64_t)job->only_row);
         job->status = SL_OK;

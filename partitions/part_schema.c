@@ -113,6 +113,11 @@ static const char *const SQL[ST_COUNT_] = {
     /* A filtered row's new state (part_schema.c's comment on msg_filter
      * says why not a trigger). */
     [ST_FILTER_STATE] = "UPDATE msg_filter SET state=?2 WHERE mid=?1",
+    /* A filtered row's entries, deleted with it (by the writer, as their
+     * states: a trigger would run for every delete of every queue), and a
+     * purged queue's. */
+    [ST_FILTER_DELETE] = "DELETE FROM msg_filter WHERE mid=?1",
+    [ST_FILTER_PURGE] = "DELETE FROM msg_filter WHERE queue_id=?1",
     /* A filtered receive's walk: the ready entries of its first pair in
      * the lane, in (priority, id) order straight from msg_filter_walk,
      * each other pair checked by one primary-key probe of that message's
@@ -207,14 +212,17 @@ static const char *const SQL[ST_COUNT_] = {
  * reads nothing else. A message with indexed pairs has filtered=1.
  *
  * Who keeps the copy: the rare changes of queue, lane and priority (a DLQ
- * move, a redrive, aging) and the deletes, by trigger, whose WHEN reads
- * the old row's filtered column only; the frequent changes of state (a
- * lease, a release, a visibility change, a lease running out) by the
- * writer itself (ST_FILTER_STATE, part_ops.c), for rows of queues that
- * filter only. An UPDATE that sets none of a trigger's columns does not
- * even compile the trigger in, so a lease or a release of any other
- * queue's message costs exactly what it did before schema 8: a trigger on
- * state would have run its program for every lease of every queue.
+ * move, a redrive, aging) by trigger, whose WHEN reads the old row's
+ * filtered column only; the frequent changes of state (a lease, a
+ * release, a visibility change, a lease running out) and the deletes (a
+ * delete, expiry, an operator's removal, a purge, an orphaned queue's
+ * rows at start-up) by the writer itself (ST_FILTER_STATE,
+ * ST_FILTER_DELETE, ST_FILTER_PURGE; part_ops.c, part_writer.c), for rows
+ * that have entries or queues that filter. An UPDATE that sets none of a
+ * trigger's columns does not even compile the trigger in, so a lease, a
+ * release or a delete of any other queue's message costs exactly what it
+ * did before schema 8: a trigger on state, or on delete, would have run
+ * its program for every lease or delete of every queue.
  */
 #define PART_FILTER_TABLE                                                                          \
     "CREATE TABLE IF NOT EXISTS msg_filter(mid INTEGER NOT NULL, fkey TEXT NOT NULL,"              \
@@ -225,8 +233,7 @@ static const char *const SQL[ST_COUNT_] = {
     "CREATE TRIGGER IF NOT EXISTS msg_filter_sync AFTER UPDATE OF queue_id, lane, priority"        \
     " ON msg WHEN old.filtered IS NOT NULL BEGIN UPDATE msg_filter SET queue_id=new.queue_id,"     \
     " state=new.state, lane=new.lane, priority=new.priority WHERE mid=new.id; END;"                \
-    "CREATE TRIGGER IF NOT EXISTS msg_filter_gone AFTER DELETE ON msg WHEN old.filtered IS NOT"    \
-    " NULL BEGIN DELETE FROM msg_filter WHERE mid=old.id; END;"
+    ""
 
 #define PART_BODY_TABLE                                                                            \
     "CREATE TABLE IF NOT EXISTS msg_body(id INTEGER PRIMARY KEY, body BLOB NOT NULL, attrs BLOB,"  \

@@ -12,6 +12,7 @@
 #include "gw_act_beyond.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -202,24 +203,29 @@ int gw__beyond_filter_pairs(const struct gw_sqs_send_entry *m, const char *keys,
     return SL_OK;
 }
 
-int gw__beyond_filter_check(const struct gw_sqs_filter *f, const char *keys, const char *param,
+int gw__beyond_filter_check(struct gw_act_ctx *ctx, uint64_t queue_id, bool filtered,
+                            const struct gw_sqs_filter *f, const char *param,
                             struct part_filter_pair out[PART_FILTER_MAX], struct gw_sqs_err *err)
 {
     _Static_assert(GW_SQS_FILTER_MAX == PART_FILTER_MAX, "filter sizes differ");
     _Static_assert(GW_SQS_FILTER_KEYS_MAX == PART_FILTER_KEYS_MAX, "filter key counts differ");
     _Static_assert(GW_SQS_FILTER_VALUE_MAX == PART_FILTER_TEXT_MAX, "filter value sizes differ");
-    for (size_t i = 0; i < f->count; i++) {
+    char *keys =
+        filtered ? gw__beyond_queue_attr(ctx, queue_id, GW_SQS_QATTR_SLUICE_FILTER_KEYS) : NULL;
+    int rc = SL_OK;
+    for (size_t i = 0; i < f->count && rc == SL_OK; i++) {
         if (!among(keys, f->pairs[i].key)) {
-            return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
-                                  "Value " GW_SQS_FILTER_PREFIX "%.*s=... for parameter %s is "
-                                  "invalid. Reason: the queue does not index the message "
-                                  "attribute '%.*s' (SluiceFilterKeys: %s).",
-                                  (int)SL_MIN(f->pairs[i].key.n, 256), f->pairs[i].key.p, param,
-                                  (int)SL_MIN(f->pairs[i].key.n, 256), f->pairs[i].key.p,
-                                  keys != NULL ? keys : "none");
+            rc = gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                                "Value " GW_SQS_FILTER_PREFIX "%.*s=... for parameter %s is "
+                                "invalid. Reason: the queue does not index the message "
+                                "attribute '%.*s' (SluiceFilterKeys: %s).",
+                                (int)SL_MIN(f->pairs[i].key.n, 256), f->pairs[i].key.p, param,
+                                (int)SL_MIN(f->pairs[i].key.n, 256), f->pairs[i].key.p,
+                                keys != NULL ? keys : "none");
         }
         out[i].key = f->pairs[i].key;
         out[i].value = f->pairs[i].value;
     }
-    return SL_OK;
+    free(keys);
+    return rc;
 }

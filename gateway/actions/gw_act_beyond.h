@@ -37,11 +37,13 @@ int gw__beyond_filter_pairs(const struct gw_sqs_send_entry *m, const char *keys,
                             struct part_filter_pair out[PART_FILTER_KEYS_MAX], size_t *n,
                             struct gw_sqs_err *err);
 
-/* A receive's or depth's filter against its queue: every key among the
- * queue's SluiceFilterKeys keys (NULL: the queue has none). Fills out with
- * the pairs. Returns SL_OK, or SL_EINVAL with err set (an
- * InvalidParameterValue naming param). */
-int gw__beyond_filter_check(const struct gw_sqs_filter *f, const char *keys, const char *param,
+/* A receive's or depth's filter against queue queue_id (filtered: its
+ * part_queue_config.filtered, so that other queues' attributes are not
+ * read): every key among its SluiceFilterKeys. Fills out with the pairs.
+ * Returns SL_OK, or SL_EINVAL with err set (an InvalidParameterValue
+ * naming param). */
+int gw__beyond_filter_check(struct gw_act_ctx *ctx, uint64_t queue_id, bool filtered,
+                            const struct gw_sqs_filter *f, const char *param,
                             struct part_filter_pair out[PART_FILTER_MAX], struct gw_sqs_err *err);
 
 /* A send entry's exclusivity value: the String or Number attribute named

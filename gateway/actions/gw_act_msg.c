@@ -711,11 +711,9 @@ static void reply_no_messages(struct gw_act_ctx *ctx)
 static bool receive_filter(struct gw_act_ctx *ctx, const struct gw_queue *q,
                            const struct gw_sqs_filter *f, struct part_filter_pair *out)
 {
-    char *keys =
-        q->cfg.filtered ? gw__beyond_queue_attr(ctx, q->id, GW_SQS_QATTR_SLUICE_FILTER_KEYS) : NULL;
     struct gw_sqs_err err;
-    int rc = gw__beyond_filter_check(f, keys, "MessageAttributeNames", out, &err);
-    free(keys);
+    int rc =
+        gw__beyond_filter_check(ctx, q->id, q->cfg.filtered, f, "MessageAttributeNames", out, &err);
     if (rc != SL_OK) {
         gw__act_fail(ctx, &err);
     }

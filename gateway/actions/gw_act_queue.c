@@ -917,11 +917,8 @@ void gw__act_get_queue_attributes(struct gw_act_ctx *ctx)
     if (r->filter.count > 0) {
         struct part_filter_pair pairs[PART_FILTER_MAX];
         struct gw_sqs_err err;
-        char *keys = qi->cfg.filtered
-                         ? gw__beyond_queue_attr(ctx, q.id, GW_SQS_QATTR_SLUICE_FILTER_KEYS)
-                         : NULL;
-        int rc = gw__beyond_filter_check(&r->filter, keys, "AttributeNames", pairs, &err);
-        free(keys);
+        int rc = gw__beyond_filter_check(ctx, q.id, qi->cfg.filtered, &r->filter, "AttributeNames",
+                                         pairs, &err);
         int64_t ready = 0, inflight = 0;
         if (rc == SL_OK) {
             rc = part_filter_depth(ctx->api->engine, q.id, pairs, r->filter.count, &ready,

@@ -15,7 +15,8 @@
  *
  * The unfiltered path's price of the schema: the lease UPDATE and the
  * DELETE of rows without indexed pairs, timed with the filter triggers
- * and without them (dropped) on the same in-memory schema.
+ * and without them (dropped) on the same in-memory schema, nine pairs of
+ * runs, the median ratio.
  *
  *   sluice-filter-bench DIR [MESSAGES [MATCH_EVERY [RECEIVES [PARTITIONS [ROUNDS]]]]]
  *
@@ -237,6 +238,12 @@ static void trigger_cost(int n, bool triggers, double *lease_s, double *delete_s
     sqlite3_close(db);
 }
 
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static uint64_t arg(int argc, char **argv, int i, uint64_t fallback)
 {
     return argc > i ? strtoull(argv[i], NULL, 10) : fallback;
@@ -304,16 +311,21 @@ int main(int argc, char **argv)
     uv_run(&b.loop, UV_RUN_DEFAULT);
     part_engine_close(b.e);
     uv_loop_close(&b.loop);
-    double with_lease = 1e9, with_del = 1e9, without_lease = 1e9, without_del = 1e9;
-    for (int i = 0; i < 5; i++) { /* the best of five: noise only adds */
-        double l, d;
-        trigger_cost(200000, true, &l, &d);
-        with_lease = l < with_lease ? l : with_lease;
-        with_del = d < with_del ? d : with_del;
-        trigger_cost(200000, false, &l, &d);
-        without_lease = l < without_lease ? l : without_lease;
-        without_del = d < without_del ? d : without_del;
+    /* Each pair measured back to back, in alternating order, the median of
+     * their ratios: the machine's swings fall on both sides alike. */
+    enum { PAIRS = 9 };
+    double lease_ratio[PAIRS], delete_ratio[PAIRS];
+    for (int i = 0; i < PAIRS; i++) {
+        double l[2], d[2];
+        for (int k = 0; k < 2; k++) {
+            bool with = (k == 0) == (i % 2 == 0);
+            trigger_cost(100000, with, &l[with ? 0 : 1], &d[with ? 0 : 1]);
+        }
+        lease_ratio[i] = l[0] / l[1];
+        delete_ratio[i] = d[0] / d[1];
     }
+    qsort(lease_ratio, PAIRS, sizeof lease_ratio[0], dbl_cmp);
+    qsort(delete_ratio, PAIRS, sizeof delete_ratio[0], dbl_cmp);
     printf("{\"messages\": %llu, \"match_every\": %llu, \"partitions\": %u, \"failures\": %d,\n"
            " \"fill_msgs_per_s\": %.0f,\n"
            " \"unfiltered\": {\"messages\": %llu, \"seconds\": %.3f, \"msgs_per_s\": %.0f,"
@@ -327,7 +339,7 @@ int main(int argc, char **argv)
            (double)plain.vm / (double)(plain.rows ? plain.rows : 1), (long long)plain.fullscan,
            (unsigned long long)filt_got, filt_s, (double)filt_got / filt_s,
            (double)filt.vm / (double)(filt.rows ? filt.rows : 1), (long long)filt.fullscan,
-           ((double)filt_got / filt_s) / ((double)recv_got / recv_s), with_lease / without_lease,
-           with_del / without_del);
+           ((double)filt_got / filt_s) / ((double)recv_got / recv_s), lease_ratio[PAIRS / 2],
+           delete_ratio[PAIRS / 2]);
     return b.failures == 0 ? 0 : 1;
 }

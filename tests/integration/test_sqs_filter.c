@@ -6,7 +6,8 @@
  * MD5 as an SDK checks them), every refusal in the JSON protocol's shape
  * and one in the query protocol's, SluiceFilteredMessages(NotVisible)
  * through leases, visibility changes and deletes, a filtered long poll
- * that never returns a non-match, and the index kept through kill -9.
+ * that never returns a non-match, the index kept through kill -9, and the
+ * admin API's ?filter= on a queue.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,6 +325,24 @@ static void kill9(void)
     it_reply_free(&r);
     depth(url, "blue", &ready, &inflight);
     IT_CHECK(ready == 2 && inflight == 0);
+    /* the admin API's queue, with the same counts */
+    struct it_reply a =
+        it_admin_as(&srv, &(struct it_admin_call){.path = "/api/queues/" IT_TENANT
+                                                          "/durable?filter=color%3Dred",
+                                                  .key = IT_ADMIN_KEY,
+                                                  .secret = IT_ADMIN_SECRET});
+    IT_OK(&a);
+    json_t *f = json_object_get(a.json, "filtered");
+    IT_STREQ(it_jstr(f, "filter"), "color=red");
+    IT_CHECK(json_integer_value(json_object_get(f, "ready")) == 0);
+    IT_CHECK(json_integer_value(json_object_get(f, "inflight")) == 3);
+    it_reply_free(&a);
+    a = it_admin_as(
+        &srv, &(struct it_admin_call){.path = "/api/queues/" IT_TENANT "/durable?filter=color",
+                                      .key = IT_ADMIN_KEY,
+                                      .secret = IT_ADMIN_SECRET});
+    IT_CHECK(a.status == 400);
+    it_reply_free(&a);
     free(url);
 }
 

@@ -192,6 +192,47 @@ static void test_filter_dlq_and_purge(void **state)
                      0);
 }
 
+/* Entries go with their rows on every path that deletes one: a delete,
+ * expiry at the end of the retention period, and a restart that finds a
+ * row's queue gone. */
+static void test_filter_entries_go_with_rows(void **state)
+{
+    struct t_env *t = *state;
+    struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
+    cfg.retention_s = 60;
+    uint64_t q = t_create(t, "acme", "f", &cfg);
+    send_f(t, q, 0, "a", RED_S, false, 0);
+    send_f(t, q, 0, "b", RED, false, 0);
+    assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM msg_filter"), 3);
+    struct t_done r;
+    char got[64];
+    recv_f(t, q, RED_S, 1, 300, &r, got, sizeof got);
+    assert_string_equal(got, "a");
+    struct t_done d;
+    t_delete(t, q, r.msgs[0].receipt, &d);
+    assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM msg_filter"), 1);
+    t_advance(t, 61000);
+    t_sync(t);
+    assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM msg"), 0);
+    assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM msg_filter"), 0);
+    /* a row whose queue is gone when the partition opens */
+    send_f(t, q, 1, "c", RED, false, 0);
+    t_close(t);
+    char path[256];
+    snprintf(path, sizeof path, "%s/part-0001.db", t->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "UPDATE msg SET queue_id=999999; UPDATE msg_filter SET"
+                                  " queue_id=999999",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    t_open(t);
+    assert_int_equal(t_part_int(t, 1, "SELECT count(*) FROM msg_filter"), 0);
+}
+
 /* A failed write stores neither the row nor its entries; a restart keeps
  * what was committed, in flight or ready. */
 static void test_filter_atomic_and_restart(void **state)
@@ -426,6 +467,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_filter_depth_counts, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_filter_dlq_and_purge, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_filter_atomic_and_restart, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_filter_entries_go_with_rows, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_filter_long_poll, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_filter_exclusive_and_fifo, t_setup, t_teardown),
         cmocka_unit_test(test_filter_query_plan),

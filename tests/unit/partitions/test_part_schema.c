@@ -41,8 +41,7 @@ static void assert_digests(const struct t_msg *m, size_t n)
  * below start from. */
 #define SCHEMA_NOW 8
 #define DOWN_TO_7                                                                                  \
-    "DROP TRIGGER msg_filter_sync; DROP TRIGGER msg_filter_gone; DROP TABLE msg_filter;"           \
-    " ALTER TABLE msg DROP COLUMN filtered;"
+    "DROP TRIGGER msg_filter_sync; DROP TABLE msg_filter; ALTER TABLE msg DROP COLUMN filtered;"
 
 static int user_version(struct t_env *t)
 {
