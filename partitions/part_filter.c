@@ -11,7 +11,8 @@
  * receive's order, so a filtered receive reads only messages carrying
  * its first pair, and a queue whose messages carry none pays nothing.
  *
- * Stack: a leaf under the message operations; calls part_schema.c only.
+ * Stack: a leaf under the message operations; calls part_schema.c and the
+ * catalog's reads (part_catalog.c).
  */
 #include <stdlib.h>
 #include <string.h>
