@@ -82,6 +82,11 @@ int part__filter_copy(struct part_recv *r, const struct part_filter_pair *pairs,
                 return SL_EINVAL;
             }
         }
+    }
+    free(r->filter);
+    r->filter = sl_xcalloc(n, sizeof *r->filter);
+    for (size_t i = 0; i < n; i++) {
+        struct sl_slice k = pairs[i].key, v = pairs[i].value;
         struct part_filter_term *t = &r->filter[i];
         memcpy(t->key, k.p, k.n);
         memcpy(t->value, v.p, v.n);
@@ -154,34 +159,30 @@ int part_filter_depth(struct part_engine *e, uint64_t queue_id,
     if (skipped != NULL) {
         *skipped = 0;
     }
-    struct part_recv *r = sl_xcalloc(1, sizeof *r); /* for its pairs only */
-    if (part__filter_copy(r, filter, n) != SL_OK) {
-        free(r);
-        return SL_EINVAL;
+    struct part_recv pairs = {0}; /* for its pairs only */
+    if (part__filter_copy(&pairs, filter, n) != SL_OK) {
+        return SL_EINVAL; /* the copy took nothing */
     }
     struct part_queue *q = part__queue_ref(e, queue_id);
     struct part_queue_config cfg;
     bool known = q != NULL && part__queue_cfg(e, q, &cfg);
     part__queue_unref(q);
-    if (!known) {
-        free(r);
-        return SL_ENOTFOUND;
-    }
-    if (!cfg.filtered) { /* only a queue that filters keeps its entries' states */
-        free(r);
-        return SL_EINVAL;
+    if (!known || !cfg.filtered) { /* only a queue that filters keeps its entries' states */
+        free(pairs.filter);
+        return known ? SL_EINVAL : SL_ENOTFOUND;
     }
     for (uint32_t p = 0; p < e->nparts; p++) {
         struct part_counts pc;
         if (part_queue_counts(e, queue_id, p, &pc) != SL_OK || pc.ready + pc.inflight <= 0) {
             continue; /* nothing there as of the last commit */
         }
-        if (!part__partition_ok(e, p) || !depth_partition(e, p, queue_id, r, ready, inflight)) {
+        if (!part__partition_ok(e, p) ||
+            !depth_partition(e, p, queue_id, &pairs, ready, inflight)) {
             if (skipped != NULL) {
                 (*skipped)++;
             }
         }
     }
-    free(r);
+    free(pairs.filter);
     return SL_OK;
 }

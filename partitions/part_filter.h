@@ -19,8 +19,9 @@ struct sqlite3_stmt *part__filter_put(struct part_writer *w, const char **pairs,
 struct sqlite3_stmt *part__filter_scan(struct part_writer *w, const struct part_recv *r,
                                        uint64_t queue_id, int lane, uint32_t limit);
 
-/* Copies a request's pairs into r->filter: SL_OK, or SL_EINVAL for a count
- * out of 1..PART_FILTER_MAX, an empty or oversized key or value, or a key
+/* Copies a request's pairs into r->filter (allocated; the receive's
+ * owner frees it): SL_OK, or SL_EINVAL, taking nothing, for a count out
+ * of 1..PART_FILTER_MAX, an empty or oversized key or value, or a key
  * given twice. */
 int part__filter_copy(struct part_recv *r, const struct part_filter_pair *pairs, size_t n);
 

@@ -242,14 +242,15 @@ struct part_recv {
     int64_t bound;
     int64_t bound_sent; /* ties of bound: rows sent after it come later */
     uint32_t hops;      /* strict visits so far; past PART_STRICT_HOPS_MAX, plain */
-    /* A filtered receive's pairs (part_receive_req.filter); nfilter 0:
-     * none. part_filter.c binds them. */
+    /* A filtered receive's pairs (part_receive_req.filter), nfilter of
+     * them, owned (part__filter_copy); NULL and 0: none, so that other
+     * receives carry none of their 2 KiB. part_filter.c binds them. */
     uint8_t nfilter;
     struct part_filter_term {
         uint16_t klen, vlen;
         char key[PART_FILTER_TEXT_MAX];
         char value[PART_FILTER_TEXT_MAX];
-    } filter[PART_FILTER_MAX];
+    } * filter;
 };
 
 #define PART_STRICT_HOPS_MAX (4 * PART_MAX_BATCH)
