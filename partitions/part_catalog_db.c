@@ -60,6 +60,7 @@ enum {
      * catalog written before them holds none of these bits */
     PRIORITY_ORDER = 16,
     EXCLUSIVE = 32,
+    FILTERED = 64,
     IDEMPOTENCY_WINDOW_SHIFT = 8, /* bits 8..19: the window in seconds */
     /* bits 20..21: a cluster's pause flags (PART_PAUSE_*), which no
      * change of the settings touches */
@@ -70,6 +71,7 @@ enum {
 static int fifo_bits(const struct part_queue_config *cfg)
 {
     int own = (cfg->priority_order ? PRIORITY_ORDER : 0) | (cfg->exclusive ? EXCLUSIVE : 0) |
+              (cfg->filtered ? FILTERED : 0) |
               (int)(SL_MIN(cfg->idempotency_window_s, PART_IDEMPOTENCY_WINDOW_MAX_S)
                     << IDEMPOTENCY_WINDOW_SHIFT);
     if (!cfg->fifo) {
@@ -92,6 +94,7 @@ static void row_cfg(sqlite3_stmt *st, int col, struct part_queue_config *cfg)
     cfg->throughput_per_group = (fifo & FIFO_THROUGHPUT_PER_GROUP) != 0;
     cfg->priority_order = (fifo & PRIORITY_ORDER) != 0;
     cfg->exclusive = (fifo & EXCLUSIVE) != 0;
+    cfg->filtered = (fifo & FILTERED) != 0;
     cfg->idempotency_window_s = (uint32_t)(fifo >> IDEMPOTENCY_WINDOW_SHIFT) & 0xfffu;
     cfg->dlq_target_id = (uint64_t)sqlite3_column_int64(st, col + 4);
     cfg->max_receive_count = (uint32_t)sqlite3_column_int64(st, col + 5);

@@ -150,6 +150,7 @@ static void recv_free(struct part_recv *r)
     }
     free(r->parts);
     free(r->order);
+    free(r->filter);
     free(r);
 }
 

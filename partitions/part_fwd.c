@@ -42,6 +42,7 @@
 #include "part_catalog.h"
 #include "part_catalog_db.h"
 #include "part_client.h"
+#include "part_filter.h"
 #include "part_peer_transport.h"
 #include "part_repl.h"
 
@@ -162,6 +163,7 @@ static void put_cfg(struct sl_buf *b, const struct part_queue_config *c)
     put_u(b, c->priority_order, 1);
     put_u(b, c->idempotency_window_s, 4);
     put_u(b, c->exclusive, 1);
+    put_u(b, c->filtered, 1);
 }
 
 static struct part_queue_config get_cfg(struct rd *r)
@@ -181,6 +183,7 @@ static struct part_queue_config get_cfg(struct rd *r)
     c.priority_order = get_u(r, 1) != 0;
     c.idempotency_window_s = (uint32_t)get_u(r, 4);
     c.exclusive = get_u(r, 1) != 0;
+    c.filtered = get_u(r, 1) != 0;
     return c;
 }
 
@@ -329,6 +332,17 @@ static bool is_catalog(enum part_op op)
            op == PART_OP_Q_UNTAG || op == PART_OP_Q_DELETE || op == PART_OP_Q_PAUSE;
 }
 
+/* A message's indexed pairs as part_send_msg.filters holds them: n keys
+ * and values, each NUL-terminated, nothing after. */
+static bool filters_block_ok(struct sl_slice b, uint8_t n)
+{
+    size_t nuls = 0;
+    for (size_t i = 0; i < b.n; i++) {
+        nuls += b.p[i] == '\0';
+    }
+    return n <= PART_FILTER_KEYS_MAX && nuls == 2 * (size_t)n && (b.n == 0 || b.p[b.n - 1] == '\0');
+}
+
 /* A send's messages, in one block as part_send makes them. */
 static bool get_send(struct rd *r, struct part_job *job)
 {
@@ -343,6 +357,8 @@ static bool get_send(struct rd *r, struct part_job *job)
     bool has_prio[PART_MAX_BATCH];
     int64_t prio[PART_MAX_BATCH];
     uint8_t lane[PART_MAX_BATCH];
+    struct sl_slice filt[PART_MAX_BATCH]; /* indexed pairs, as part_send_msg.filters */
+    uint8_t nfilt[PART_MAX_BATCH];
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         id[i] = get_bytes(r);
@@ -356,11 +372,14 @@ static bool get_send(struct rd *r, struct part_job *job)
         has_prio[i] = get_u(r, 1) != 0;
         prio[i] = (int64_t)get_u(r, 8);
         lane[i] = (uint8_t)get_u(r, 1);
+        nfilt[i] = (uint8_t)get_u(r, 1);
+        filt[i] = get_bytes(r);
         if (id[i].n > PART_MSG_ID_LEN || dig[i].n > PART_DIGESTS_MAX ||
-            group[i].n > PART_GROUP_ID_MAX || dedup[i].n > PART_DEDUP_ID_MAX) {
+            group[i].n > PART_GROUP_ID_MAX || dedup[i].n > PART_DEDUP_ID_MAX ||
+            !filters_block_ok(filt[i], nfilt[i])) {
             r->bad = true;
         }
-        bytes += body[i].n + attrs[i].n + sys[i].n + group[i].n + 1 + dedup[i].n + 1;
+        bytes += body[i].n + attrs[i].n + sys[i].n + group[i].n + 1 + dedup[i].n + 1 + filt[i].n;
     }
     if (r->bad) {
         return false;
@@ -401,6 +420,12 @@ static bool get_send(struct rd *r, struct part_job *job)
         m->priority = prio[i];
         m->lane = lane[i] == PART_LANE_OVERFLOW ? PART_LANE_OVERFLOW : PART_LANE_MAIN;
         m->index = (uint8_t)i; /* its place here; the origin maps it back */
+        if (nfilt[i] > 0) {
+            memcpy(p, filt[i].p, filt[i].n);
+            m->filters = p;
+            m->nfilters = nfilt[i];
+            p += filt[i].n;
+        }
     }
     return true;
 }
@@ -417,7 +442,14 @@ static bool get_receive(struct rd *r, struct part_job *job)
     rv->replaying = get_u(r, 1) != 0;
     rv->bound = (int64_t)get_u(r, 8);
     rv->bound_sent = (int64_t)get_u(r, 8);
-    if (r->bad || rv->max == 0 || rv->max > PART_MAX_BATCH || attempt.n > PART_ATTEMPT_MAX) {
+    size_t nfilter = (size_t)get_u(r, 1);
+    struct part_filter_pair pairs[PART_FILTER_MAX];
+    for (size_t i = 0; i < nfilter && i < PART_FILTER_MAX; i++) {
+        pairs[i].key = get_bytes(r);
+        pairs[i].value = get_bytes(r);
+    }
+    if (r->bad || rv->max == 0 || rv->max > PART_MAX_BATCH || attempt.n > PART_ATTEMPT_MAX ||
+        (nfilter > 0 && part__filter_copy(rv, pairs, nfilter) != SL_OK)) {
         return false;
     }
     memcpy(rv->attempt, attempt.p, attempt.n);
@@ -585,6 +617,16 @@ static void finish(struct part_engine *e, struct part_job *job, int status)
     }
 }
 
+/* The bytes of m's indexed pairs (part_send_msg.filters). */
+static size_t filters_len(const struct part_send_msg *m)
+{
+    const char *p = m->filters;
+    for (uint8_t i = 0; i < 2 * m->nfilters; i++) {
+        p += strlen(p) + 1;
+    }
+    return (size_t)(p - m->filters);
+}
+
 static void put_request(struct sl_buf *b, uint64_t id, const struct part_job *job)
 {
     put_u(b, KIND_REQUEST, 1);
@@ -614,6 +656,8 @@ static void put_request(struct sl_buf *b, uint64_t id, const struct part_job *jo
             put_u(b, m->has_priority, 1);
             put_u(b, (uint64_t)m->priority, 8);
             put_u(b, m->lane, 1);
+            put_u(b, m->nfilters, 1);
+            put_bytes(b, m->filters, filters_len(m));
         }
         break;
     case PART_OP_RECEIVE: {
@@ -627,6 +671,11 @@ static void put_request(struct sl_buf *b, uint64_t id, const struct part_job *jo
         /* a priority queue's bound for this visit (recv_submit) */
         put_u(b, (uint64_t)r->bound, 8);
         put_u(b, (uint64_t)r->bound_sent, 8);
+        put_u(b, r->nfilter, 1);
+        for (size_t i = 0; i < r->nfilter; i++) {
+            put_bytes(b, r->filter[i].key, r->filter[i].klen);
+            put_bytes(b, r->filter[i].value, r->filter[i].vlen);
+        }
         break;
     }
     case PART_OP_DELETE:

@@ -189,6 +189,10 @@ struct part_send_msg {
     int64_t priority;
     uint8_t lane;
     uint8_t index; /* its entry in the request (a fanned-out send's parent) */
+    /* its indexed pairs (part_send_entry.filters): nfilters times a key
+     * and its value, each NUL-terminated, in the job's block */
+    uint8_t nfilters;
+    const char *filters;
 };
 
 /* One receipt-addressed entry of a delete / change-visibility / release. */
@@ -242,6 +246,15 @@ struct part_recv {
     int64_t bound;
     int64_t bound_sent; /* ties of bound: rows sent after it come later */
     uint32_t hops;      /* strict visits so far; past PART_STRICT_HOPS_MAX, plain */
+    /* A filtered receive's pairs (part_receive_req.filter), nfilter of
+     * them, owned (part__filter_copy); NULL and 0: none, so that other
+     * receives carry none of their 2 KiB. part_filter.c binds them. */
+    uint8_t nfilter;
+    struct part_filter_term {
+        uint16_t klen, vlen;
+        char key[PART_FILTER_TEXT_MAX];
+        char value[PART_FILTER_TEXT_MAX];
+    } * filter;
 };
 
 #define PART_STRICT_HOPS_MAX (4 * PART_MAX_BATCH)
@@ -394,7 +407,7 @@ struct part_writer {
     _Atomic uint64_t stat_dedup_ids;  /* dedup's size after the last batch */
     /* writer thread only */
     struct sqlite3 *db;
-    struct sqlite3_stmt *st[32]; /* prepared statements, by part_schema.h's ST_* */
+    struct sqlite3_stmt *st[40]; /* prepared statements, by part_schema.h's ST_* */
     struct part_heap timers;
     /* FIFO deduplication ids of this partition, by hash (part_dedup.h);
      * made by the open's rebuild */

@@ -61,6 +61,7 @@
 #include "part_batch.h"
 #include "part_catalog.h"
 #include "part_dedup.h"
+#include "part_filter.h"
 #include "part_gdir.h"
 #include "part_gheap.h"
 #include "part_groups.h"
@@ -101,6 +102,7 @@ struct row {
     uint64_t expires_at;
     bool has_group;
     char group[PART_GROUP_ID_MAX + 1];
+    bool filtered; /* it has msg_filter entries */
 };
 
 static const char *row_group(const struct row *r)
@@ -126,6 +128,7 @@ static int row_get(struct part_writer *w, struct part_batch *b, int64_t id, stru
         if (group != NULL) {
             snprintf(r->group, sizeof r->group, "%s", group);
         }
+        r->filtered = sqlite3_column_type(st, 7) != SQLITE_NULL;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -133,6 +136,24 @@ static int row_get(struct part_writer *w, struct part_batch *b, int64_t id, stru
         return -1;
     }
     return rc == SQLITE_ROW;
+}
+
+/* Row id's msg_filter entries follow its new state (part_schema.c says
+ * why the writer does it, not a trigger); false when the write failed. */
+static bool filter_state(struct part_writer *w, struct part_batch *b, int64_t id, int state)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_FILTER_STATE);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int(st, 2, state);
+    return run(w, b, st);
+}
+
+/* Row id's msg_filter entries, gone with it; false when the write failed. */
+static bool filter_delete(struct part_writer *w, struct part_batch *b, int64_t id)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_FILTER_DELETE);
+    sqlite3_bind_int64(st, 1, id);
+    return run(w, b, st);
 }
 
 /* ---- timers ------------------------------------------------------------ */
@@ -199,13 +220,13 @@ void part__ops_fire_timers(struct part_writer *w, struct part_batch *b, uint64_t
         if (it.kind == PART_TIMER_VISIBLE && r.state != PART_STATE_READY && r.visible_at <= now) {
             sqlite3_stmt *st = part__stmt(w, ST_MAKE_READY);
             sqlite3_bind_int64(st, 1, it.rowid);
-            if (run(w, b, st)) {
+            if (run(w, b, st) && (!r.filtered || filter_state(w, b, it.rowid, PART_STATE_READY))) {
                 part__delta_move(b, q, r.state, r.lane, PART_STATE_READY, r.lane, row_group(&r));
             }
         } else if (it.kind == PART_TIMER_EXPIRE && r.expires_at <= now) {
             sqlite3_stmt *st = part__stmt(w, ST_DELETE);
             sqlite3_bind_int64(st, 1, it.rowid);
-            if (run(w, b, st)) {
+            if (run(w, b, st) && (!r.filtered || filter_delete(w, b, it.rowid))) {
                 part__delta_gone(b, q, r.state, r.lane, row_group(&r));
                 part__delta_of(b, q)->expired++;
                 part__note_gone(b, it.rowid);
@@ -429,10 +450,20 @@ static void exec_send(struct part_writer *w, struct part_batch *b, struct part_j
         if (fifo) {
             sqlite3_bind_text(st, 14, m->dedup_id, -1, SQLITE_STATIC);
         }
+        if (m->nfilters > 0) { /* its msg_filter entries follow the row */
+            sqlite3_bind_int(st, 15, 1);
+        }
         if (!run(w, b, st)) {
             return;
         }
         int64_t rowid = sqlite3_last_insert_rowid(w->db);
+        const char *pairs = m->filters;
+        for (uint8_t k = 0; k < m->nfilters; k++) {
+            if (!run(w, b,
+                     part__filter_put(w, &pairs, rowid, job->queue_id, state, m->lane, priority))) {
+                return;
+            }
+        }
         /* The body apart from the row (part_schema.c says why). */
         st = part__stmt(w, ST_INSERT_BODY);
         sqlite3_bind_int64(st, 1, rowid);
@@ -571,21 +602,31 @@ static void take_row(struct part_writer *w, sqlite3_stmt *st, struct part_job *j
     }
 }
 
-/* The best `want` ready rows of the lane, by (priority, id). */
-static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
-                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
-                      struct candidate *cand, size_t *ncand)
+static bool group_free(const struct part_writer *w, const struct part_batch *b,
+                       const struct part_job *job, const struct part_qcount *qc, const char *group);
+static int64_t picked_in_group(const struct candidate *cand, size_t n, const char *group);
+
+/* Takes the rows st yields (ST_SELECT_READY's columns, in order) into cand
+ * up to want, stopping at the first past the receive's bound; on an
+ * exclusive queue (by_value) it passes over rows of values held here or
+ * taken by this pick. */
+static bool take_ready(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                       sqlite3_stmt *st, int lane, uint32_t want, bool by_value,
+                       const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                       struct candidate *cand, size_t *ncand)
 {
     struct part_recv *r = job->recv;
-    sqlite3_stmt *st = part__stmt(w, ST_SELECT_READY);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
-    sqlite3_bind_int(st, 2, (int)want);
-    sqlite3_bind_int(st, 3, lane);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && *ncand < want) {
+    struct part_qcount *qc = &job->q->per[w->index];
+    int rc = SQLITE_DONE;
+    while (*ncand < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t prio = sqlite3_column_int64(st, 6);
         if (prio > r->bound || (prio == r->bound && sqlite3_column_int64(st, 8) > r->bound_sent)) {
             break; /* another partition's head comes first (recv_submit) */
+        }
+        const char *group = by_value ? (const char *)sqlite3_column_text(st, 5) : NULL;
+        if (group != NULL &&
+            (picked_in_group(cand, *ncand, group) > 0 || !group_free(w, b, job, qc, group))) {
+            continue;
         }
         take_row(w, st, job, cfg, dlq, now, &cand[*ncand], &r->msgs[r->nmsgs + *ncand]);
         cand[(*ncand)++].lane = lane;
@@ -596,6 +637,18 @@ static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_j
         return false;
     }
     return true;
+}
+
+/* The best `want` ready rows of the lane, by (priority, id). */
+static bool pick_head(struct part_writer *w, struct part_batch *b, struct part_job *job, int lane,
+                      uint32_t want, const struct part_queue_config *cfg, bool dlq, uint64_t now,
+                      struct candidate *cand, size_t *ncand)
+{
+    sqlite3_stmt *st = part__stmt(w, ST_SELECT_READY);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
+    sqlite3_bind_int(st, 2, (int)want);
+    sqlite3_bind_int(st, 3, lane);
+    return take_ready(w, b, job, st, lane, want, false, cfg, dlq, now, cand, ncand);
 }
 
 /* Reads the chosen ready rows whole, in order, into cand (and r->msgs). */
@@ -885,6 +938,27 @@ static bool pick_fair(struct part_writer *w, struct part_batch *b, struct part_j
  * behind held ones wait until those are deleted. */
 #define EXCLUSIVE_WINDOW 4096
 
+/* An exclusive queue's choice of row id, of value group (NULL: none):
+ * false when the value is held here or this pick took it already; else
+ * the row joins chosen and its value picked. */
+static bool choose_value(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                         int64_t id, const char *group, int64_t *chosen, struct candidate *picked,
+                         size_t *nchosen)
+{
+    struct part_qcount *qc = &job->q->per[w->index];
+    if (group != NULL &&
+        (picked_in_group(picked, *nchosen, group) > 0 || !group_free(w, b, job, qc, group))) {
+        return false;
+    }
+    chosen[*nchosen] = id;
+    picked[*nchosen].has_group = group != NULL;
+    if (group != NULL) {
+        snprintf(picked[*nchosen].group, sizeof picked[*nchosen].group, "%s", group);
+    }
+    (*nchosen)++;
+    return true;
+}
+
 static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct part_job *job,
                            int lane, uint32_t want, const struct part_queue_config *cfg, bool dlq,
                            uint64_t now, struct candidate *cand, size_t *ncand)
@@ -901,17 +975,10 @@ static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct p
     int64_t blocked = 0;
     while (nchosen < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *group = (const char *)sqlite3_column_text(st, 1);
-        if (group != NULL &&
-            (picked_in_group(picked, nchosen, group) > 0 || !group_free(w, b, job, qc, group))) {
+        if (!choose_value(w, b, job, sqlite3_column_int64(st, 0), group, chosen, picked,
+                          &nchosen)) {
             blocked++;
-            continue;
         }
-        chosen[nchosen] = sqlite3_column_int64(st, 0);
-        picked[nchosen].has_group = group != NULL;
-        if (group != NULL) {
-            snprintf(picked[nchosen].group, sizeof picked[nchosen].group, "%s", group);
-        }
-        nchosen++;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -921,6 +988,23 @@ static bool pick_exclusive(struct part_writer *w, struct part_batch *b, struct p
     /* what an operator sees waiting behind held values (part_counts) */
     atomic_store_explicit(&qc->excl_blocked, blocked, memory_order_relaxed);
     return take_rows(w, b, job, cfg, dlq, now, chosen, nchosen, cand, ncand);
+}
+
+/* A filtered receive (part_recv.nfilter): the best ready rows of the
+ * lane carrying every pair, walked through msg_filter (part_filter.c) and
+ * read whole as pick_head reads them, so that no other row is read. A
+ * priority queue's visit stops at the bound as pick_head's does (only
+ * when the receive is strict, which a filtered one is not: the heads it
+ * would compare are unfiltered); an exclusive queue's passes over held
+ * values, and values this pick took, as pick_exclusive does (at most
+ * EXCLUSIVE_WINDOW of them). */
+static bool pick_filtered(struct part_writer *w, struct part_batch *b, struct part_job *job,
+                          int lane, uint32_t want, const struct part_queue_config *cfg, bool dlq,
+                          uint64_t now, struct candidate *cand, size_t *ncand)
+{
+    sqlite3_stmt *st = part__filter_scan(w, job->recv, job->queue_id, lane,
+                                         cfg->exclusive ? EXCLUSIVE_WINDOW + want : want);
+    return take_ready(w, b, job, st, lane, want, cfg->exclusive, cfg, dlq, now, cand, ncand);
 }
 
 /* ---- ReceiveRequestAttemptId ---------------------------------------------- */
@@ -1066,7 +1150,9 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
         /* Collect candidates first: the rows change under the cursor. */
         struct candidate cand[PART_MAX_BATCH];
         size_t ncand = 0;
-        bool ok = cfg.fifo ? pick_fifo(w, b, job, want, &cfg, dlq != NULL, now, cand, &ncand)
+        bool ok = r->nfilter > 0
+                      ? pick_filtered(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
+                  : cfg.fifo ? pick_fifo(w, b, job, want, &cfg, dlq != NULL, now, cand, &ncand)
                   : cfg.exclusive
                       ? pick_exclusive(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
                   : fair ? pick_fair(w, b, job, lane, want, &cfg, dlq != NULL, now, cand, &ncand)
@@ -1119,7 +1205,8 @@ static void exec_receive(struct part_writer *w, struct part_batch *b, struct par
                 size_t n = attempt_key(r, (uint8_t)kept, cand[i].count + 1, key);
                 sqlite3_bind_blob(ls, 4, key, (int)n, SQLITE_TRANSIENT);
             }
-            if (!run(w, b, ls)) {
+            if (!run(w, b, ls) ||
+                (cfg.filtered && !filter_state(w, b, cand[i].id, PART_STATE_INFLIGHT))) {
                 break;
             }
             part__delta_move(b, job->q, PART_STATE_READY, cand[i].lane, PART_STATE_INFLIGHT,
@@ -1178,7 +1265,7 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             }
             sqlite3_stmt *st = part__stmt(w, ST_DELETE);
             sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
-            if (run(w, b, st)) {
+            if (run(w, b, st) && (!r.filtered || filter_delete(w, b, (int64_t)en->rh.sequence))) {
                 part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
                 part__note_gone(b, (int64_t)en->rh.sequence);
                 if ((cfg.fifo || cfg.exclusive) && r.state == PART_STATE_INFLIGHT) {
@@ -1202,7 +1289,8 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
             sqlite3_bind_int(st, 2, state);
             sqlite3_bind_int64(st, 3, (sqlite3_int64)at);
-            if (!run(w, b, st)) {
+            if (!run(w, b, st) ||
+                (r.filtered && !filter_state(w, b, (int64_t)en->rh.sequence, state))) {
                 return;
             }
             *status = SL_OK;
@@ -1223,7 +1311,8 @@ static void exec_by_receipt(struct part_writer *w, struct part_batch *b, struct 
             sqlite3_bind_int64(st, 1, (sqlite3_int64)en->rh.sequence);
             sqlite3_bind_int64(st, 2, en->rh.receive_gen);
             sqlite3_bind_int64(st, 3, (sqlite3_int64)now);
-            if (run(w, b, st)) {
+            if (run(w, b, st) &&
+                (!r.filtered || filter_state(w, b, (int64_t)en->rh.sequence, PART_STATE_READY))) {
                 part__delta_move(b, job->q, PART_STATE_INFLIGHT, r.lane, PART_STATE_READY, r.lane,
                                  row_group(&r));
                 part__note_stale(b, r.visible_at, (int64_t)en->rh.sequence, PART_TIMER_VISIBLE);
@@ -1276,6 +1365,13 @@ static void exec_purge(struct part_writer *w, struct part_batch *b, struct part_
         }
     }
     b->ng = kept;
+    if (!run(w, b, st)) {
+        return;
+    }
+    /* the rows' filter entries (one empty range of msg_filter_walk for a
+     * queue that never had any) */
+    st = part__stmt(w, ST_FILTER_PURGE);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job->queue_id);
     if (!run(w, b, st)) {
         return;
     }
@@ -1463,7 +1559,7 @@ static void exec_remove(struct part_writer *w, struct part_batch *b, struct part
     }
     sqlite3_stmt *st = part__stmt(w, ST_DELETE);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job->only_row);
-    if (run(w, b, st)) {
+    if (run(w, b, st) && (!r.filtered || filter_delete(w, b, (int64_t)job->only_row))) {
         part__delta_gone(b, job->q, r.state, r.lane, row_group(&r));
         part__note_gone(b, (int64_t)job->only_row);
         job->status = SL_OK;

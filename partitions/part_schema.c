@@ -31,8 +31,8 @@ static const char *const SQL[ST_COUNT_] = {
     /* ?9..?11 (body, attrs, sys_attrs) are ST_INSERT_BODY's since schema
      * 3; the numbers of the others are those of the one-table insert. */
     [ST_INSERT] = "INSERT INTO msg(queue_id, state, priority, visible_at, expires_at, sent_at,"
-                  " message_id, group_id, lane, digests, dedup_id)"
-                  " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?12,?13,?14)",
+                  " message_id, group_id, lane, digests, dedup_id, filtered)"
+                  " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?12,?13,?14,?15)",
     [ST_INSERT_BODY] = "INSERT INTO msg_body(id, body, attrs, sys_attrs) VALUES(?1,?2,?3,?4)",
     [ST_SELECT_READY] = "SELECT " MSG_COLUMNS MSG_JOIN " WHERE m.queue_id=?1 AND m.lane=?3"
                         " AND m.state=1 ORDER BY m.priority, m.id LIMIT ?2",
@@ -51,8 +51,8 @@ static const char *const SQL[ST_COUNT_] = {
         "SELECT " MSG_COLUMNS ", m.attempt, m.state, m.visible_at,"
         " m.last_receive_at" MSG_JOIN " WHERE m.queue_id=?1 AND m.attempt>=?2 AND m.attempt<?3",
     [ST_EXTEND] = "UPDATE msg SET visible_at=?2 WHERE id=?1",
-    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at, lane, group_id"
-               " FROM msg WHERE id=?",
+    [ST_ROW] = "SELECT queue_id, state, receive_count, visible_at, expires_at, lane, group_id,"
+               " filtered FROM msg WHERE id=?",
     [ST_DELETE] = "DELETE FROM msg WHERE id=?",
     /* A changed visibility spends the row's attempt (SQS: a retry returns
      * only unmodified messages), as does a released lease. */
@@ -105,6 +105,35 @@ static const char *const SQL[ST_COUNT_] = {
      * per group, however long a group's backlog. */
     [ST_GROUP_NEXT] = "SELECT group_id FROM msg WHERE queue_id=?1 AND group_id>?2 AND state=1"
                       " AND dedup_id IS NOT NULL ORDER BY group_id LIMIT 1",
+    /* One indexed pair of a message just inserted (schema 8), with the
+     * row's fields the filtered walk orders by; the triggers and
+     * ST_FILTER_STATE keep them the row's from then on. */
+    [ST_FILTER_PUT] = "INSERT INTO msg_filter(mid, fkey, fval, queue_id, state, lane, priority)"
+                      " VALUES(?1,?2,?3,?4,?5,?6,?7)",
+    /* A filtered row's new state (part_schema.c's comment on msg_filter
+     * says why not a trigger). */
+    [ST_FILTER_STATE] = "UPDATE msg_filter SET state=?2 WHERE mid=?1",
+    /* A filtered row's entries, deleted with it (by the writer, as their
+     * states: a trigger would run for every delete of every queue), and a
+     * purged queue's. */
+    [ST_FILTER_DELETE] = "DELETE FROM msg_filter WHERE mid=?1",
+    [ST_FILTER_PURGE] = "DELETE FROM msg_filter WHERE queue_id=?1",
+    /* A filtered receive's walk: the ready entries of its first pair in
+     * the lane, in (priority, id) order straight from msg_filter_walk,
+     * each other pair checked by one primary-key probe of that message's
+     * own entries (NULL: no such pair), and the rows as ST_SELECT_READY
+     * reads them. Only messages carrying the first pair are read. */
+    [ST_FILTER_SCAN] =
+        "SELECT " MSG_COLUMNS " FROM msg_filter f CROSS JOIN msg m ON m.id=f.mid"
+        " CROSS JOIN msg_body b ON b.id=m.id"
+        " WHERE f.queue_id=?1 AND f.fkey=?2 AND f.fval=?3 AND f.state=1 AND f.lane=?4"
+        " AND (?5 IS NULL OR EXISTS(SELECT 1 FROM msg_filter g WHERE g.mid=f.mid AND g.fkey=?5"
+        " AND g.fval=?6))"
+        " AND (?7 IS NULL OR EXISTS(SELECT 1 FROM msg_filter g WHERE g.mid=f.mid AND g.fkey=?7"
+        " AND g.fval=?8))"
+        " AND (?9 IS NULL OR EXISTS(SELECT 1 FROM msg_filter g WHERE g.mid=f.mid AND g.fkey=?9"
+        " AND g.fval=?10))"
+        " ORDER BY f.priority, f.mid LIMIT ?11",
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
@@ -115,8 +144,9 @@ static const char *const SQL[ST_COUNT_] = {
  * added FIFO's dedup_id column and dedup table, 5 last_receive_at (what
  * an operator's peek shows beside the first receive), 6 the attempt
  * column and msg_attempt (FIFO ReceiveRequestAttemptId), 7 dropped the
- * dedup table's unique index on (queue_id, dkey). */
-#define PART_SCHEMA_VERSION 7
+ * dedup table's unique index on (queue_id, dkey), 8 the filtered column
+ * and the msg_filter table (filtered receives). */
+#define PART_SCHEMA_VERSION 8
 
 /*
  * A message's body and attributes never change, while its row changes with
@@ -173,6 +203,38 @@ static const char *const SQL[ST_COUNT_] = {
 #define PART_ATTEMPT_INDEX                                                                         \
     "CREATE INDEX IF NOT EXISTS msg_attempt ON msg(queue_id, attempt) WHERE attempt IS NOT NULL;"
 
+/*
+ * Filtered receives (schema 8): one entry per indexed attribute of a
+ * message (the queue's SluiceFilterKeys, chosen by the gateway), keyed by
+ * the message's row and the key, carrying a copy of the row's queue,
+ * state, lane and priority, so that msg_filter_walk lists a key=value's
+ * ready messages in the receive's own (priority, id) order and a receive
+ * reads nothing else. A message with indexed pairs has filtered=1.
+ *
+ * Who keeps the copy: the rare changes of queue, lane and priority (a DLQ
+ * move, a redrive, aging) by trigger, whose WHEN reads the old row's
+ * filtered column only; the frequent changes of state (a lease, a
+ * release, a visibility change, a lease running out) and the deletes (a
+ * delete, expiry, an operator's removal, a purge, an orphaned queue's
+ * rows at start-up) by the writer itself (ST_FILTER_STATE,
+ * ST_FILTER_DELETE, ST_FILTER_PURGE; part_ops.c, part_writer.c), for rows
+ * that have entries or queues that filter. An UPDATE that sets none of a
+ * trigger's columns does not even compile the trigger in, so a lease, a
+ * release or a delete of any other queue's message costs exactly what it
+ * did before schema 8: a trigger on state, or on delete, would have run
+ * its program for every lease or delete of every queue.
+ */
+#define PART_FILTER_TABLE                                                                          \
+    "CREATE TABLE IF NOT EXISTS msg_filter(mid INTEGER NOT NULL, fkey TEXT NOT NULL,"              \
+    " fval TEXT NOT NULL, queue_id INTEGER NOT NULL, state INTEGER NOT NULL,"                      \
+    " lane INTEGER NOT NULL, priority INTEGER NOT NULL, PRIMARY KEY(mid, fkey)) WITHOUT ROWID;"    \
+    "CREATE INDEX IF NOT EXISTS msg_filter_walk ON msg_filter(queue_id, fkey, fval, state, lane,"  \
+    " priority, mid);"                                                                             \
+    "CREATE TRIGGER IF NOT EXISTS msg_filter_sync AFTER UPDATE OF queue_id, lane, priority"        \
+    " ON msg WHEN old.filtered IS NOT NULL BEGIN UPDATE msg_filter SET queue_id=new.queue_id,"     \
+    " state=new.state, lane=new.lane, priority=new.priority WHERE mid=new.id; END;"                \
+    ""
+
 #define PART_BODY_TABLE                                                                            \
     "CREATE TABLE IF NOT EXISTS msg_body(id INTEGER PRIMARY KEY, body BLOB NOT NULL, attrs BLOB,"  \
     " sys_attrs BLOB);"
@@ -185,13 +247,13 @@ static const char PART_SCHEMA[] =
     " first_receive_at INTEGER NOT NULL DEFAULT 0, receive_count INTEGER NOT NULL DEFAULT 0,"
     " source_queue_id INTEGER NOT NULL DEFAULT 0, message_id TEXT NOT NULL, group_id TEXT,"
     " lane INTEGER NOT NULL DEFAULT 0, digests BLOB, dedup_id TEXT,"
-    " last_receive_at INTEGER NOT NULL DEFAULT 0, attempt BLOB);" PART_BODY_TABLE PART_DEDUP_TABLE
-    "CREATE TRIGGER IF NOT EXISTS msg_gone AFTER DELETE ON msg BEGIN"
+    " last_receive_at INTEGER NOT NULL DEFAULT 0, attempt BLOB, filtered INTEGER);" PART_BODY_TABLE
+        PART_DEDUP_TABLE "CREATE TRIGGER IF NOT EXISTS msg_gone AFTER DELETE ON msg BEGIN"
     " DELETE FROM msg_body WHERE id=old.id; END;"
     "CREATE INDEX IF NOT EXISTS msg_ready ON msg(queue_id, lane, priority, id, group_id)"
     " WHERE state=1;"
     "CREATE INDEX IF NOT EXISTS msg_queue ON msg(queue_id, state);" PART_GROUP_INDEX
-        PART_ATTEMPT_INDEX;
+        PART_ATTEMPT_INDEX PART_FILTER_TABLE;
 
 /* From user_version 0 (before lanes): the column, and msg_ready rebuilt
  * with lane in it by PART_SCHEMA right after. */
@@ -233,6 +295,10 @@ static const char PART_MIGRATE_6_7[] =
     "INSERT INTO dedup_7(rowid, queue_id, dkey, expires_at, message_id, seq)"
     " SELECT rowid, queue_id, dkey, expires_at, message_id, seq FROM dedup;"
     "DROP TABLE dedup; ALTER TABLE dedup_7 RENAME TO dedup;" PART_DEDUP_INDEXES;
+/* From user_version 7: no row has indexed pairs (a nullable column and an
+ * empty table rewrite nothing). */
+static const char PART_MIGRATE_7_8[] =
+    "ALTER TABLE msg ADD COLUMN filtered INTEGER;" PART_FILTER_TABLE;
 
 /* secure_delete=FAST: Debian's SQLite zeroes every freed page by default
  * (SQLITE_SECURE_DELETE), which doubled the WAL bytes of a large
@@ -289,6 +355,10 @@ const char *part_sql_text(enum part_sql which)
         return PART_SYNC_FULL;
     case PART_SQL_SYNC_NORMAL:
         return PART_SYNC_NORMAL;
+    case PART_SQL_FILTER_PUT:
+        return SQL[ST_FILTER_PUT];
+    case PART_SQL_FILTER_SCAN:
+        return SQL[ST_FILTER_SCAN];
     }
     return "";
 }
@@ -364,6 +434,9 @@ static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
     }
     if (version < 7) {
         sl_buf_append_cstr(&sql, PART_MIGRATE_6_7);
+    }
+    if (version < 8) {
+        sl_buf_append_cstr(&sql, PART_MIGRATE_7_8);
     }
     sl_buf_append_cstr(&sql, set_version);
     sl_buf_append_cstr(&sql, "COMMIT;");

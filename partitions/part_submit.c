@@ -19,6 +19,7 @@
 #include "part_catalog_db.h"
 #include "part_client.h"
 #include "part_disk.h"
+#include "part_filter.h"
 #include "part_gdir.h"
 #include "part_poll.h"
 #include "part_repl.h"
@@ -134,6 +135,29 @@ static bool budget_spent(struct part_engine *e)
     return true;
 }
 
+/* A send entry's indexed pairs: at most PART_FILTER_KEYS_MAX, distinct
+ * keys, each key and value 1..PART_FILTER_TEXT_MAX bytes without a NUL
+ * (they are stored NUL-terminated). */
+static bool filters_valid(const struct part_send_entry *m)
+{
+    if (m->filter_count > PART_FILTER_KEYS_MAX) {
+        return false;
+    }
+    for (size_t i = 0; i < m->filter_count; i++) {
+        struct sl_slice k = m->filters[i].key, v = m->filters[i].value;
+        if (k.n == 0 || k.n > PART_FILTER_TEXT_MAX || v.n == 0 || v.n > PART_FILTER_TEXT_MAX ||
+            memchr(k.p, '\0', k.n) != NULL || memchr(v.p, '\0', v.n) != NULL) {
+            return false;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (sl_slice_eq(k, m->filters[j].key)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done)
@@ -143,7 +167,7 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     }
     for (size_t i = 0; i < n; i++) {
         if (entries[i].group_id.n > PART_GROUP_ID_MAX || entries[i].digests.n > PART_DIGESTS_MAX ||
-            entries[i].dedup_id.n > PART_DEDUP_ID_MAX) {
+            entries[i].dedup_id.n > PART_DEDUP_ID_MAX || !filters_valid(&entries[i])) {
             return SL_EINVAL;
         }
     }
@@ -171,9 +195,10 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         }
     }
     for (size_t i = 0; fifo && i < n; i++) {
-        if (entries[i].group_id.n == 0 || entries[i].dedup_id.n == 0) {
+        if (entries[i].group_id.n == 0 || entries[i].dedup_id.n == 0 ||
+            entries[i].filter_count > 0) {
             part__job_discard(job);
-            return SL_EINVAL; /* a FIFO message without its group or id */
+            return SL_EINVAL; /* a FIFO message without its group or id, or filtered */
         }
     }
     /* One allocation for the array and every message's bytes. */
@@ -181,6 +206,9 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
     for (size_t i = 0; i < n; i++) {
         bytes += entries[i].body.n + entries[i].attrs.n + entries[i].sys_attrs.n +
                  entries[i].group_id.n + 1 + (keep_ids ? entries[i].dedup_id.n + 1 : 0);
+        for (size_t k = 0; k < entries[i].filter_count; k++) {
+            bytes += entries[i].filters[k].key.n + entries[i].filters[k].value.n + 2;
+        }
     }
     job->msgs = sl_xmalloc(n * sizeof *job->msgs + bytes);
     job->nmsgs = n;
@@ -211,6 +239,14 @@ int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
         m->has_priority = entries[i].has_priority;
         m->priority = entries[i].priority;
         m->index = (uint8_t)i;
+        m->filters = entries[i].filter_count > 0 ? p : NULL;
+        m->nfilters = (uint8_t)entries[i].filter_count;
+        for (size_t k = 0; k < entries[i].filter_count; k++) {
+            copy_into(&p, entries[i].filters[k].key);
+            *p++ = '\0';
+            copy_into(&p, entries[i].filters[k].value);
+            *p++ = '\0';
+        }
     }
     /* FIFO and exclusive queues: a group (value) with live messages goes
      * where they are (the group directory) */
@@ -254,9 +290,17 @@ int part_receive(struct part_client *c, const struct part_receive_req *req,
     bool known = part__queue_cfg(e, job->q, &cfg);
     bool fifo = req->attempt.n > 0 && known && cfg.fifo;
     struct part_recv *r = sl_xcalloc(1, sizeof *r);
+    /* only a queue that filters keeps its entries' states (part_ops.c) */
+    if (req->filter_count > 0 && (!known || !cfg.filtered || cfg.fifo ||
+                                  part__filter_copy(r, req->filter, req->filter_count) != SL_OK)) {
+        free(r);
+        part__job_discard(job);
+        return SL_EINVAL;
+    }
     /* not on an exclusive queue: held values would leave a bounded
-     * visit empty-handed while its partition's head stays the best */
-    r->strict = known && cfg.priority_order && !cfg.exclusive;
+     * visit empty-handed while its partition's head stays the best; not
+     * filtered: the heads it compares are of every message */
+    r->strict = known && cfg.priority_order && !cfg.exclusive && r->nfilter == 0;
     r->bound = INT64_MAX;
     r->bound_sent = INT64_MAX;
     job->recv = r;

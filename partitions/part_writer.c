@@ -636,6 +636,9 @@ static bool rebuild(struct part_writer *w, bool at_open, char *why, size_t whyle
         snprintf(sql, sizeof sql, "DELETE FROM dedup WHERE queue_id=%llu",
                  (unsigned long long)orphans[i]);
         part__sql_exec(w->db, sql);
+        snprintf(sql, sizeof sql, "DELETE FROM msg_filter WHERE queue_id=%llu",
+                 (unsigned long long)orphans[i]);
+        part__sql_exec(w->db, sql);
     }
     free(orphans);
     if (!part__ops_load_dedup(w)) {

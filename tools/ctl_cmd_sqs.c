@@ -101,10 +101,22 @@ static int key_cmp(const void *a, const void *b)
 
 int ctl_cmd_attrs(struct ctl *c)
 {
-    if (c->nargs != 1) {
-        return ctl_usage_error("attrs needs one QUEUE_URL");
+    if (c->nargs < 1 || c->nargs > 5) {
+        return ctl_usage_error("attrs needs one QUEUE_URL and at most 4 KEY=VALUE filters");
     }
     json_t *req = json_pack("{s:s, s:[s]}", "QueueUrl", c->args[0], "AttributeNames", "All");
+    /* KEY=VALUE pairs: the depth of the messages matching all of them
+     * (docs/api.md, "Filtered receives") beside the attributes */
+    json_t *names = json_object_get(req, "AttributeNames");
+    for (int i = 1; i < c->nargs; i++) {
+        char name[600];
+        snprintf(name, sizeof name, "sluice.Filter.%s", c->args[i]);
+        json_array_append_new(names, json_string(name));
+    }
+    if (c->nargs > 1) {
+        json_array_append_new(names, json_string("SluiceFilteredMessages"));
+        json_array_append_new(names, json_string("SluiceFilteredMessagesNotVisible"));
+    }
     struct ctl_reply r;
     int rc = CTL_EXIT_ERROR;
     if (ctl_sqs(c, "GetQueueAttributes", req, &r)) {

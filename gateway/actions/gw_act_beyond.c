@@ -12,6 +12,7 @@
 #include "gw_act_beyond.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -85,11 +86,16 @@ int gw__beyond_check(const struct part_queue_config *cfg, const struct gw_sqs_se
 
 char *gw__beyond_exclusivity_key(struct gw_act_ctx *ctx, uint64_t queue_id)
 {
+    return gw__beyond_queue_attr(ctx, queue_id, GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY);
+}
+
+char *gw__beyond_queue_attr(struct gw_act_ctx *ctx, uint64_t queue_id, enum gw_sqs_qattr attr)
+{
     struct part_queue_info *qi = NULL;
     if (part_queue_get(ctx->api->engine, queue_id, &qi) != SL_OK) {
         return NULL;
     }
-    const char *want = gw_sqs_qattr_name(GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY);
+    const char *want = gw_sqs_qattr_name(attr);
     char *key = NULL;
     for (size_t i = 0; i < qi->attr_count && key == NULL; i++) {
         if (strcmp(qi->attrs[i].key, want) == 0) {
@@ -152,4 +158,74 @@ uint32_t gw__beyond_key_partition(struct gw_act_ctx *ctx, const struct gw_queue 
     memcpy(key + name_len + 1, dedup_id.p, id_len);
     return pol_key_home(part_engine_key(ctx->api->engine), PART_KEY_LEN, q->tenant,
                         strlen(q->tenant), key, name_len + 1 + id_len, shard, k);
+}
+
+/* ---- filtered receives ------------------------------------------------------ */
+
+/* Whether name is one of keys (a validated SluiceFilterKeys value). */
+static bool among(const char *keys, struct sl_slice name)
+{
+    struct sl_slice k[GW_SQS_FILTER_KEYS_MAX];
+    size_t n = 0;
+    if (keys == NULL || gw_sqs_filter_keys_split(sl_slice_cstr(keys), k, &n) != SL_OK) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sl_slice_eq(k[i], name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int gw__beyond_filter_pairs(const struct gw_sqs_send_entry *m, const char *keys,
+                            struct part_filter_pair out[PART_FILTER_KEYS_MAX], size_t *n,
+                            struct gw_sqs_err *err)
+{
+    *n = 0;
+    for (size_t i = 0; i < m->attr_count && *n < PART_FILTER_KEYS_MAX; i++) {
+        const struct gw_sqs_msg_attr *a = &m->attrs[i];
+        if (!among(keys, a->name)) {
+            continue;
+        }
+        if (a->type == GW_SQS_ATTR_BINARY || a->value.n == 0 || a->value.n > PART_FILTER_TEXT_MAX ||
+            memchr(a->value.p, '\0', a->value.n) != NULL) {
+            return gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                                  "Message (user) attribute '%.*s' is one of this queue's "
+                                  "SluiceFilterKeys: it must be a String or Number of 1 to %u "
+                                  "bytes.",
+                                  (int)SL_MIN(a->name.n, 256), a->name.p,
+                                  (unsigned)PART_FILTER_TEXT_MAX);
+        }
+        out[*n].key = a->name;
+        out[(*n)++].value = a->value;
+    }
+    return SL_OK;
+}
+
+int gw__beyond_filter_check(struct gw_act_ctx *ctx, uint64_t queue_id, bool filtered,
+                            const struct gw_sqs_filter *f, const char *param,
+                            struct part_filter_pair out[PART_FILTER_MAX], struct gw_sqs_err *err)
+{
+    _Static_assert(GW_SQS_FILTER_MAX == PART_FILTER_MAX, "filter sizes differ");
+    _Static_assert(GW_SQS_FILTER_KEYS_MAX == PART_FILTER_KEYS_MAX, "filter key counts differ");
+    _Static_assert(GW_SQS_FILTER_VALUE_MAX == PART_FILTER_TEXT_MAX, "filter value sizes differ");
+    char *keys =
+        filtered ? gw__beyond_queue_attr(ctx, queue_id, GW_SQS_QATTR_SLUICE_FILTER_KEYS) : NULL;
+    int rc = SL_OK;
+    for (size_t i = 0; i < f->count && rc == SL_OK; i++) {
+        if (!among(keys, f->pairs[i].key)) {
+            rc = gw_sqs_err_set(err, GW_SQS_E_INVALID_PARAMETER_VALUE,
+                                "Value " GW_SQS_FILTER_PREFIX "%.*s=... for parameter %s is "
+                                "invalid. Reason: the queue does not index the message "
+                                "attribute '%.*s' (SluiceFilterKeys: %s).",
+                                (int)SL_MIN(f->pairs[i].key.n, 256), f->pairs[i].key.p, param,
+                                (int)SL_MIN(f->pairs[i].key.n, 256), f->pairs[i].key.p,
+                                keys != NULL ? keys : "none");
+        }
+        out[i].key = f->pairs[i].key;
+        out[i].value = f->pairs[i].value;
+    }
+    free(keys);
+    return rc;
 }

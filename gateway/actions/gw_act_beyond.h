@@ -24,6 +24,27 @@ int gw__beyond_check(const struct part_queue_config *cfg, const struct gw_sqs_se
  * (SluiceExclusivityKey), malloc'd; NULL when the queue is gone or has
  * none. */
 char *gw__beyond_exclusivity_key(struct gw_act_ctx *ctx, uint64_t queue_id);
+/* The stored value of one of a queue's attributes, malloc'd; NULL when
+ * the queue is gone or the attribute was never set. */
+char *gw__beyond_queue_attr(struct gw_act_ctx *ctx, uint64_t queue_id, enum gw_sqs_qattr attr);
+
+/* A send entry's indexed pairs on a queue with SluiceFilterKeys keys (the
+ * queue attribute's value): each key's attribute the entry carries, a
+ * String or Number of 1..PART_FILTER_TEXT_MAX bytes, into out (borrowed
+ * from m; *n of them). Returns SL_OK, or SL_EINVAL with err set (an
+ * InvalidParameterValue) for a Binary or oversized one. */
+int gw__beyond_filter_pairs(const struct gw_sqs_send_entry *m, const char *keys,
+                            struct part_filter_pair out[PART_FILTER_KEYS_MAX], size_t *n,
+                            struct gw_sqs_err *err);
+
+/* A receive's or depth's filter against queue queue_id (filtered: its
+ * part_queue_config.filtered, so that other queues' attributes are not
+ * read): every key among its SluiceFilterKeys. Fills out with the pairs.
+ * Returns SL_OK, or SL_EINVAL with err set (an InvalidParameterValue
+ * naming param). */
+int gw__beyond_filter_check(struct gw_act_ctx *ctx, uint64_t queue_id, bool filtered,
+                            const struct gw_sqs_filter *f, const char *param,
+                            struct part_filter_pair out[PART_FILTER_MAX], struct gw_sqs_err *err);
 
 /* A send entry's exclusivity value: the String or Number attribute named
  * key, of 1..PART_GROUP_ID_MAX bytes, into *value (borrowed from m). An

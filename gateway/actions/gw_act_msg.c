@@ -351,6 +351,11 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
     int64_t prio[PART_MAX_BATCH];
     struct sl_slice excl[PART_MAX_BATCH]; /* exclusive queues: each job entry's value */
     char *excl_key = q.cfg.exclusive ? gw__beyond_exclusivity_key(ctx, q.id) : NULL;
+    /* queues with SluiceFilterKeys: each job entry's indexed pairs */
+    struct part_filter_pair fpairs[PART_MAX_BATCH][PART_FILTER_KEYS_MAX];
+    size_t nfpairs[PART_MAX_BATCH] = {0};
+    char *filter_keys =
+        q.cfg.filtered ? gw__beyond_queue_attr(ctx, q.id, GW_SQS_QATTR_SLUICE_FILTER_KEYS) : NULL;
     for (size_t i = 0; i < count; i++) {
         b->fail[i] = entries[i].fail;
         if (b->fail[i] == NULL && entries[i].size > max_size) {
@@ -368,6 +373,11 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
                                        &excl[b->job_count], &b->errs[i]) != SL_OK) {
             b->fail[i] = &b->errs[i];
         }
+        if (b->fail[i] == NULL && filter_keys != NULL &&
+            gw__beyond_filter_pairs(&entries[i], filter_keys, fpairs[b->job_count],
+                                    &nfpairs[b->job_count], &b->errs[i]) != SL_OK) {
+            b->fail[i] = &b->errs[i];
+        }
         if (b->fail[i] == NULL) {
             if (entries[i].attr_count == 0) {
                 has_prio[b->job_count] = false;
@@ -376,6 +386,7 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
         }
     }
     free(excl_key); /* the values borrow from the request, not from it */
+    free(filter_keys);
     if (single && b->fail[0] != NULL) {
         struct gw_sqs_err err = *b->fail[0];
         free(b);
@@ -434,6 +445,8 @@ static void send_entries(struct gw_act_ctx *ctx, const struct gw_sqs_queue_ref *
             .delay_s = delay,
             .has_priority = has_prio[j],
             .priority = prio[j],
+            .filters = fpairs[j],
+            .filter_count = nfpairs[j],
         };
         if (q.cfg.exclusive) { /* every message of a value on its home */
             job[j].group_id = excl[j];
@@ -698,11 +711,29 @@ static void reply_no_messages(struct gw_act_ctx *ctx)
     gw_sqs_reply_fini(&reply);
 }
 
+/* A filtered receive's pairs, each a key the queue indexes (only such a
+ * receive reads the queue's attributes); false when it was refused. */
+static bool receive_filter(struct gw_act_ctx *ctx, const struct gw_queue *q,
+                           const struct gw_sqs_filter *f, struct part_filter_pair *out)
+{
+    struct gw_sqs_err err;
+    int rc =
+        gw__beyond_filter_check(ctx, q->id, q->cfg.filtered, f, "MessageAttributeNames", out, &err);
+    if (rc != SL_OK) {
+        gw__act_fail(ctx, &err);
+    }
+    return rc == SL_OK;
+}
+
 void gw__act_receive_message(struct gw_act_ctx *ctx)
 {
     const struct gw_sqs_receive_message_req *r = &ctx->req.u.receive_message;
     struct gw_queue q;
     if (gw__act_resolve(ctx, &r->queue, &q) != SL_OK) {
+        return;
+    }
+    struct part_filter_pair filter[PART_FILTER_MAX];
+    if (r->filter.count > 0 && !receive_filter(ctx, &q, &r->filter, filter)) {
         return;
     }
     struct part_counts total = {0};
@@ -801,6 +832,10 @@ void gw__act_receive_message(struct gw_act_ctx *ctx)
          * attempt still holds, durably, across restarts. */
         job.attempt = r->receive_request_attempt_id;
         job.replay_only = replay_only;
+    }
+    if (r->filter.count > 0) { /* checked at the start */
+        job.filter = filter;
+        job.filter_count = r->filter.count;
     }
     int rc = part_receive(ctx->loop->part, &job, cookie_of(b), receive_done, &b->ticket);
     free(held);

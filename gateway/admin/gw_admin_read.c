@@ -338,6 +338,30 @@ void gw__admin_get_queue(struct gw_admin_req *r)
         gw__admin_fail_storage(r, SL_ENOTFOUND, "The queue");
         return;
     }
+    /* ?filter=KEY=VALUE: how many messages carrying it are ready and in
+     * flight (docs/api.md, "Filtered receives"), as GetQueueAttributes'
+     * SluiceFilteredMessages count them */
+    char filter[600];
+    if (gw__admin_query(r, "filter", filter, sizeof filter) != NULL) {
+        const char *eq = strchr(filter, '=');
+        int64_t ready = 0;
+        int64_t inflight = 0;
+        int rc = SL_EINVAL;
+        if (eq != NULL) {
+            struct part_filter_pair pair = {{filter, (size_t)(eq - filter)}, sl_slice_cstr(eq + 1)};
+            rc = part_filter_depth(r->api->engine, q.id, &pair, 1, &ready, &inflight, NULL);
+        }
+        if (rc != SL_OK) {
+            json_decref(o);
+            gw__admin_fail(r, 400, "BadRequest",
+                           "filter must be KEY=VALUE, KEY a message attribute the queue indexes "
+                           "(its SluiceFilterKeys).");
+            return;
+        }
+        json_object_set_new(o, "filtered",
+                            json_pack("{s:s, s:I, s:I}", "filter", filter, "ready",
+                                      (json_int_t)ready, "inflight", (json_int_t)inflight));
+    }
     gw__admin_json(r, 200, o);
 }
 

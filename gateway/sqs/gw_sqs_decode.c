@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -201,10 +202,24 @@ static int decode_get_queue_attributes(struct gw_sqs_dec *d, const json_t *o)
     if (rc != SL_OK) {
         return rc;
     }
+    /* sluice's filtered depth (docs/api.md, "Filtered receives") */
+    rc = gw_sqs_filter_parse(names, n, "AttributeNames", &q->filter, d->err);
+    if (rc != SL_OK) {
+        return rc;
+    }
     for (size_t i = 0; i < n; i++) {
         enum gw_sqs_qattr a;
         if (sl_slice_eq_cstr(names[i], "All")) {
             q->wanted = (1u << GW_SQS_QATTR__COUNT) - 1;
+        } else if (sl_slice_eq_cstr(names[i], "SluiceFilteredMessages") && !q->queue.fifo) {
+            q->want_filtered_ready = true;
+        } else if (sl_slice_eq_cstr(names[i], "SluiceFilteredMessagesNotVisible") &&
+                   !q->queue.fifo) {
+            q->want_filtered_inflight = true;
+        } else if (names[i].n >= sizeof GW_SQS_FILTER_PREFIX - 1 &&
+                   strncasecmp(names[i].p, GW_SQS_FILTER_PREFIX, sizeof GW_SQS_FILTER_PREFIX - 1) ==
+                       0) {
+            continue; /* parsed above */
         } else if (gw_sqs_qattr_lookup(names[i], &a) && gw__sqs_qattr_applies(a, q->queue.fifo)) {
             q->wanted |= 1u << a;
         } else {
@@ -212,6 +227,16 @@ static int decode_get_queue_attributes(struct gw_sqs_dec *d, const json_t *o)
                                   "Unknown Attribute %.*s.", (int)SL_MIN(names[i].n, 256),
                                   names[i].p);
         }
+    }
+    bool depth = q->want_filtered_ready || q->want_filtered_inflight;
+    if (depth != (q->filter.count > 0)) {
+        return gw_sqs_err_set(d->err, GW_SQS_E_INVALID_ATTRIBUTE_NAME, "%s",
+                              depth ? "SluiceFilteredMessages and "
+                                      "SluiceFilteredMessagesNotVisible need at least one "
+                                      "sluice.Filter.<name>=<value> among AttributeNames."
+                                    : "A sluice.Filter entry among AttributeNames needs "
+                                      "SluiceFilteredMessages or "
+                                      "SluiceFilteredMessagesNotVisible beside it.");
     }
     return SL_OK;
 }

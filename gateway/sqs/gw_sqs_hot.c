@@ -705,6 +705,10 @@ static int validate_receive_message(struct gw_sqs_dec *d, const struct gw__sqs_o
         rc = names_list(d, in, GW__SQS_IN_FILTERS, &q->attribute_filters,
                         &q->attribute_filter_count);
     }
+    if (rc == SL_OK) { /* sluice's filtered receive (docs/api.md) */
+        rc = gw_sqs_filter_parse(q->attribute_filters, q->attribute_filter_count,
+                                 "MessageAttributeNames", &q->filter, d->err);
+    }
     if (rc == SL_OK) {
         rc = gw__sqs_val_string(&m[GW__SQS_IN_ATTEMPT_ID], "ReceiveRequestAttemptId", false,
                                 &q->receive_request_attempt_id, &q->has_receive_request_attempt_id,

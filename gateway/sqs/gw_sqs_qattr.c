@@ -32,6 +32,7 @@ enum kind {
     K_THROUGHPUT, /* perQueue | perMessageGroupId */
     K_TEXT,       /* any string (KmsMasterKeyId) */
     K_ATTR_NAME,  /* a message attribute's name, not a reserved sluice.* one */
+    K_ATTR_LIST,  /* a comma-separated list of those (gw_sqs_filter_keys_split) */
     K_READONLY,   /* counters, timestamps, ARN: not settable */
 };
 
@@ -67,6 +68,7 @@ static const struct {
     [GW_SQS_QATTR_SLUICE_PRIORITY] = {K_BOOL, 0, 0, false, false, true},
     [GW_SQS_QATTR_SLUICE_IDEMPOTENT_SENDS] = {K_BOOL, 0, 0, false, false, true},
     [GW_SQS_QATTR_SLUICE_EXCLUSIVITY_KEY] = {K_ATTR_NAME, 0, 0, false, false, true},
+    [GW_SQS_QATTR_SLUICE_FILTER_KEYS] = {K_ATTR_LIST, 0, 0, false, false, true},
     [GW_SQS_QATTR_SLUICE_IDEMPOTENCY_WINDOW_SECONDS] = {K_INT, 1, GW_SQS_IDEMPOTENCY_WINDOW_MAX_S,
                                                         false, false, true},
 };
@@ -321,6 +323,11 @@ static int check_value(enum gw_sqs_qattr a, struct sl_slice v, bool fifo,
         return gw_sqs_attr_name_valid(v) && !(v.n >= 7 && strncasecmp(v.p, "sluice.", 7) == 0)
                    ? SL_OK
                    : invalid_value(err, a);
+    case K_ATTR_LIST: {
+        struct sl_slice keys[GW_SQS_FILTER_KEYS_MAX];
+        size_t n;
+        return gw_sqs_filter_keys_split(v, keys, &n) == SL_OK ? SL_OK : invalid_value(err, a);
+    }
     case K_READONLY:
         break;
     }
@@ -376,6 +383,12 @@ int gw_sqs_qattrs_decode(const json_t *obj, bool fifo, bool for_create,
             return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,
                                   "Invalid value for the parameter SluiceExclusivityKey. Reason: "
                                   "the exclusivity key is fixed when the queue is created.");
+        }
+        if (a == GW_SQS_QATTR_SLUICE_FILTER_KEYS && !for_create) {
+            /* stored messages are indexed by the keys they were sent under */
+            return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,
+                                  "Invalid value for the parameter SluiceFilterKeys. Reason: "
+                                  "the filter keys are fixed when the queue is created.");
         }
         if (rules[a].create_only && !for_create) {
             return gw_sqs_err_set(err, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,

@@ -55,6 +55,19 @@ struct part_client;
  * after the receive it repeats (SQS's five minutes). */
 #define PART_ATTEMPT_MAX 128
 #define PART_ATTEMPT_INTERVAL_MS UINT64_C(300000)
+/* Filtered receives (docs/api.md, "Filtered receives"): a message carries
+ * at most PART_FILTER_KEYS_MAX indexed (key, value) pairs, a receive or a
+ * depth asks for at most PART_FILTER_MAX of them (all must match), and a
+ * key or value has 1..PART_FILTER_TEXT_MAX bytes. */
+#define PART_FILTER_KEYS_MAX 8
+#define PART_FILTER_MAX 4
+#define PART_FILTER_TEXT_MAX 256
+
+/* One attribute key and its value, borrowed (not NUL-terminated). */
+struct part_filter_pair {
+    struct sl_slice key;
+    struct sl_slice value;
+};
 
 /* ---- engine ------------------------------------------------------------ */
 
@@ -283,6 +296,12 @@ struct part_queue_config {
      * places one whose value has live messages where they are, as a FIFO
      * group. */
     bool exclusive;
+    /* The queue indexes some message attributes for filtered receives (the
+     * gateway's SluiceFilterKeys, a queue attribute: a send looks for
+     * them). Only such a queue takes filtered receives and depths, and
+     * only its leases and releases keep the index's states; a queue
+     * without pays nothing for the feature. */
+    bool filtered;
 };
 
 #define PART_IDEMPOTENCY_WINDOW_MAX_S 3600u
@@ -535,6 +554,11 @@ struct part_send_entry {
     bool has_priority; /* false: priority = send time in ms */
     int64_t priority;
     enum part_lane lane;
+    /* The message's indexed attribute values (0..PART_FILTER_KEYS_MAX,
+     * distinct keys): a filtered receive finds it through them alone.
+     * Standard queues only (SL_EINVAL on a FIFO queue). */
+    const struct part_filter_pair *filters;
+    size_t filter_count;
 };
 
 /* Stores 1..PART_MAX_BATCH messages in queue_id on one partition, in one
@@ -587,6 +611,15 @@ struct part_receive_req {
      * nothing of the attempt is left, complete with no message instead of
      * leasing (a queue at its in-flight quota still answers its retries). */
     bool replay_only;
+    /* A filtered receive (filter_count 1..PART_FILTER_MAX, distinct keys):
+     * only messages sent with every one of these pairs among their
+     * part_send_entry.filters, in the queue's order, found through the
+     * index of the first pair (it reads no message that lacks it). Not on
+     * FIFO queues (SL_EINVAL); it ignores noisy and the exact priority
+     * merge across partitions (each partition gives its best matches).
+     * Only on a queue with part_queue_config.filtered (SL_EINVAL). */
+    const struct part_filter_pair *filter;
+    size_t filter_count;
 };
 
 #define PART_FAIR_WINDOW 256
@@ -792,6 +825,19 @@ int part_peek(struct part_engine *e, uint64_t queue_id, uint32_t max, struct par
               uint32_t *skipped);
 void part_peek_list_free(struct part_peek_list *l);
 
+/* The messages of queue_id sent with every pair of filter (1..
+ * PART_FILTER_MAX distinct keys, as part_receive_req.filter) that are
+ * ready (*ready, both lanes) and in flight (*inflight), counted through
+ * the filter index on read-only connections as part_peek reads: the
+ * index entries of the first pair are read, no other message. Blocks the
+ * calling thread for the reads; any thread. *skipped (may be NULL)
+ * counts partitions that could not be read. Returns SL_OK, SL_EINVAL (a
+ * bad filter, or a queue without part_queue_config.filtered) or
+ * SL_ENOTFOUND. */
+int part_filter_depth(struct part_engine *e, uint64_t queue_id,
+                      const struct part_filter_pair *filter, size_t n, int64_t *ready,
+                      int64_t *inflight, uint32_t *skipped);
+
 /* ---- online backup ------------------------------------------------------ */
 
 /* Called with each file's name (relative to the backup directory) once it
@@ -889,6 +935,8 @@ enum part_sql {
     PART_SQL_COMMIT,
     PART_SQL_SYNC_FULL,   /* before a commit that must reach the disk (fsync) */
     PART_SQL_SYNC_NORMAL, /* before a commit of leases only (see part_writer.c) */
+    PART_SQL_FILTER_PUT,  /* send: one indexed pair of a message (schema 8) */
+    PART_SQL_FILTER_SCAN, /* filtered receive: matching ready rows, in order */
 };
 
 /* The text of one of them (static, never NULL for a valid value). */

@@ -167,6 +167,21 @@ test("the console, as an operator uses it", async (t) => {
     await sqs(server, "SendMessage", { QueueUrl: `${server.endpoint}/${key}`, MessageBody: "x" });
   });
 
+  await step("the filtered depth of a queue that indexes an attribute", async () => {
+    const url = await createQueue("encodes", { SluiceFilterKeys: "project" });
+    for (const p of ["p-1", "p-2", "p-1"]) {
+      await sqs(server, "SendMessage", { QueueUrl: url, MessageBody: p,
+        MessageAttributes: { project: { DataType: "String", StringValue: p } } });
+    }
+    const key = `${tenant.name}/encodes`;
+    await until("the queue to pick", () => page.$(`#filter-queue option[value="${key}"]`));
+    await page.select("#filter-queue", key);
+    await page.type("#filter-pair", "project=p-1");
+    await press("#filter-count");
+    await until("the count", async () =>
+      (await page.$eval("#filter-result", (e) => e.textContent)) === "project=p-1: 2 ready, 0 in flight");
+  });
+
   await step("messages past maxReceiveCount show in the dead-letter queue", async () => {
     // Receives with no visibility timeout until each message has gone
     // past its one receive: the receive after that moves it to the DLQ.

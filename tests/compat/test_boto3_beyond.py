@@ -8,12 +8,16 @@ parsed; a bad priority refused in a shape botocore parses; idempotent
 sends with MessageDeduplicationId on a standard queue answering the
 first MessageId, batch entries one by one; an exclusive queue handing
 out one message per key value; a queue created by its first send for a
-tenant with auto_create_queues."""
+tenant with auto_create_queues; filtered receives and the filtered depth
+(SluiceFilterKeys, sluice.Filter entries) through boto3's own protocol
+and through query-protocol forms that botocore signs."""
 
+import socket
 import sys
 
 from harness import REGION, TENANTS, Sluiced, Steps, eq, md5_of_message_attributes, ok, \
     require_module
+from test_boto3_edges import read_all, signed_form
 
 
 class AutoCreateSluiced(Sluiced):
@@ -149,6 +153,77 @@ def body(steps):
             pass
         else:
             ok(False, "beta, without auto_create_queues, created a queue")
+
+
+        filtered(steps, sqs, server)
+
+
+def query(server, params):
+    """A query-protocol form as alpha, signed by botocore: (status, body)."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        sock.sendall(signed_form(server.endpoint, params, *TENANTS["alpha"],
+                                 extra_headers=["Connection: close"]))
+        raw = read_all(sock, 10).decode()
+    finally:
+        sock.close()
+    head, _, payload = raw.partition("\r\n\r\n")
+    return int(head.split(" ", 2)[1]), payload
+
+
+def filtered(steps, sqs, server):
+    steps.step("filtered receives: sluice.Filter entries in MessageAttributeNames")
+    url = sqs.create_queue(QueueName="beyond-filter",
+                           Attributes={"SluiceFilterKeys": "project,profile"})["QueueUrl"]
+    projects = ["p-1", "p-2", "p-1", "p-3", "p-1", "p-2"]
+    entries = [{"Id": f"f{i}", "MessageBody": f"{p}-{i}", "MessageAttributes": {
+        "project": {"DataType": "String", "StringValue": p},
+        "profile": {"DataType": "Number", "StringValue": "1080" if i < 3 else "720"}}}
+        for i, p in enumerate(projects)]
+    eq(len(sqs.send_message_batch(QueueUrl=url, Entries=entries).get("Successful", [])), 6,
+       "batch stored")
+    depth_names = ["SluiceFilteredMessages", "SluiceFilteredMessagesNotVisible",
+                   "sluice.Filter.project=p-1"]
+    eq(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=depth_names)["Attributes"],
+       {"SluiceFilteredMessages": "3", "SluiceFilteredMessagesNotVisible": "0"}, "depth of p-1")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60,
+                              MessageAttributeNames=["All", "sluice.Filter.project=p-1",
+                                                     "sluice.Filter.profile=1080"])["Messages"]
+    eq(sorted(m["Body"] for m in got), ["p-1-0", "p-1-2"], "project p-1 and profile 1080")
+    for m in got:
+        eq(m["MD5OfMessageAttributes"], md5_of_message_attributes(m["MessageAttributes"]),
+           "a filtered message's MD5OfMessageAttributes")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60,
+                              MessageAttributeNames=["sluice.Filter.project=p-1"])["Messages"]
+    eq([m["Body"] for m in got], ["p-1-4"], "the last of p-1")
+    eq(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=depth_names)["Attributes"],
+       {"SluiceFilteredMessages": "0", "SluiceFilteredMessagesNotVisible": "3"},
+       "depth of p-1 with all three in flight")
+    try:
+        sqs.receive_message(QueueUrl=url, MessageAttributeNames=["sluice.Filter.colour=red"])
+    except sqs.exceptions.ClientError as exc:
+        eq(exc.response["Error"]["Code"], "InvalidParameterValue", "a key the queue does not index")
+    else:
+        ok(False, "a filter on an unindexed attribute was accepted")
+
+    steps.step("filtered receives and depth over the query protocol")
+    base = {"Version": "2012-11-05", "QueueUrl": url}
+    status, payload = query(server, {**base, "Action": "ReceiveMessage", "MaxNumberOfMessages": "10",
+                                     "MessageAttributeName.1": "All",
+                                     "MessageAttributeName.2": "sluice.Filter.project=p-2"})
+    eq(status, 200, "query ReceiveMessage")
+    ok("<Body>p-2-1</Body>" in payload and "<Body>p-2-5</Body>" in payload
+       and "p-3" not in payload, f"only p-2 over the query protocol: {payload[:400]}")
+    status, payload = query(server, {**base, "Action": "GetQueueAttributes",
+                                     "AttributeName.1": "SluiceFilteredMessagesNotVisible",
+                                     "AttributeName.2": "sluice.Filter.project=p-2"})
+    eq(status, 200, "query GetQueueAttributes")
+    ok("<Name>SluiceFilteredMessagesNotVisible</Name><Value>2</Value>" in payload,
+       f"query depth of p-2: {payload[:400]}")
+    status, payload = query(server, {**base, "Action": "ReceiveMessage",
+                                     "MessageAttributeName.1": "sluice.Filter.project"})
+    eq(status, 400, "query ReceiveMessage with a bad filter")
+    ok("<Code>InvalidParameterValue</Code>" in payload, f"query error shape: {payload[:400]}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 // shard of two partitions, a bad priority as the SDK's own error, and
 // idempotent sends with MessageDeduplicationId on a standard queue, an
 // exclusive queue drained by a pool of sqs-consumer workers, and a queue
-// created by its first send (auto_create_queues).
+// created by its first send (auto_create_queues), and filtered receives
+// and depth (SluiceFilterKeys, sluice.Filter entries).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as S from "@aws-sdk/client-sqs";
@@ -173,4 +174,43 @@ test("auto_create_queues: the first send creates the queue", async () => {
     const { code } = await server.stop();
     assert.equal(code, 0);
   }
+});
+
+test("filtered receives and depth: sluice.Filter entries, MD5s verified", async () => {
+  const { QueueUrl: url } = await sqs.send(new S.CreateQueueCommand({
+    QueueName: "filtered", Attributes: { SluiceFilterKeys: "customer" } }));
+  const attrs = (c) => ({ customer: { DataType: "String", StringValue: c } });
+  const customers = ["acme", "zeta", "acme", "zeta", "zeta", "acme", "omni"];
+  const sent = await sqs.send(new S.SendMessageBatchCommand({
+    QueueUrl: url,
+    Entries: customers.map((c, i) => ({ Id: `e${i}`, MessageBody: `${c}-${i}`,
+      MessageAttributes: attrs(c) })),
+  }));
+  assert.equal(sent.Successful.length, customers.length);
+  const depth = async () => (await sqs.send(new S.GetQueueAttributesCommand({
+    QueueUrl: url, AttributeNames: ["SluiceFilteredMessages", "SluiceFilteredMessagesNotVisible",
+      "sluice.Filter.customer=acme"] }))).Attributes;
+  assert.deepEqual(await depth(),
+    { SluiceFilteredMessages: "3", SluiceFilteredMessagesNotVisible: "0" });
+  const r = await sqs.send(new S.ReceiveMessageCommand({
+    QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+    MessageAttributeNames: ["All", "sluice.Filter.customer=acme"] }));
+  assert.deepEqual(r.Messages.map((m) => m.Body).sort(), ["acme-0", "acme-2", "acme-5"]);
+  for (const m of r.Messages) {
+    assert.equal(m.MessageAttributes.customer.StringValue, "acme");
+    assert.equal(m.MD5OfMessageAttributes, md5OfMessageAttributes(m.MessageAttributes));
+  }
+  assert.deepEqual(await depth(),
+    { SluiceFilteredMessages: "0", SluiceFilteredMessagesNotVisible: "3" });
+  // a filtered long poll with nothing of acme ready returns nothing else
+  const empty = await sqs.send(new S.ReceiveMessageCommand({
+    QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+    MessageAttributeNames: ["sluice.Filter.customer=acme"] }));
+  assert.equal(empty.Messages?.length ?? 0, 0);
+  const err = await sqs.send(new S.ReceiveMessageCommand({
+    QueueUrl: url, MessageAttributeNames: ["sluice.Filter.customer"] })).then(
+    () => null, (e) => e);
+  assert.equal(err?.name, "InvalidParameterValue");
+  const rest = await sqs.send(new S.ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
+  assert.equal(rest.Messages.length, 4);
 });

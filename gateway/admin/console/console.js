@@ -342,6 +342,30 @@ function renderQueues() {
         }, isPaused ? 'Resume' : 'Pause')));
     });
   replaceRows($('queues').tBodies[0], rows);
+  const pick = $('filter-queue');
+  const names = state.queues.map((q) => `${q.tenant}/${q.name}`);
+  if ([...pick.options].map((o) => o.value).join('\n') !== names.join('\n')) {
+    const keep = pick.value;
+    pick.replaceChildren(...names.map((n) => el('option', { value: n }, n)));
+    if (names.includes(keep)) pick.value = keep;
+  }
+}
+
+// The messages of the chosen queue carrying one attribute value, ready
+// and in flight (GET /api/queues/T/Q?filter=KEY=VALUE).
+async function countFiltered() {
+  const key = $('filter-queue').value;
+  const q = state.queues.find((o) => `${o.tenant}/${o.name}` === key);
+  if (!q) return;
+  try {
+    const data = await api('GET', `${queuePath(q.tenant, q.name)}?filter=${encodeURIComponent($('filter-pair').value)}`);
+    $('filter-result').textContent =
+      `${data.filtered.filter}: ${fmtInt(data.filtered.ready)} ready, ${fmtInt(data.filtered.inflight)} in flight`;
+    showError(null);
+  } catch (e) {
+    $('filter-result').textContent = '';
+    showError(e);
+  }
 }
 
 // ---- Dead-letter queues ----------------------------------------------------------------------
@@ -650,6 +674,7 @@ async function start() {
   await loadHistory().catch(showError);
   $('logout').addEventListener('click', logout);
   $('queues-tenant').addEventListener('change', renderQueues);
+  $('filter-count').addEventListener('click', countFiltered);
   $('dlq-peek').addEventListener('click', peek);
   $('redrive-start').addEventListener('click', startRedrive);
   $('redrive-cancel').addEventListener('click', cancelRedrive);

@@ -216,6 +216,41 @@ void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
  * PART_IDEMPOTENCY_WINDOW_MAX_S; gw_act_queue.c asserts they agree) and
  * 300 when SluiceIdempotentSends is on without it. */
 #define GW_SQS_IDEMPOTENCY_WINDOW_MAX_S 3600
+
+/* Filtered receives (docs/api.md, "Filtered receives"): a queue indexes
+ * up to GW_SQS_FILTER_KEYS_MAX message attributes (SluiceFilterKeys); a
+ * ReceiveMessage or GetQueueAttributes names up to GW_SQS_FILTER_MAX
+ * key=value pairs as entries "sluice.Filter.KEY=VALUE" of its attribute
+ * name list, every one of which a message must carry; a value has
+ * 1..GW_SQS_FILTER_VALUE_MAX bytes. */
+#define GW_SQS_FILTER_KEYS_MAX 8
+#define GW_SQS_FILTER_MAX 4
+#define GW_SQS_FILTER_VALUE_MAX 256
+#define GW_SQS_FILTER_PREFIX "sluice.Filter."
+
+struct gw_sqs_filter {
+    struct {
+        struct sl_slice key;   /* a message attribute name */
+        struct sl_slice value; /* its String or Number value, compared exactly */
+    } pairs[GW_SQS_FILTER_MAX];
+    size_t count; /* 0: no filter */
+};
+
+/* Collects the "sluice.Filter.KEY=VALUE" entries of names (a receive's
+ * MessageAttributeNames or a GetQueueAttributes' AttributeNames; other
+ * entries are left alone) into *out, whose slices borrow from names.
+ * Returns SL_OK, or SL_EINVAL with err set (InvalidParameterValue naming
+ * param) for an entry without '=', a key that is no valid attribute name
+ * or is reserved, an empty, oversized or NUL-carrying value, a key given
+ * twice, or more than GW_SQS_FILTER_MAX entries. */
+int gw_sqs_filter_parse(const struct sl_slice *names, size_t n, const char *param,
+                        struct gw_sqs_filter *out, struct gw_sqs_err *err);
+
+/* Splits a SluiceFilterKeys value ("color,size": 1..GW_SQS_FILTER_KEYS_MAX
+ * distinct valid attribute names, none reserved, separated by single
+ * commas) into keys (borrowing from v). Returns SL_OK or SL_EINVAL. */
+int gw_sqs_filter_keys_split(struct sl_slice v, struct sl_slice keys[GW_SQS_FILTER_KEYS_MAX],
+                             size_t *n);
 #define GW_SQS_IDEMPOTENCY_WINDOW_DEFAULT_S 300
 
 /* X(ENUM, "Name"); the Sluice* ones are sluice's own (docs/api.md,
@@ -245,7 +280,8 @@ void gw_sqs_msg_attrs_sort(struct gw_sqs_msg_attr *attrs, size_t n);
     X(SLUICE_PRIORITY, "SluicePriority")                                                           \
     X(SLUICE_IDEMPOTENT_SENDS, "SluiceIdempotentSends")                                            \
     X(SLUICE_IDEMPOTENCY_WINDOW_SECONDS, "SluiceIdempotencyWindowSeconds")                         \
-    X(SLUICE_EXCLUSIVITY_KEY, "SluiceExclusivityKey")
+    X(SLUICE_EXCLUSIVITY_KEY, "SluiceExclusivityKey")                                              \
+    X(SLUICE_FILTER_KEYS, "SluiceFilterKeys")
 
 enum gw_sqs_qattr {
 #define GW_SQS_QATTR_ENUM(e, n) GW_SQS_QATTR_##e,
@@ -365,6 +401,11 @@ struct gw_sqs_queue_only_req { /* DeleteQueue, PurgeQueue, ListQueueTags */
 struct gw_sqs_get_queue_attributes_req {
     struct gw_sqs_queue_ref queue;
     uint32_t wanted; /* bit (1u << enum gw_sqs_qattr); "All" sets every bit */
+    /* SluiceFilteredMessages / ...NotVisible with their filter (docs/api.md,
+     * "Filtered receives"); never part of "All" */
+    bool want_filtered_ready;
+    bool want_filtered_inflight;
+    struct gw_sqs_filter filter;
 };
 
 struct gw_sqs_set_queue_attributes_req {
@@ -396,6 +437,7 @@ struct gw_sqs_receive_message_req {
     size_t attribute_filter_count;
     bool has_receive_request_attempt_id;
     struct sl_slice receive_request_attempt_id;
+    struct gw_sqs_filter filter; /* its sluice.Filter.* entries */
 };
 
 struct gw_sqs_delete_message_req {

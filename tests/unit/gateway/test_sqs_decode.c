@@ -722,6 +722,121 @@ static void test_receive_message(void **state)
                GW_SQS_E_SERIALIZATION, NULL);
 }
 
+/* sluice's filtered receive (docs/api.md, "Filtered receives"): the
+ * sluice.Filter.KEY=VALUE entries of MessageAttributeNames. */
+static void test_receive_filter_syntax(void **state)
+{
+    (void)state;
+    struct gw_sqs_request r;
+    expect_ok(GW_SQS_ACT_RECEIVE_MESSAGE,
+              "{" Q ",\"MessageAttributeNames\":[\"All\",\"sluice.Filter.color=red\","
+              "\"SLUICE.filter.size=a=b c\"]}",
+              &r);
+    const struct gw_sqs_filter *f = &r.u.receive_message.filter;
+    assert_int_equal(f->count, 2);
+    assert_true(sl_slice_eq_cstr(f->pairs[0].key, "color"));
+    assert_true(sl_slice_eq_cstr(f->pairs[0].value, "red"));
+    assert_true(sl_slice_eq_cstr(f->pairs[1].key, "size"));
+    assert_true(sl_slice_eq_cstr(f->pairs[1].value, "a=b c")); /* the first '=' splits */
+    gw_sqs_request_fini(&r);
+    expect_ok(GW_SQS_ACT_RECEIVE_MESSAGE, "{" Q ",\"MessageAttributeNames\":[\"sluice.*\"]}", &r);
+    assert_int_equal(r.u.receive_message.filter.count, 0); /* a name filter, not a pair */
+    gw_sqs_request_fini(&r);
+
+    static const struct {
+        const char *names;
+        const char *reason;
+    } bad[] = {
+        {"\"sluice.Filter.color\"", "a filter is sluice.Filter.<attribute name>=<value>."},
+        {"\"sluice.Filter.=red\"", "the filter's key is not a valid message attribute name."},
+        {"\"sluice.Filter.a..b=red\"", "the filter's key is not a valid message attribute name."},
+        {"\"sluice.Filter.sluice.Priority=1\"",
+         "the filter's key is not a valid message attribute name."},
+        {"\"sluice.Filter.color=\"", "a filter's value has 1 to 256 bytes."},
+        {"\"sluice.Filter.color=a\\u0000b\"", "a filter's value has 1 to 256 bytes."},
+        {"\"sluice.Filter.color=a\",\"sluice.Filter.color=b\"",
+         "a filter names each attribute at most once."},
+        {"\"sluice.Filter.a=1\",\"sluice.Filter.b=1\",\"sluice.Filter.c=1\","
+         "\"sluice.Filter.d=1\",\"sluice.Filter.e=1\"",
+         "a filter has at most 4 sluice.Filter entries."},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{" Q ",\"MessageAttributeNames\":[%s]}", bad[i].names);
+        struct gw_sqs_err err;
+        assert_int_equal(decode(GW_SQS_ACT_RECEIVE_MESSAGE, body, &r, &err), SL_EINVAL);
+        assert_int_equal(err.code, GW_SQS_E_INVALID_PARAMETER_VALUE);
+        assert_non_null(strstr(err.message, "for parameter MessageAttributeNames is invalid."));
+        assert_non_null(strstr(err.message, bad[i].reason));
+        gw_sqs_request_fini(&r);
+    }
+    /* a value of 256 bytes is taken, 257 is not */
+    char body[1024];
+    snprintf(body, sizeof body, "{" Q ",\"MessageAttributeNames\":[\"sluice.Filter.k=%0256d\"]}",
+             7);
+    expect_ok(GW_SQS_ACT_RECEIVE_MESSAGE, body, &r);
+    assert_int_equal(r.u.receive_message.filter.pairs[0].value.n, 256);
+    gw_sqs_request_fini(&r);
+    snprintf(body, sizeof body, "{" Q ",\"MessageAttributeNames\":[\"sluice.Filter.k=%0257d\"]}",
+             7);
+    expect_err(GW_SQS_ACT_RECEIVE_MESSAGE, body, GW_SQS_E_INVALID_PARAMETER_VALUE, NULL);
+}
+
+/* The filtered depth: SluiceFilteredMessages(NotVisible) with the filter
+ * among AttributeNames, and SluiceFilterKeys at creation only. */
+static void test_filtered_depth_and_keys(void **state)
+{
+    (void)state;
+    struct gw_sqs_request r;
+    expect_ok(GW_SQS_ACT_GET_QUEUE_ATTRIBUTES,
+              "{" Q ",\"AttributeNames\":[\"SluiceFilteredMessages\","
+              "\"SluiceFilteredMessagesNotVisible\",\"sluice.Filter.color=red\"]}",
+              &r);
+    const struct gw_sqs_get_queue_attributes_req *g = &r.u.get_queue_attributes;
+    assert_true(g->want_filtered_ready);
+    assert_true(g->want_filtered_inflight);
+    assert_int_equal(g->wanted, 0);
+    assert_int_equal(g->filter.count, 1);
+    gw_sqs_request_fini(&r);
+    expect_err(GW_SQS_ACT_GET_QUEUE_ATTRIBUTES,
+               "{" Q ",\"AttributeNames\":[\"SluiceFilteredMessages\"]}",
+               GW_SQS_E_INVALID_ATTRIBUTE_NAME,
+               "SluiceFilteredMessages and SluiceFilteredMessagesNotVisible need at least one "
+               "sluice.Filter.<name>=<value> among AttributeNames.");
+    expect_err(GW_SQS_ACT_GET_QUEUE_ATTRIBUTES,
+               "{" Q ",\"AttributeNames\":[\"All\",\"sluice.Filter.color=red\"]}",
+               GW_SQS_E_INVALID_ATTRIBUTE_NAME, NULL);
+    expect_err(GW_SQS_ACT_GET_QUEUE_ATTRIBUTES,
+               "{" Q ",\"AttributeNames\":[\"SluiceFilteredMessages\",\"sluice.Filter.x\"]}",
+               GW_SQS_E_INVALID_PARAMETER_VALUE, NULL);
+    expect_err(GW_SQS_ACT_GET_QUEUE_ATTRIBUTES,
+               "{" QF ",\"AttributeNames\":[\"SluiceFilteredMessages\",\"sluice.Filter.c=r\"]}",
+               GW_SQS_E_INVALID_ATTRIBUTE_NAME, NULL);
+
+    expect_ok(GW_SQS_ACT_CREATE_QUEUE,
+              "{\"QueueName\":\"q\",\"Attributes\":{\"SluiceFilterKeys\":\"color,size,a.b\"}}", &r);
+    gw_sqs_request_fini(&r);
+    static const char *const bad_keys[] = {
+        "", "a,,b", "a,", ",a", "a,a", "sluice.x", "a b", "a,b,c,d,e,f,g,h,i", "AWS.x", "a..b"};
+    for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"QueueName\":\"q\",\"Attributes\":{\"SluiceFilterKeys\":\"%s\"}}", bad_keys[i]);
+        expect_err(GW_SQS_ACT_CREATE_QUEUE, body, GW_SQS_E_INVALID_ATTRIBUTE_VALUE,
+                   "Invalid value for the parameter SluiceFilterKeys.");
+    }
+    expect_err(GW_SQS_ACT_CREATE_QUEUE,
+               "{\"QueueName\":\"q.fifo\",\"Attributes\":{\"FifoQueue\":\"true\","
+               "\"SluiceFilterKeys\":\"color\"}}",
+               GW_SQS_E_INVALID_ATTRIBUTE_NAME,
+               "You can specify the SluiceFilterKeys only when FifoQueue is false.");
+    expect_err(GW_SQS_ACT_SET_QUEUE_ATTRIBUTES,
+               "{" Q ",\"Attributes\":{\"SluiceFilterKeys\":\"color\"}}",
+               GW_SQS_E_INVALID_ATTRIBUTE_VALUE,
+               "Invalid value for the parameter SluiceFilterKeys. Reason: the filter keys are "
+               "fixed when the queue is created.");
+}
+
 static void test_receipt_actions(void **state)
 {
     (void)state;
@@ -827,6 +942,8 @@ int main(void)
         cmocka_unit_test(test_batch_errors),
         cmocka_unit_test(test_batch_too_long),
         cmocka_unit_test(test_receive_message),
+        cmocka_unit_test(test_receive_filter_syntax),
+        cmocka_unit_test(test_filtered_depth_and_keys),
         cmocka_unit_test(test_receipt_actions),
         cmocka_unit_test(test_move_tasks_tags_permissions),
     };

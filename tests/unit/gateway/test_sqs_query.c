@@ -396,6 +396,26 @@ static void test_message_actions(void **state)
     gw_sqs_request_fini(&r);
     expect_err("Action=ReceiveMessage&" V "&" QU "&MaxNumberOfMessages=11",
                GW_SQS_E_INVALID_PARAMETER_VALUE, NULL);
+    /* sluice's filtered receive, its '=' percent-encoded as any value */
+    expect_ok("Action=ReceiveMessage&" V "&" QU "&MessageAttributeName.1=All"
+              "&MessageAttributeName.2=sluice.Filter.color%3Dred%26blue",
+              GW_SQS_ACT_RECEIVE_MESSAGE, &r);
+    assert_int_equal(r.u.receive_message.filter.count, 1);
+    assert_slice(r.u.receive_message.filter.pairs[0].key, "color");
+    assert_slice(r.u.receive_message.filter.pairs[0].value, "red&blue");
+    gw_sqs_request_fini(&r);
+    expect_err("Action=ReceiveMessage&" V "&" QU "&MessageAttributeName.1=sluice.Filter.color",
+               GW_SQS_E_INVALID_PARAMETER_VALUE,
+               "Value sluice.Filter.color for parameter MessageAttributeNames is invalid. "
+               "Reason: a filter is sluice.Filter.<attribute name>=<value>.");
+    expect_ok("Action=GetQueueAttributes&" V "&" QU "&AttributeName.1=SluiceFilteredMessages"
+              "&AttributeName.2=sluice.Filter.color%3Dred",
+              GW_SQS_ACT_GET_QUEUE_ATTRIBUTES, &r);
+    assert_true(r.u.get_queue_attributes.want_filtered_ready);
+    assert_int_equal(r.u.get_queue_attributes.filter.count, 1);
+    gw_sqs_request_fini(&r);
+    expect_err("Action=GetQueueAttributes&" V "&" QU "&AttributeName.1=sluice.Filter.c%3Dr",
+               GW_SQS_E_INVALID_ATTRIBUTE_NAME, NULL);
 
     expect_ok("Action=DeleteMessage&" V "&" QU "&ReceiptHandle=h%2B1", GW_SQS_ACT_DELETE_MESSAGE,
               &r);

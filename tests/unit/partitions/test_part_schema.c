@@ -3,7 +3,8 @@
  * receive (also after a restart and a redrive), and partition files of the
  * older schemas (user_version 0: no lane column; 1: no digests column; 2:
  * the body in the msg row; 3: no FIFO deduplication; 4: no last receive;
- * 5: no receive attempts; 6: a unique index on the deduplication ids),
+ * 5: no receive attempts; 6: a unique index on the deduplication ids;
+ * 7: no filter index),
  * built with those schemas' own statements,
  * migrate on open: their messages stay receivable, whole, and those from
  * before schema 2 without digests.
@@ -34,6 +35,13 @@ static void assert_digests(const struct t_msg *m, size_t n)
     assert_int_equal(m->ndigests, n);
     assert_memory_equal(m->digests, DIGESTS, n);
 }
+
+/* The schema this build writes, and the statements that take a file of
+ * it back to schema 7 (no filter index), which the older downgrades
+ * below start from. */
+#define SCHEMA_NOW 8
+#define DOWN_TO_7                                                                                  \
+    "DROP TRIGGER msg_filter_sync; DROP TABLE msg_filter; ALTER TABLE msg DROP COLUMN filtered;"
 
 static int user_version(struct t_env *t)
 {
@@ -202,7 +210,7 @@ static void write_schema2_part0(struct t_env *t, uint64_t q, bool big)
  * into d, the first "old" with its attributes and no digests. */
 static void receive_migrated(struct t_env *t, uint64_t q, size_t n, struct t_done *d)
 {
-    assert_int_equal(user_version(t), 7);
+    assert_int_equal(user_version(t), SCHEMA_NOW);
     struct part_counts c = t_counts(t, q);
     assert_int_equal(c.ready, n);
     t_recv(t, q, 10, 30, d);
@@ -324,7 +332,7 @@ static void test_migrate_from_3(void **state)
     uint64_t q = t_create(t, "acme", "mig3", NULL);
     t_send(t, q, 0, "old");
     t_close(t);
-    rewrite_part0(t,
+    rewrite_part0(t, DOWN_TO_7
                   "DROP INDEX msg_attempt; ALTER TABLE msg DROP COLUMN attempt;"
                   " DROP TABLE dedup; DROP INDEX msg_group; ALTER TABLE msg DROP COLUMN dedup_id;"
                   " ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=3;");
@@ -335,7 +343,7 @@ static void test_migrate_from_3(void **state)
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "old");
     assert_string_equal(d.msgs[0].dedup, "");
-    assert_int_equal(user_version(t), 7);
+    assert_int_equal(user_version(t), SCHEMA_NOW);
     assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM dedup"), 0);
     /* FIFO sends and receives work on the migrated file */
     uint64_t f = t_create_fifo(t, "mig3.fifo", false);
@@ -352,15 +360,16 @@ static void test_migrate_from_4(void **state)
     uint64_t q = t_create(t, "acme", "mig4", NULL);
     t_send(t, q, 0, "old");
     t_close(t);
-    rewrite_part0(t, "DROP INDEX msg_attempt; ALTER TABLE msg DROP COLUMN attempt;"
-                     " ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=4;");
+    rewrite_part0(t,
+                  DOWN_TO_7 "DROP INDEX msg_attempt; ALTER TABLE msg DROP COLUMN attempt;"
+                            " ALTER TABLE msg DROP COLUMN last_receive_at; PRAGMA user_version=4;");
     assert_int_equal(user_version(t), 4);
     t_open(t);
     struct t_done d;
     t_recv(t, q, 10, 0, &d);
     assert_int_equal(d.count, 1);
     assert_string_equal(d.msgs[0].body, "old");
-    assert_int_equal(user_version(t), 7);
+    assert_int_equal(user_version(t), SCHEMA_NOW);
     t_sync(t);
     assert_int_equal(
         t_part_int(t, 0,
@@ -379,11 +388,11 @@ static void test_migrate_from_5(void **state)
     t_send_fifo(t, f, 0, "next", "h", "d2", &d);
     t_recv(t, f, 1, 600, &held);
     t_close(t);
-    rewrite_part0(t, "DROP INDEX msg_attempt; ALTER TABLE msg DROP COLUMN attempt;"
-                     " PRAGMA user_version=5;");
+    rewrite_part0(t, DOWN_TO_7 "DROP INDEX msg_attempt; ALTER TABLE msg DROP COLUMN attempt;"
+                               " PRAGMA user_version=5;");
     assert_int_equal(user_version(t), 5);
     t_open(t);
-    assert_int_equal(user_version(t), 7);
+    assert_int_equal(user_version(t), SCHEMA_NOW);
     assert_int_equal(t_counts(t, f).inflight, 1);
     struct part_receive_req req = {
         .queue_id = f, .max_messages = 10, .visibility_s = 30, .attempt = SL_SLICE_LIT("try")};
@@ -406,12 +415,13 @@ static void test_migrate_from_6(void **state)
     struct t_done first, d;
     t_send_fifo(t, f, 0, "one", "g", "d1", &first);
     t_close(t);
-    rewrite_part0(t, "CREATE TABLE dedup_6(queue_id INTEGER NOT NULL, dkey BLOB NOT NULL,"
-                     " expires_at INTEGER NOT NULL, message_id TEXT NOT NULL,"
-                     " seq INTEGER NOT NULL, UNIQUE(queue_id, dkey));"
-                     "INSERT INTO dedup_6 SELECT * FROM dedup; DROP TABLE dedup;"
-                     "ALTER TABLE dedup_6 RENAME TO dedup;"
-                     "CREATE INDEX dedup_expiry ON dedup(expires_at); PRAGMA user_version=6;");
+    rewrite_part0(t, DOWN_TO_7
+                  "CREATE TABLE dedup_6(queue_id INTEGER NOT NULL, dkey BLOB NOT NULL,"
+                  " expires_at INTEGER NOT NULL, message_id TEXT NOT NULL,"
+                  " seq INTEGER NOT NULL, UNIQUE(queue_id, dkey));"
+                  "INSERT INTO dedup_6 SELECT * FROM dedup; DROP TABLE dedup;"
+                  "ALTER TABLE dedup_6 RENAME TO dedup;"
+                  "CREATE INDEX dedup_expiry ON dedup(expires_at); PRAGMA user_version=6;");
     assert_int_equal(user_version(t), 6);
     assert_int_equal(t_part_int(t, 0,
                                 "SELECT count(*) FROM sqlite_schema WHERE tbl_name='dedup'"
@@ -425,13 +435,48 @@ static void test_migrate_from_6(void **state)
     t_send_fifo(t, f, 0, "three", "h", "d2", &d);
     assert_false(d.sent_dup[0]);
     t_close(t);
-    assert_int_equal(user_version(t), 7);
+    assert_int_equal(user_version(t), SCHEMA_NOW);
     assert_int_equal(t_part_int(t, 0,
                                 "SELECT count(*) FROM sqlite_schema WHERE tbl_name='dedup'"
                                 " AND name LIKE 'sqlite_autoindex%'"),
                      0);
     assert_int_equal(t_part_int(t, 0, "SELECT count(*) FROM dedup"), 2);
     t_open(t);
+}
+
+static void test_migrate_from_7(void **state)
+{
+    /* schema 7: no filter index; its messages are receivable, new ones are
+     * indexed, filtered receives work */
+    struct t_env *t = *state;
+    struct part_queue_config cfg = part_queue_config_default();
+    cfg.filtered = true;
+    uint64_t q = t_create(t, "acme", "mig7", &cfg);
+    t_send(t, q, 0, "old");
+    t_close(t);
+    rewrite_part0(t, DOWN_TO_7 " PRAGMA user_version=7;");
+    assert_int_equal(user_version(t), 7);
+    t_open(t);
+    struct part_filter_pair fp = {SL_SLICE_LIT("k"), SL_SLICE_LIT("v")};
+    struct part_send_entry en = {
+        .body = SL_SLICE_LIT("new"), .delay_s = -1, .filters = &fp, .filter_count = 1};
+    struct t_done d;
+    assert_int_equal(part_send(t->c, q, 0, &en, 1, t_ck(&d), t_on_done), SL_OK);
+    t_wait(t, &d);
+    assert_int_equal(d.status, SL_OK);
+    assert_int_equal(user_version(t), SCHEMA_NOW);
+    t_recv_with(t,
+                (struct part_receive_req){.queue_id = q,
+                                          .max_messages = 10,
+                                          .visibility_s = 30,
+                                          .filter = &fp,
+                                          .filter_count = 1},
+                &d);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0].body, "new");
+    t_recv(t, q, 10, 30, &d);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0].body, "old");
 }
 
 int main(void)
@@ -447,6 +492,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_from_4, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_5, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_6, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_7, t_setup, t_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
