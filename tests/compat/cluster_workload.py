@@ -11,7 +11,7 @@ import threading
 import time
 
 import harness
-from harness import TENANTS
+from harness import TENANTS, eq
 
 boto3 = harness.require_module("boto3", "python3-boto3")
 harness.require_module("botocore", "python3-botocore")
@@ -178,3 +178,14 @@ class Workload:
         self.stop_consuming.set()
         for t in self.consumers:
             t.join(timeout=60)
+
+    def check(self):
+        """After stop(): what the acknowledgements promise held."""
+        lost = sorted(self.acked_sends - set(self.received))
+        eq(lost[:10], [], f"acknowledged sends lost ({len(lost)} of {len(self.acked_sends)})")
+        eq(self.back_after_delete[:10], [], "acknowledged deletes that came back")
+        eq(self.fifo_errors[:10], [], "FIFO order or deletion broken")
+        eq(self.errors[:10], [], "client errors the SDK did not retry away")
+        print(f"  {len(self.acked_sends)} sends acknowledged, {len(self.received)} distinct "
+              f"received, {sum(self.received.values())} deliveries, {len(self.deleted_at)} "
+              f"deletes", flush=True)
