@@ -252,6 +252,22 @@ void lt_fifo_body_receive(struct sl_buf *b, const char *queue_url, unsigned max,
  * *violations; SL_EINVAL for a reply or message it cannot read. */
 int lt_fifo_check(struct lt_fifo *f, struct sl_slice resp, uint64_t *checked, uint64_t *violations);
 
+/* ===== sluice's own queue kinds (lt_beyond.c, --queue-kind; JSON 1.0) ===== */
+
+enum lt_queue_kind { LT_KIND_STANDARD, LT_KIND_PRIORITY, LT_KIND_EXCLUSIVE };
+
+struct lt_beyond {
+    enum lt_queue_kind kind;
+    uint64_t keys; /* exclusive: the key values taken round robin */
+    uint64_t next; /* messages sent so far */
+};
+/* CreateQueue of a priority or exclusive queue. */
+void lt_beyond_body_create(struct sl_buf *b, enum lt_queue_kind kind, const char *name);
+/* lt_body_send's bodies, each entry with its priority (0..999, spread) or
+ * its key value (one of s->keys, round robin). */
+void lt_beyond_body_send(struct sl_buf *b, struct lt_beyond *s, const char *queue_url, size_t size,
+                         unsigned batch, uint64_t wall_us);
+
 /* ===== options ========================================================== */
 
 enum lt_scenario {
@@ -311,8 +327,10 @@ struct lt_opts {
     char *queue_prefix;
     int wait_s; /* ReceiveMessage WaitTimeSeconds; -1 = scenario default */
     uint64_t prefill;
-    uint32_t fifo_groups; /* > 0: FIFO queues, sends spread over this many groups */
-    unsigned gap_ms;      /* longpoll: receive waiting before the send */
+    uint32_t fifo_groups;          /* > 0: FIFO queues, sends spread over this many groups */
+    enum lt_queue_kind queue_kind; /* --queue-kind */
+    uint64_t exclusive_keys;       /* --keys: exclusive queues' key values */
+    unsigned gap_ms;               /* longpoll: receive waiting before the send */
     char *json_path;
     char *plot_path;
     int server_pid;

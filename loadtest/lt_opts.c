@@ -61,6 +61,8 @@ enum {
     OPT_PREFILL,
     OPT_GAP_MS,
     OPT_FIFO_GROUPS,
+    OPT_QUEUE_KIND,
+    OPT_KEYS,
     OPT_JSON,
     OPT_PLOT,
     OPT_SERVER_PID,
@@ -96,6 +98,8 @@ static const struct option long_opts[] = {
     {"prefill", required_argument, NULL, OPT_PREFILL},
     {"gap-ms", required_argument, NULL, OPT_GAP_MS},
     {"fifo-groups", required_argument, NULL, OPT_FIFO_GROUPS},
+    {"queue-kind", required_argument, NULL, OPT_QUEUE_KIND},
+    {"keys", required_argument, NULL, OPT_KEYS},
     {"json", required_argument, NULL, OPT_JSON},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"server-pid", required_argument, NULL, OPT_SERVER_PID},
@@ -158,6 +162,11 @@ void lt_opts_usage(FILE *out)
         "  --fifo-groups N        send, receive-delete, roundtrip: high-throughput FIFO\n"
         "                         queues (NAME.fifo), sends spread over N message groups;\n"
         "                         receives check each group's SequenceNumbers increase\n"
+        "  --queue-kind K         send, receive-delete, roundtrip over --protocol json:\n"
+        "                         standard (default), priority (SluicePriority, sends\n"
+        "                         spread over priorities 0..999) or exclusive\n"
+        "                         (SluiceExclusivityKey, sends over --keys N values)\n"
+        "  --keys N               exclusive: key values (default 1000)\n"
         "  --json FILE            write the JSON record\n"
         "  --plot FILE.png        latency over time and histogram (gnuplot)\n"
         "  --server-pid PID       report the gateway's CPU time per request and message\n"
@@ -178,6 +187,7 @@ void lt_opts_init(struct lt_opts *o)
     o->connections = 1;
     o->streams = 16;
     o->batch = 1;
+    o->exclusive_keys = 1000;
     o->message_size = 1024;
     o->queues = 1;
     o->queue_prefix = sl_xstrdup("sluice-load");
@@ -424,6 +434,23 @@ static int apply(struct lt_opts *o, int c, const char *arg, char *err, size_t er
         }
         o->fifo_groups = (uint32_t)u;
         break;
+    case OPT_QUEUE_KIND:
+        if (strcmp(arg, "standard") == 0) {
+            o->queue_kind = LT_KIND_STANDARD;
+        } else if (strcmp(arg, "priority") == 0) {
+            o->queue_kind = LT_KIND_PRIORITY;
+        } else if (strcmp(arg, "exclusive") == 0) {
+            o->queue_kind = LT_KIND_EXCLUSIVE;
+        } else {
+            FAIL("--queue-kind wants standard, priority or exclusive");
+        }
+        break;
+    case OPT_KEYS:
+        if (parse_u64(arg, 1000000, &u) != SL_OK || u == 0) {
+            FAIL("--keys wants 1..1000000");
+        }
+        o->exclusive_keys = u;
+        break;
     case OPT_JSON:
         replace(&o->json_path, arg);
         break;
@@ -532,6 +559,13 @@ int lt_opts_parse(struct lt_opts *o, int argc, char **argv, char *err, size_t er
                                (o->scenario != LT_SC_SEND && o->scenario != LT_SC_RECEIVE_DELETE &&
                                 o->scenario != LT_SC_ROUNDTRIP))) {
         FAIL("--fifo-groups is for send, receive-delete and roundtrip over --protocol json");
+    }
+    if (o->queue_kind != LT_KIND_STANDARD &&
+        (o->protocol != LT_PROTO_JSON || o->fifo_groups > 0 ||
+         (o->scenario != LT_SC_SEND && o->scenario != LT_SC_RECEIVE_DELETE &&
+          o->scenario != LT_SC_ROUNDTRIP))) {
+        FAIL("--queue-kind is for send, receive-delete and roundtrip over --protocol json, "
+             "without --fifo-groups");
     }
     if ((o->receive_rate > 0 || o->flood_receive_rate > 0) && o->scenario != LT_SC_NOISY) {
         FAIL("--receive-rate and --flood-receive-rate are for the noisy scenario");

@@ -124,7 +124,8 @@ struct run {
     double cpu_start_s;
     char setup_error[256];
     int status;
-    struct lt_fifo fifo; /* --fifo-groups */
+    struct lt_fifo fifo;     /* --fifo-groups */
+    struct lt_beyond beyond; /* --queue-kind */
 };
 
 static void group_pump(struct group *g);
@@ -391,6 +392,9 @@ static void flow_begin(struct group *g, struct flow *f, uint64_t intended_ns)
         if (o->fifo_groups > 0) {
             lt_fifo_body_send(&r->body, &g->run->fifo, url, o->message_size, g->batch,
                               lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
+        } else if (o->queue_kind != LT_KIND_STANDARD) {
+            lt_beyond_body_send(&r->body, &g->run->beyond, url, o->message_size, g->batch,
+                                lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
         } else {
             lt_proto_send(&r->body, o->protocol, url, o->message_size, g->batch,
                           lt_intended_wall_us(sl_wall_us(), sl_mono_ns(), intended_ns));
@@ -765,6 +769,8 @@ static void begin_setup(struct run *run)
             queue_name(run, g, q, name, sizeof(name));
             if (run->o->fifo_groups > 0) {
                 lt_fifo_body_create(&r->body, name);
+            } else if (run->o->queue_kind != LT_KIND_STANDARD) {
+                lt_beyond_body_create(&r->body, run->o->queue_kind, name);
             } else {
                 lt_proto_create_queue(&r->body, run->o->protocol, name);
             }
@@ -993,6 +999,7 @@ int lt_run(const struct lt_opts *o, struct lt_result *res)
             return SL_EINVAL;
         }
     }
+    run->beyond = (struct lt_beyond){.kind = o->queue_kind, .keys = o->exclusive_keys};
     if (o->fifo_groups > 0) {
         lt_fifo_init(&run->fifo, o->fifo_groups, sl_wall_us());
     }
