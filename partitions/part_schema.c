@@ -391,6 +391,19 @@ static bool failed(struct part_writer *w, char *why, size_t whylen, int *rc)
     return false;
 }
 
+/* The steps from user_version `version` to PART_SCHEMA_VERSION, in order:
+ * the one path of a single node's file and of a cluster's image. */
+static void append_migrations(struct sl_buf *sql, int version)
+{
+    static const char *const steps[] = {PART_MIGRATE_0_1, PART_MIGRATE_1_2, PART_MIGRATE_2_3,
+                                        PART_MIGRATE_3_4, PART_MIGRATE_4_5, PART_MIGRATE_5_6,
+                                        PART_MIGRATE_6_7, PART_MIGRATE_7_8};
+    _Static_assert(sizeof steps / sizeof steps[0] == PART_SCHEMA_VERSION, "a step per version");
+    for (int v = version < 0 ? 0 : version; v < PART_SCHEMA_VERSION; v++) {
+        sl_buf_append_cstr(sql, steps[v]);
+    }
+}
+
 static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
 {
     sqlite3_stmt *st = NULL;
@@ -414,30 +427,7 @@ static bool migrate(struct part_writer *w, char *why, size_t whylen, int *rc)
     struct sl_buf sql;
     sl_buf_init(&sql);
     sl_buf_append_cstr(&sql, "BEGIN IMMEDIATE;");
-    if (version < 1) {
-        sl_buf_append_cstr(&sql, PART_MIGRATE_0_1);
-    }
-    if (version < 2) {
-        sl_buf_append_cstr(&sql, PART_MIGRATE_1_2);
-    }
-    if (version < 3) {
-        sl_buf_append_cstr(&sql, PART_MIGRATE_2_3);
-    }
-    if (version < 4) {
-        sl_buf_append_cstr(&sql, PART_MIGRATE_3_4);
-    }
-    if (version < 5) {
-        sl_buf_append_cstr(&sql, PART_MIGRATE_4_5);
-    }
-    if (version < 6) {
-        sl_buf_append_cstr(&sql, PART_MIGRATE_5_6);
-    }
-    if (version < 7) {
-        sl_buf_append_cstr(&sql, PART_MIGRATE_6_7);
-    }
-    if (version < 8) {
-        sl_buf_append_cstr(&sql, PART_MIGRATE_7_8);
-    }
+    append_migrations(&sql, version);
     sl_buf_append_cstr(&sql, set_version);
     sl_buf_append_cstr(&sql, "COMMIT;");
     bool ok = part__sql_exec(w->db, sql.p) == SL_OK;
@@ -477,8 +467,13 @@ int part__sql_exec(sqlite3 *db, const char *sql)
 /* ---- a partition's connection ------------------------------------------ */
 
 /* A cluster's image: made at the current schema in one transaction, the
- * one entry that replicates it; an image of another version is refused
- * (migrating a replicated image belongs with rolling upgrades). */
+ * one entry that replicates it. An image of an older schema (a cluster
+ * upgraded node by node) is migrated the same way by its first leader
+ * that runs this build: the steps of a single node's file, the schema's
+ * CREATE ... IF NOT EXISTS and the new version in one transaction, so the
+ * followers apply the result as frames and run nothing themselves. A
+ * node of an older build then cannot lead the group any more (it refuses
+ * a newer image below), so the lead stays with the upgraded nodes. */
 static bool schema_replicated(struct part_writer *w, char *why, size_t whylen, int *rc)
 {
     /* secure_delete=FAST as on one node (PART_PRAGMAS): every page a
@@ -494,15 +489,24 @@ static bool schema_replicated(struct part_writer *w, char *why, size_t whylen, i
     if (version == PART_SCHEMA_VERSION) {
         return true;
     }
-    if (version != 0) {
-        snprintf(why, whylen, "the image has schema %d, this build writes %d", version,
-                 PART_SCHEMA_VERSION);
+    if (version > PART_SCHEMA_VERSION) {
+        snprintf(why, whylen,
+                 "the image has schema %d, newer than this build's %d: upgrade this "
+                 "node",
+                 version, PART_SCHEMA_VERSION);
         *rc = SQLITE_ERROR;
         return false;
     }
     struct sl_buf sql;
     sl_buf_init(&sql);
     sl_buf_append_cstr(&sql, "BEGIN IMMEDIATE;");
+    if (version > 0) {
+        sl_log(SL_LOG_INFO, LOG_MOD,
+               "partition %u: migrating its replicated image from schema %d "
+               "to %d",
+               w->index, version, PART_SCHEMA_VERSION);
+        append_migrations(&sql, version);
+    }
     sl_buf_append_cstr(&sql, PART_SCHEMA);
     char set_version[48];
     snprintf(set_version, sizeof set_version, "PRAGMA user_version=%d;COMMIT;",

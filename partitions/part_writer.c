@@ -854,6 +854,8 @@ static void lead_drop(struct part_writer *w)
     sl_log(SL_LOG_INFO, LOG_MOD, "partition %u: no longer leads its group", w->index);
 }
 
+_Atomic(const char *) part__test_lead_sql;
+
 /* This node leads the group: open the image, make its schema (one
  * replicated transaction) and rebuild the partition's memory from it,
  * all under the group's write, so that no apply lands between. */
@@ -867,6 +869,11 @@ static void lead_take(struct part_writer *w)
     w->lead_try_ms = now;
     if (part__repl_group_open_db(w->group, &w->db) != SL_OK) {
         return;
+    }
+    const char *pre = atomic_exchange(&part__test_lead_sql, NULL);
+    if (pre != NULL && part__repl_write_begin(w->group) == SL_OK) {
+        (void)part__sql_exec(w->db, pre);
+        (void)part__repl_write_end(w->group, (struct sl_slice){0}, false);
     }
     if (part__repl_write_begin(w->group) != SL_OK) {
         sqlite3_close(w->db);

@@ -24,4 +24,11 @@ int part__writer_start(struct part_writer *w);
 /* Runs what is queued, stops the thread and closes the file. */
 void part__writer_stop(struct part_writer *w);
 
+/* Tests: SQL that the next writer to take the lead of its group runs as
+ * a replicated write of its own before the schema, then forgets (so that
+ * a test can make an image of an older schema for the migration to meet):
+ * one transaction, BEGIN to COMMIT, as the replication VFS wants.
+ * NULL: nothing, always in production. */
+extern _Atomic(const char *) part__test_lead_sql;
+
 #endif
