@@ -114,7 +114,7 @@ static int setup_placing(void **state)
     return setup_with(state, 0, 300);
 }
 
-#define SMALL_BUDGET (1024u * 1024u)
+#define SMALL_BUDGET ((uint64_t)1 << 20)
 
 static int setup_small_budget(void **state)
 {
