@@ -46,7 +46,11 @@ struct part__peer_node;
 /* The first bytes of a hello on the peer port: a Raft hello ("SLRT") is
  * refused here as bad_magic, and a peer hello on the Raft port. */
 #define PART__PEER_MAGIC UINT32_C(0x534c5052) /* "SLPR", big-endian first */
-#define PART__PEER_VERSION 1
+/* The version of the handshake and of part_fwd.c's frames: 2 added the
+ * catalog change's pause flags, forwarded moves, removes and barriers, and
+ * filter pairs. Nodes of two versions refuse each other (bad_version)
+ * rather than misread each other's frames. */
+#define PART__PEER_VERSION 2
 /* The name every peer hello asks for: the port serves one thing. */
 #define PART__PEER_NAME "peer"
 /* A frame's bytes at most, when the options say 0: far over a batch of
