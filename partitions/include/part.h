@@ -577,7 +577,10 @@ struct part_send_entry {
  * once below the low-disk watermark (part_engine_set_min_free) and, after
  * a write found the disk full, until the space reserve is set aside again;
  * the job completes with SL_EBUSY when the disk is full or the partition
- * waits for space to open (transient: retry). */
+ * waits for space to open (transient: retry). A cluster's node returns
+ * SL_EBUDGET at once while its replicated images hold more than its
+ * memory_budget (part_cluster_options), and a job for a group with no
+ * reachable leader completes with SL_EUNAVAIL (both transient). */
 int part_send(struct part_client *c, uint64_t queue_id, uint32_t partition,
               const struct part_send_entry *entries, size_t n, struct part_cookie cookie,
               part_done_fn *done);
