@@ -154,10 +154,14 @@ test("the console, as an operator uses it", async (t) => {
 
   await step("pause and resume go through the admin API", async () => {
     const key = `${tenant.name}/elsewhere`;
-    const state = () => page.$eval(`#queues tr[data-queue="${key}"]`, (row) => ({
-      badge: row.querySelector(".badge.bad")?.textContent ?? null,
-      button: row.querySelector("button").textContent,
-    }));
+    // One evaluate, no element handle (the table redraws every 2 s).
+    const state = () => page.evaluate((sel) => {
+      const row = document.querySelector(sel);
+      return {
+        badge: row?.querySelector(".badge.bad")?.textContent ?? null,
+        button: row?.querySelector("button")?.textContent ?? null,
+      };
+    }, `#queues tr[data-queue="${key}"]`);
     await press(`#queues tr[data-queue="${key}"] button`);
     await until("the paused badge", async () => (await state()).badge === "paused");
     assert.equal((await state()).button, "Resume");
@@ -329,7 +333,12 @@ test("the console, as an operator uses it", async (t) => {
   await step("the overview follows a tenant's backlog and request rate", async () => {
     await goto("overview");
     const row = `#tenants tr[data-tenant="${tenant.name}"]`;
-    const field = (f) => page.$eval(`${row} [data-field="${f}"]`, (td) => td.textContent.replace(/,/g, ""));
+    // One evaluate, no element handle: the page redraws the table every
+    // 2 s, and a handle taken just before a redraw points at nothing.
+    const field = (f) => page.evaluate((sel) => {
+      const td = document.querySelector(sel);
+      return td ? td.textContent.replace(/,/g, "") : null;
+    }, `${row} [data-field="${f}"]`);
     await page.waitForSelector(row);
     const before = Number(await field("backlog"));
     const url = `${server.endpoint}/${tenant.name}/elsewhere`;
