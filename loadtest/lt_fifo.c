@@ -26,32 +26,22 @@ void lt_fifo_body_create(struct sl_buf *b, const char *name)
                   name);
 }
 
+/* An entry's group, and a deduplication id no other send of this run (or
+ * of an earlier run against the same server: the nonce) repeats. */
+static void fifo_fields(struct sl_buf *b, void *arg)
+{
+    struct lt_fifo *f = arg;
+    uint32_t group = (uint32_t)(f->next_group++ % f->groups);
+    sl_buf_printf(b,
+                  "\"MessageGroupId\":\"g%" PRIu32 "\",\"MessageDeduplicationId\":\"%" PRIx64
+                  "-%" PRIu64 "\",",
+                  group, f->nonce, f->next_dedup++);
+}
+
 void lt_fifo_body_send(struct sl_buf *b, struct lt_fifo *f, const char *queue_url, size_t size,
                        unsigned batch, uint64_t wall_us)
 {
-    /* the bodies as lt_body_send makes them, each entry given its group
-     * and a deduplication id no other send of this run (or of an earlier
-     * run against the same server: the nonce) repeats */
-    struct sl_buf plain;
-    sl_buf_init(&plain);
-    lt_body_send(&plain, queue_url, size, batch, wall_us);
-    const char *p = plain.p;
-    const char *end = plain.p + plain.n;
-    unsigned i = 0;
-    const char *key = "\"MessageBody\":";
-    for (const char *at; (at = strstr(p, key)) != NULL && at < end; i++) {
-        sl_buf_append(b, p, (size_t)(at - p));
-        uint32_t group = (uint32_t)(f->next_group++ % f->groups);
-        sl_buf_printf(b,
-                      "\"MessageGroupId\":\"g%" PRIu32 "\",\"MessageDeduplicationId\":\"%" PRIx64
-                      "-%" PRIu64 "\",",
-                      group, f->nonce, f->next_dedup++);
-        p = at;
-        sl_buf_append(b, p, strlen(key));
-        p += strlen(key);
-    }
-    sl_buf_append(b, p, (size_t)(end - p));
-    sl_buf_free(&plain);
+    lt_body_send_with(b, queue_url, size, batch, wall_us, fifo_fields, f);
 }
 
 void lt_fifo_body_receive(struct sl_buf *b, const char *queue_url, unsigned max, int wait_s)

@@ -198,6 +198,13 @@ void lt_proto_raw(struct sl_buf *b, enum lt_protocol p, const char *action, cons
 /* The JSON 1.0 body of SendMessage(Batch) (lt_proto_send). */
 void lt_body_send(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
                   uint64_t wall_us);
+/* Writes an entry's own fields ("Name":value, each followed by a comma)
+ * ahead of its MessageBody. */
+typedef void lt_entry_fields_fn(struct sl_buf *b, void *arg);
+/* lt_body_send, fields (may be NULL) called once per entry, in order:
+ * the FIFO and sluice queue kinds' sends, in one pass. */
+void lt_body_send_with(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
+                       uint64_t wall_us, lt_entry_fields_fn *fields, void *arg);
 /* The send timestamp (µs) a body starts with, or 0. */
 uint64_t lt_body_timestamp(const char *body, size_t n);
 

@@ -93,6 +93,12 @@ static void message_body(struct sl_buf *out, size_t size, uint64_t wall_us)
 void lt_body_send(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
                   uint64_t wall_us)
 {
+    lt_body_send_with(b, queue_url, size, batch, wall_us, NULL, NULL);
+}
+
+void lt_body_send_with(struct sl_buf *b, const char *queue_url, size_t size, unsigned batch,
+                       uint64_t wall_us, lt_entry_fields_fn *fields, void *arg)
+{
     sl_buf_printf(b, "{\"QueueUrl\":\"%s\",", queue_url);
     if (batch > 1) {
         sl_buf_append_cstr(b, "\"Entries\":[");
@@ -100,6 +106,9 @@ void lt_body_send(struct sl_buf *b, const char *queue_url, size_t size, unsigned
     for (unsigned i = 0; i < batch; i++) {
         if (batch > 1) {
             sl_buf_printf(b, "%s{\"Id\":\"m%u\",", i ? "," : "", i);
+        }
+        if (fields != NULL) {
+            fields(b, arg);
         }
         sl_buf_append_cstr(b, "\"MessageBody\":\"");
         message_body(b, size, wall_us); /* nothing in it needs escaping */
